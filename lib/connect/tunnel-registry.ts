@@ -1,0 +1,49 @@
+import type { Duplex } from 'node:stream'
+
+/**
+ * Counts open CONNECT tunnels against `maxConcurrentTunnels` and remembers their sockets so
+ * that closing the server tears them down. A slot is taken before the destination is dialed
+ * (a connect in progress counts) and given back exactly once.
+ */
+export class TunnelRegistry {
+  readonly #max: number
+  readonly #open = new Set<Duplex>()
+  #reserved = 0
+
+  constructor (maxConcurrentTunnels: number) {
+    this.#max = maxConcurrentTunnels
+  }
+
+  /** Tunnels open or being opened. */
+  get active (): number {
+    return this.#reserved
+  }
+
+  /**
+   * Reserves a slot; returns a release function (idempotent), or null when the limit is reached.
+   */
+  tryReserve (): (() => void) | null {
+    if (this.#reserved >= this.#max) return null
+    this.#reserved++
+    let released = false
+    return () => {
+      if (released) return
+      released = true
+      this.#reserved--
+    }
+  }
+
+  /** Tracks the streams of an open tunnel until they close. */
+  track (...streams: Duplex[]): void {
+    for (const stream of streams) {
+      this.#open.add(stream)
+      stream.once('close', () => this.#open.delete(stream))
+    }
+  }
+
+  /** Destroys every tracked tunnel stream (server shutdown). */
+  destroyAll (): void {
+    for (const stream of this.#open) stream.destroy()
+    this.#open.clear()
+  }
+}

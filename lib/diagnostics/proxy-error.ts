@@ -1,0 +1,67 @@
+/**
+ * RFC 9209 error types this proxy reports in `Proxy-Status`, with the status each maps to.
+ * One table, so a status and its error type never disagree.
+ */
+export const PROXY_ERROR_STATUS = {
+  http_request_error: 400,
+  http_request_denied: 403,
+  destination_ip_prohibited: 403,
+  proxy_authentication_required: 407,
+  proxy_loop_detected: 508,
+  dns_error: 502,
+  dns_timeout: 504,
+  destination_not_found: 502,
+  destination_unavailable: 503,
+  connection_refused: 502,
+  connection_terminated: 502,
+  connection_timeout: 504,
+  connection_read_timeout: 504,
+  connection_limit_reached: 503,
+  http_response_timeout: 504,
+  http_response_incomplete: 502,
+  http_response_header_section_size: 502,
+  http_protocol_error: 502,
+  tls_protocol_error: 502,
+  tls_certificate_error: 502,
+  proxy_internal_error: 500,
+  proxy_configuration_error: 500
+} as const
+
+/** An RFC 9209 error type (`Proxy-Status: ...; error=<type>`). */
+export type ProxyErrorType = keyof typeof PROXY_ERROR_STATUS
+
+/** Options of a {@link ProxyError} beyond its type. */
+export interface ProxyErrorOptions {
+  /** Overrides the status the type maps to (e.g. 405 for TRACE at Max-Forwards 0). */
+  status?: number
+  /** Safe, client-visible detail (no internals, no secrets); goes into `details="..."`. */
+  details?: string
+  /** The underlying error, for logs only. */
+  cause?: unknown
+}
+
+/**
+ * A failure the proxy answers itself. Every response the proxy makes is built from one of
+ * these by `sendProxyError`, which sets the status, `Proxy-Status` and a short text body.
+ */
+export class ProxyError extends Error {
+  /** RFC 9209 error type. */
+  readonly errorType: ProxyErrorType
+  /** HTTP status of the response. */
+  readonly status: number
+  /** Client-visible detail, if any. */
+  readonly details: string | undefined
+
+  constructor (errorType: ProxyErrorType, message: string, options: ProxyErrorOptions = {}) {
+    super(message, options.cause === undefined ? undefined : { cause: options.cause })
+    this.name = 'ProxyError'
+    this.errorType = errorType
+    this.status = options.status ?? PROXY_ERROR_STATUS[errorType]
+    this.details = options.details
+  }
+}
+
+/** True when `value` is a {@link ProxyError}. */
+export function isProxyError (value: unknown): value is ProxyError {
+  return value instanceof ProxyError
+}

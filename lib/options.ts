@@ -1,0 +1,174 @@
+import type { ForwardProxyLimitOptions, ForwardProxyOptions, ForwardProxyResolver } from '../types/options'
+import type { ForwardProxyCredentialCheck } from '../types/user'
+import { parseCidr } from './security/cidr'
+import { compileHostPattern, type HostPattern } from './security/host-pattern'
+import { credentialCheckFromUsers } from './security/credential-check'
+import { systemResolver } from './security/default-resolver'
+import type { DestinationPolicySettings } from './security/destination-policy'
+
+/** Default limits (DESIGN section 4), in milliseconds where they are durations. */
+export const DEFAULT_LIMITS = {
+  maxConcurrentTunnels: 10_000,
+  tunnelIdleTimeout: 300_000,
+  httpActivityTimeout: 100_000,
+  connectTimeout: 10_000
+} as const
+
+/** Default pseudonym in `Via` and `Proxy-Status`. */
+export const DEFAULT_PSEUDONYM = 'fastify-forward-proxy'
+
+/** Thrown at registration when an option is invalid; the message names the option. */
+export class ForwardProxyOptionsError extends TypeError {
+  /** Dotted path of the bad option, e.g. `limits.connectTimeout`. */
+  readonly option: string
+
+  constructor (option: string, problem: string) {
+    super(`fastify-forward-proxy: option "${option}" ${problem}`)
+    this.name = 'ForwardProxyOptionsError'
+    this.option = option
+  }
+}
+
+/** The validated options every part of the proxy reads. */
+export interface ResolvedProxySettings {
+  readonly pseudonym: string
+  readonly auth: { readonly realm: string, readonly check: ForwardProxyCredentialCheck } | null
+  readonly destinations: DestinationPolicySettings
+  readonly limits: Readonly<Required<ForwardProxyLimitOptions>>
+  readonly resolver: ForwardProxyResolver
+}
+
+const KNOWN_KEYS: Record<string, readonly string[]> = {
+  '': ['auth', 'destinations', 'limits', 'via', 'resolver'],
+  auth: ['realm', 'users', 'validate'],
+  destinations: ['allowedHosts', 'deniedHosts', 'allowedPorts', 'allowPrivateNetworks', 'allowedNetworks'],
+  limits: ['maxConcurrentTunnels', 'tunnelIdleTimeout', 'httpActivityTimeout', 'connectTimeout']
+}
+
+// Fastify passes its own keys (prefix, logLevel, ...) to every plugin; they are not ours to judge.
+const FASTIFY_REGISTER_KEYS = new Set(['prefix', 'logLevel', 'logSerializers'])
+
+/**
+ * Validates `forwardProxy` options and fills in defaults. Never mutates `options`.
+ * @throws ForwardProxyOptionsError naming the first bad option.
+ */
+export function resolveProxySettings (options: ForwardProxyOptions = {}): ResolvedProxySettings {
+  if (typeof options !== 'object' || options === null) throw new ForwardProxyOptionsError('options', 'must be an object')
+  rejectUnknownKeys('', options)
+  return {
+    pseudonym: resolvePseudonym(options.via),
+    auth: resolveAuth(options.auth),
+    destinations: resolveDestinations(options.destinations),
+    limits: resolveLimits(options.limits),
+    resolver: resolveResolver(options.resolver)
+  }
+}
+
+function rejectUnknownKeys (path: string, value: object): void {
+  const known = KNOWN_KEYS[path] ?? []
+  for (const key of Object.keys(value)) {
+    if (path === '' && FASTIFY_REGISTER_KEYS.has(key)) continue
+    if (!known.includes(key)) {
+      throw new ForwardProxyOptionsError(path === '' ? key : `${path}.${key}`, `is not a known option (known: ${known.join(', ')})`)
+    }
+  }
+}
+
+function resolvePseudonym (via: unknown): string {
+  if (via === undefined) return DEFAULT_PSEUDONYM
+  if (typeof via !== 'string' || !/^[!#$%&'*+.^_`|~0-9A-Za-z-]{1,64}$/.test(via)) {
+    throw new ForwardProxyOptionsError('via', 'must be an HTTP token of 1 to 64 characters (letters, digits, - . _ ~ and the like)')
+  }
+  return via
+}
+
+function resolveAuth (auth: ForwardProxyOptions['auth']): ResolvedProxySettings['auth'] {
+  if (auth === undefined) return null
+  if (typeof auth !== 'object' || auth === null) throw new ForwardProxyOptionsError('auth', 'must be an object')
+  rejectUnknownKeys('auth', auth)
+  const realm = auth.realm ?? DEFAULT_PSEUDONYM
+  if (typeof realm !== 'string' || realm === '' || /["\\\u0000-\u001f\u007f]/.test(realm)) {
+    throw new ForwardProxyOptionsError('auth.realm', 'must be a non-empty string without quotes, backslashes or control characters')
+  }
+  if ((auth.users === undefined) === (auth.validate === undefined)) {
+    throw new ForwardProxyOptionsError('auth', 'needs exactly one of "users" or "validate"')
+  }
+  if (auth.validate !== undefined) {
+    if (typeof auth.validate !== 'function') throw new ForwardProxyOptionsError('auth.validate', 'must be a function (username, password, request) => boolean | user')
+    return { realm, check: auth.validate }
+  }
+  const users = auth.users
+  if (typeof users !== 'object' || users === null || Array.isArray(users)) {
+    throw new ForwardProxyOptionsError('auth.users', 'must be an object mapping user names to passwords')
+  }
+  for (const [name, password] of Object.entries(users)) {
+    if (name === '' || name.includes(':') || /[\u0000-\u001f\u007f]/.test(name)) {
+      throw new ForwardProxyOptionsError(`auth.users.${name}`, 'is not a valid user name (non-empty, no colon, no control characters)')
+    }
+    if (typeof password !== 'string' || password === '') {
+      throw new ForwardProxyOptionsError(`auth.users.${name}`, 'must have a non-empty string password')
+    }
+  }
+  return { realm, check: credentialCheckFromUsers({ ...users }) }
+}
+
+function resolveDestinations (destinations: ForwardProxyOptions['destinations']): DestinationPolicySettings {
+  const value = destinations ?? {}
+  if (typeof value !== 'object' || value === null) throw new ForwardProxyOptionsError('destinations', 'must be an object')
+  rejectUnknownKeys('destinations', value)
+  const allowPrivateNetworks = value.allowPrivateNetworks ?? false
+  if (typeof allowPrivateNetworks !== 'boolean') throw new ForwardProxyOptionsError('destinations.allowPrivateNetworks', 'must be a boolean')
+  return {
+    allowedHosts: compilePatterns('destinations.allowedHosts', value.allowedHosts ?? ['*']),
+    deniedHosts: compilePatterns('destinations.deniedHosts', value.deniedHosts ?? []),
+    allowedPorts: resolvePorts(value.allowedPorts ?? [80, 443]),
+    allowPrivateNetworks,
+    allowedNetworks: (asArray('destinations.allowedNetworks', value.allowedNetworks ?? [])).map((text, index) => {
+      const range = typeof text === 'string' ? parseCidr(text) : null
+      if (range === null) throw new ForwardProxyOptionsError(`destinations.allowedNetworks[${index}]`, `is not a CIDR range or IP address: ${String(text)}`)
+      return range
+    })
+  }
+}
+
+function compilePatterns (option: string, patterns: unknown): HostPattern[] {
+  return asArray(option, patterns).map((text, index) => {
+    const pattern = typeof text === 'string' ? compileHostPattern(text) : null
+    if (pattern === null) throw new ForwardProxyOptionsError(`${option}[${index}]`, `is not a host pattern (example.com, *.example.com, *, or an IP literal): ${String(text)}`)
+    return pattern
+  })
+}
+
+function resolvePorts (ports: unknown): ReadonlySet<number> | null {
+  if (ports === '*') return null
+  return new Set(asArray('destinations.allowedPorts', ports).map((port, index) => {
+    if (typeof port !== 'number' || !Number.isInteger(port) || port < 1 || port > 65535) {
+      throw new ForwardProxyOptionsError(`destinations.allowedPorts[${index}]`, `must be a port number from 1 to 65535: ${String(port)}`)
+    }
+    return port
+  }))
+}
+
+function asArray (option: string, value: unknown): unknown[] {
+  if (!Array.isArray(value)) throw new ForwardProxyOptionsError(option, 'must be an array')
+  return value
+}
+
+function resolveLimits (limits: ForwardProxyOptions['limits']): ResolvedProxySettings['limits'] {
+  const value = limits ?? {}
+  if (typeof value !== 'object' || value === null) throw new ForwardProxyOptionsError('limits', 'must be an object')
+  rejectUnknownKeys('limits', value)
+  const resolved = { ...DEFAULT_LIMITS, ...value }
+  for (const [name, limit] of Object.entries(resolved)) {
+    if (typeof limit !== 'number' || !Number.isInteger(limit) || limit < 1 || limit > 2_147_483_647) {
+      throw new ForwardProxyOptionsError(`limits.${name}`, `must be a positive integer${name === 'maxConcurrentTunnels' ? '' : ' of milliseconds'} no larger than 2147483647: ${String(limit)}`)
+    }
+  }
+  return resolved
+}
+
+function resolveResolver (resolver: unknown): ForwardProxyResolver {
+  if (resolver === undefined) return systemResolver
+  if (typeof resolver !== 'function') throw new ForwardProxyOptionsError('resolver', 'must be a function (hostname, signal) => Promise<{ address, family }[]>')
+  return resolver as ForwardProxyResolver
+}

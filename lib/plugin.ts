@@ -1,0 +1,65 @@
+import fp from 'fastify-plugin'
+import type { FastifyInstance } from 'fastify'
+import type { Server as HttpServer } from 'node:http'
+import type { Server as HttpsServer } from 'node:https'
+import type { ForwardProxyOptions } from '../types/options'
+import type { ForwardProxyControl } from '../types/control'
+import { resolveProxySettings } from './options'
+import { proxyDestinationOf } from './proxy-request'
+import { proxyRouteConstraint } from './proxy-route-constraint'
+import { proxyRoutes } from './proxy-routes'
+import { attachProxyToServer, secondaryServersOf } from './attach-server'
+import { TunnelRegistry } from './connect/tunnel-registry'
+import { DestinationPolicy } from './security/destination-policy'
+import { createDestinationDispatcher } from './forward/destination-dispatcher'
+import type { ProxyRuntime } from './proxy-runtime'
+
+async function forwardProxyPlugin (fastify: FastifyInstance, options: ForwardProxyOptions): Promise<void> {
+  const settings = resolveProxySettings(options)
+  const policy = new DestinationPolicy(settings.destinations)
+  const connector = { policy, resolver: settings.resolver, connectTimeout: settings.limits.connectTimeout }
+  const runtime: ProxyRuntime = {
+    settings,
+    policy,
+    connector,
+    tunnels: new TunnelRegistry(settings.limits.maxConcurrentTunnels),
+    dispatcher: createDestinationDispatcher(connector, settings.limits.httpActivityTimeout)
+  }
+
+  if (!fastify.supportedMethods.includes('CONNECT')) fastify.addHttpMethod('CONNECT')
+  fastify.addConstraintStrategy(proxyRouteConstraint)
+  fastify.decorateRequest('proxyUser', null)
+  fastify.decorateRequest('proxyDestination', {
+    getter (this: { raw: Parameters<typeof proxyDestinationOf>[0] }) { return proxyDestinationOf(this.raw) }
+  })
+
+  const attach = (server: HttpServer | HttpsServer, routeRequests: boolean): void =>
+    attachProxyToServer(server, fastify, settings.pseudonym, { routeRequests })
+  const control: ForwardProxyControl = {
+    get activeTunnels () { return runtime.tunnels.active },
+    attachServer: (server) => attach(server, true)
+  }
+  fastify.decorate('forwardProxy', control)
+
+  attach(fastify.server as HttpServer, false)
+  fastify.addHook('onListen', async function attachSecondaryServers () {
+    for (const server of secondaryServersOf(fastify)) attach(server, false)
+  })
+  fastify.addHook('preClose', async function closeTunnels () {
+    runtime.tunnels.destroyAll()
+  })
+  fastify.addHook('onClose', async function closeDispatcher () {
+    await runtime.dispatcher.destroy()
+  })
+
+  await fastify.register(proxyRoutes(runtime))
+}
+
+/**
+ * The forward proxy plugin: `fastify.register(forwardProxy, options)`. Turns the application
+ * into an HTTP forward proxy (HTTP/1.1 CONNECT tunnels and absolute-form `http://` forwarding)
+ * with proxy authentication and an SSRF-safe destination policy; the application's own routes
+ * keep working on the same port. Options are validated at registration.
+ * @throws ForwardProxyOptionsError (at registration) naming the first bad option.
+ */
+export const forwardProxy = fp(forwardProxyPlugin, { fastify: '5.x', name: 'fastify-forward-proxy' })

@@ -1,0 +1,45 @@
+import type { FastifyError, FastifyReply, FastifyRequest } from 'fastify'
+import { ProxyError, isProxyError } from './diagnostics/proxy-error'
+import { sendProxyError } from './diagnostics/proxy-response'
+import { proxyAuthenticateChallenge } from './security/proxy-auth'
+import type { ResolvedProxySettings } from './options'
+
+/**
+ * Turns anything thrown while handling a proxy request into the response the client sees: the
+ * ProxyError itself, 407 for authentication failures, the framework's own 4xx for malformed
+ * requests, and 500 `proxy_internal_error` for anything unexpected (logged, never shown).
+ */
+export function toProxyError (error: unknown): ProxyError {
+  if (isProxyError(error)) return error
+  const statusCode = (error as Partial<FastifyError>).statusCode
+  if (statusCode === 407) return new ProxyError('proxy_authentication_required', 'Proxy authentication required.')
+  if (typeof statusCode === 'number' && statusCode >= 400 && statusCode < 500) {
+    return new ProxyError('http_request_error', 'The request is malformed.', { status: statusCode, cause: error })
+  }
+  return new ProxyError('proxy_internal_error', 'The proxy failed to handle the request.', { cause: error })
+}
+
+/** Builds the error handler of the proxy route's encapsulated context. */
+export function createProxyErrorHandler (settings: ResolvedProxySettings) {
+  return function proxyErrorHandler (error: unknown, request: FastifyRequest, reply: FastifyReply): void {
+    const proxyError = toProxyError(error)
+    logProxyError(request, proxyError)
+    if (reply.raw.headersSent) {
+      // The head is out: the only honest signal left is an aborted message.
+      reply.raw.destroy()
+      return
+    }
+    const extra: Record<string, string> = proxyError.status === 407 && settings.auth !== null
+      ? { 'proxy-authenticate': proxyAuthenticateChallenge(settings.auth.realm) }
+      : {}
+    sendProxyError(reply, settings.pseudonym, proxyError, extra)
+  }
+}
+
+function logProxyError (request: FastifyRequest, error: ProxyError): void {
+  const cause = error.cause as (Error & { code?: string }) | undefined
+  const fields = { proxyStatus: error.errorType, status: error.status, cause: cause === undefined ? undefined : { name: cause.name, code: cause.code, message: cause.message } }
+  if (error.status >= 500 && error.errorType === 'proxy_internal_error') request.log.error({ ...fields, err: cause }, error.message)
+  else if (error.status >= 500) request.log.warn(fields, error.message)
+  else request.log.info(fields, error.message)
+}

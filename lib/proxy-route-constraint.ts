@@ -1,0 +1,34 @@
+import type { FastifyInstance } from 'fastify'
+import { proxyRequestTargetOf, type RawRequest } from './proxy-request'
+
+/** Name of the router constraint that sends proxy requests to the proxy route only. */
+export const PROXY_CONSTRAINT = 'fastifyForwardProxy'
+
+/** The constraint value every proxy request derives. */
+export const PROXY_CONSTRAINT_VALUE = 'proxy'
+
+/**
+ * Router constraint that keeps proxy requests away from application routes (SPEC 4.5.1).
+ * A CONNECT or absolute-form request derives the value `proxy`; because the strategy must
+ * match when derived, such a request can only match a route that declares the constraint, so
+ * `GET http://example.com/healthz` is forwarded, never served by the app's `/healthz`.
+ * Origin-form requests derive nothing and route as usual.
+ */
+export const proxyRouteConstraint: Parameters<FastifyInstance['addConstraintStrategy']>[0] = {
+  name: PROXY_CONSTRAINT,
+  mustMatchWhenDerived: true,
+  storage () {
+    const handlers = new Map<unknown, Parameters<ReturnType<typeof this.storage>['set']>[1]>()
+    return {
+      get: (value) => handlers.get(value) ?? null,
+      set: (value, handler) => { handlers.set(value, handler) }
+    }
+  },
+  deriveConstraint (req) {
+    // find-my-way treats undefined as "nothing derived"; its typings do not say so.
+    return proxyRequestTargetOf(req as RawRequest) === null ? undefined : PROXY_CONSTRAINT_VALUE
+  },
+  validate (value: unknown) {
+    if (value !== PROXY_CONSTRAINT_VALUE) throw new Error(`${PROXY_CONSTRAINT} constraint only takes "${PROXY_CONSTRAINT_VALUE}"`)
+  }
+}

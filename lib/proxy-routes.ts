@@ -1,0 +1,47 @@
+import type { FastifyInstance, FastifyReply, FastifyRequest, HTTPMethods } from 'fastify'
+import type { ProxyRuntime } from './proxy-runtime'
+import { proxyRequestTargetOf } from './proxy-request'
+import { PROXY_CONSTRAINT, PROXY_CONSTRAINT_VALUE } from './proxy-route-constraint'
+import { createProxyErrorHandler } from './proxy-error-handler'
+import { registerProxyAuthentication } from './security/proxy-auth'
+import { openConnectTunnel } from './connect/connect-handler'
+import { forwardAbsoluteRequest } from './forward/forward-handler'
+
+/**
+ * The proxy's own encapsulated context: one catch-all route that only proxy requests can match,
+ * bodies left unparsed (they are streamed, never buffered), authentication as the route's
+ * onRequest hook (after the application's own hooks), and an error handler that answers every
+ * failure with a status and `Proxy-Status`.
+ */
+export function proxyRoutes (runtime: ProxyRuntime) {
+  return async function proxyRoutesPlugin (instance: FastifyInstance): Promise<void> {
+    instance.removeAllContentTypeParsers()
+    instance.addContentTypeParser('*', (_request, _payload, done) => done(null))
+    instance.setErrorHandler(createProxyErrorHandler(runtime.settings))
+    const { auth } = runtime.settings
+    const authenticate = auth === null ? undefined : await registerProxyAuthentication(instance, auth.realm, auth.check)
+
+    instance.route({
+      method: instance.supportedMethods as HTTPMethods[],
+      url: '*',
+      exposeHeadRoute: false,
+      constraints: { [PROXY_CONSTRAINT]: PROXY_CONSTRAINT_VALUE },
+      ...(authenticate === undefined ? {} : { onRequest: authenticate }),
+      // Returning the reply tells Fastify the response is under way (it may still be streaming).
+      handler: async (request: FastifyRequest, reply: FastifyReply) => {
+        await handleProxyRequest(request, reply, runtime)
+        return reply
+      }
+    })
+  }
+}
+
+async function handleProxyRequest (request: FastifyRequest, reply: FastifyReply, runtime: ProxyRuntime): Promise<void> {
+  const target = proxyRequestTargetOf(request.raw)
+  if (target === null) throw new Error('proxy route reached by a request that is not a proxy request')
+  if (target.kind === 'connect') {
+    await openConnectTunnel(request, reply, target.destination, runtime)
+    return
+  }
+  await forwardAbsoluteRequest(request, reply, target.target, runtime)
+}

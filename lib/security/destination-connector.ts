@@ -1,0 +1,109 @@
+import { connect, isIP, type Socket } from 'node:net'
+import type { ForwardProxyDestination } from '../../types/destination'
+import type { ForwardProxyResolver, ResolvedAddress } from '../../types/options'
+import { ProxyError } from '../diagnostics/proxy-error'
+import { proxyErrorFromNetworkError } from '../diagnostics/network-error'
+import type { DestinationPolicy } from './destination-policy'
+
+/** What a connect needs: the policy, a resolver and the time allowed for DNS plus TCP. */
+export interface DestinationConnectorSettings {
+  readonly policy: DestinationPolicy
+  readonly resolver: ForwardProxyResolver
+  readonly connectTimeout: number
+}
+
+/**
+ * Resolves a destination, keeps only the addresses the policy allows and dials them in order
+ * until one answers; the socket returned is connected to an address that was checked, so a
+ * second, different DNS answer can never be what gets dialed. Everything (DNS and TCP) must
+ * finish within `connectTimeout`. `signal` aborts the attempt when the client goes away.
+ *
+ * Throws a ProxyError: `destination_ip_prohibited` when no resolved address is allowed,
+ * `dns_error`/`dns_timeout`, `connection_refused`, `connection_timeout` and so on.
+ */
+export async function connectToDestination (
+  destination: ForwardProxyDestination,
+  settings: DestinationConnectorSettings,
+  signal?: AbortSignal
+): Promise<Socket> {
+  const deadline = AbortSignal.timeout(settings.connectTimeout)
+  const abort = signal === undefined ? deadline : AbortSignal.any([signal, deadline])
+  const addresses = await resolveAllowed(destination, settings, abort, deadline)
+  let lastError: unknown
+  for (const { address, family } of addresses) {
+    try {
+      return await dial(address, family, destination.port, abort, deadline)
+    } catch (error) {
+      lastError = error
+      if (abort.aborted) break
+    }
+  }
+  throw proxyErrorFromNetworkError(lastError)
+}
+
+async function resolveAllowed (
+  destination: ForwardProxyDestination,
+  settings: DestinationConnectorSettings,
+  abort: AbortSignal,
+  deadline: AbortSignal
+): Promise<ResolvedAddress[]> {
+  const literalFamily = isIP(destination.host)
+  if (literalFamily === 4 || literalFamily === 6) {
+    settings.policy.checkAddress(destination.host)
+    return [{ address: destination.host, family: literalFamily }]
+  }
+  let resolved: ResolvedAddress[]
+  try {
+    resolved = await raceAbort(settings.resolver(destination.host, abort), abort)
+  } catch (error) {
+    if (deadline.aborted) throw new ProxyError('dns_timeout', 'Resolving the destination host name timed out.', { cause: error })
+    throw proxyErrorFromNetworkError(error)
+  }
+  if (resolved.length === 0) {
+    throw new ProxyError('dns_error', 'The destination host name could not be resolved.', { details: 'no addresses' })
+  }
+  const allowed = resolved.filter(({ address }) => settings.policy.isAddressAllowed(address))
+  if (allowed.length === 0) {
+    // Report the category of the first refused address; never which internal address it was.
+    const first = resolved[0]
+    if (first !== undefined) settings.policy.checkAddress(first.address)
+  }
+  return allowed
+}
+
+function dial (address: string, family: 4 | 6, port: number, abort: AbortSignal, deadline: AbortSignal): Promise<Socket> {
+  return new Promise((resolve, reject) => {
+    const socket = connect({ host: address, port, family, allowHalfOpen: true, noDelay: true })
+    const onAbort = (): void => {
+      socket.destroy()
+      reject(deadline.aborted
+        ? new ProxyError('connection_timeout', 'Connecting to the destination timed out.')
+        : new ProxyError('connection_terminated', 'The client went away while connecting.'))
+    }
+    if (abort.aborted) return onAbort()
+    abort.addEventListener('abort', onAbort, { once: true })
+    socket.once('connect', () => {
+      abort.removeEventListener('abort', onAbort)
+      socket.removeListener('error', onError)
+      resolve(socket)
+    })
+    const onError = (error: Error): void => {
+      abort.removeEventListener('abort', onAbort)
+      socket.destroy()
+      reject(error)
+    }
+    socket.once('error', onError)
+  })
+}
+
+function raceAbort<T> (promise: Promise<T>, abort: AbortSignal): Promise<T> {
+  if (abort.aborted) return Promise.reject(abort.reason)
+  return new Promise((resolve, reject) => {
+    const onAbort = (): void => reject(abort.reason)
+    abort.addEventListener('abort', onAbort, { once: true })
+    promise.then(
+      (value) => { abort.removeEventListener('abort', onAbort); resolve(value) },
+      (error: unknown) => { abort.removeEventListener('abort', onAbort); reject(error) }
+    )
+  })
+}

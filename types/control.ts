@@ -1,0 +1,14 @@
+import type { Server as HttpServer } from 'node:http'
+import type { Server as HttpsServer } from 'node:https'
+
+/** The `fastify.forwardProxy` decorator: runtime controls of the registered proxy. */
+export interface ForwardProxyControl {
+  /** CONNECT tunnels open or being opened right now. */
+  readonly activeTunnels: number
+  /**
+   * Serves the proxy (and the application's routes) on another HTTP/1.1 server, e.g. a second
+   * listener the application created itself. The server's `'request'` events are routed into
+   * this Fastify instance and its `'connect'` events open tunnels. The caller listens and closes it.
+   */
+  attachServer (server: HttpServer | HttpsServer): void
+}

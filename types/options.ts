@@ -1,0 +1,73 @@
+import type { ForwardProxyCredentialCheck } from './user'
+
+/**
+ * Proxy authentication (SPEC 5). Basic credentials on `Proxy-Authorization`; failures answer
+ * 407 with `Proxy-Authenticate: Basic realm="..."`. Give exactly one of `users` or `validate`.
+ */
+export interface ForwardProxyAuthOptions {
+  /** Realm in the `Proxy-Authenticate` challenge. Default `"fastify-forward-proxy"`. */
+  realm?: string
+  /** Fixed user name to password map, compared in constant time. */
+  users?: Readonly<Record<string, string>>
+  /** Custom credential check (database, LDAP, ...). */
+  validate?: ForwardProxyCredentialCheck
+}
+
+/** One resolved address, as `dns.lookup(..., { all: true })` returns it. */
+export interface ResolvedAddress {
+  address: string
+  family: 4 | 6
+}
+
+/**
+ * Resolves a host name to its addresses. Injectable for tests and for operators who run their
+ * own resolver; the default is `dns.promises.lookup(host, { all: true })`.
+ */
+export type ForwardProxyResolver = (hostname: string, signal: AbortSignal) => Promise<ResolvedAddress[]>
+
+/**
+ * Destination policy (DESIGN section 4). Secure by default: ports 80 and 443 only, and no
+ * loopback, private, link-local, CGNAT, multicast, unspecified or reserved addresses, checked
+ * after DNS resolution on every connect.
+ */
+export interface ForwardProxyDestinationOptions {
+  /** Host patterns that may be reached: `example.com`, `*.example.com`, `*`, IP literals. Default `['*']`. */
+  allowedHosts?: readonly string[]
+  /** Host patterns refused with 403 `http_request_denied`; checked before `allowedHosts`. Default `[]`. */
+  deniedHosts?: readonly string[]
+  /** Ports that may be reached, or `'*'` for any. Default `[80, 443]`. */
+  allowedPorts?: readonly number[] | '*'
+  /** Allow every special-purpose address range (loopback, private, ...). Default `false`. */
+  allowPrivateNetworks?: boolean
+  /**
+   * CIDR ranges (`10.1.2.0/24`, `fd00::/8`, `127.0.0.1/32`) that may be reached even though
+   * they fall in a special-purpose range. Default `[]`.
+   */
+  allowedNetworks?: readonly string[]
+}
+
+/** Limits (SPEC 8). All durations in milliseconds. */
+export interface ForwardProxyLimitOptions {
+  /** Concurrent CONNECT tunnels; beyond it 503 `connection_limit_reached`. Default 10000. */
+  maxConcurrentTunnels?: number
+  /** A tunnel with no bytes either way for this long is closed. Default 300000 (5 min). */
+  tunnelIdleTimeout?: number
+  /** Longest wait for a destination's response head or next body bytes. Default 100000 (100 s). */
+  httpActivityTimeout?: number
+  /** Longest wait for DNS plus the TCP connection to a destination. Default 10000 (10 s). */
+  connectTimeout?: number
+}
+
+/** Options of `fastify.register(forwardProxy, options)`. */
+export interface ForwardProxyOptions {
+  /** Proxy authentication; omitted means no authentication (only sensible on a private listener). */
+  auth?: ForwardProxyAuthOptions
+  /** Destination policy. */
+  destinations?: ForwardProxyDestinationOptions
+  /** Limits and timeouts. */
+  limits?: ForwardProxyLimitOptions
+  /** Pseudonym in the `Via` header this proxy adds and in its `Proxy-Status`. Default `"fastify-forward-proxy"`. */
+  via?: string
+  /** DNS resolver used for destination checks and connects. */
+  resolver?: ForwardProxyResolver
+}
