@@ -1,0 +1,29 @@
+import { test } from 'tap'
+import { startOrigin, startProxy } from './helpers/servers'
+import { rawExchange } from './helpers/raw-client'
+
+test('HOSTILE 11: Upgrade: h2c on a forwarded request is stripped and never switches protocols', async (t) => {
+  const origin = await startOrigin(t)
+  let upgrades = 0
+  // An origin that would switch protocols if the upgrade reached it.
+  origin.server.on('upgrade', (_req, socket) => {
+    upgrades++
+    socket.end('HTTP/1.1 101 Switching Protocols\r\nConnection: Upgrade\r\nUpgrade: h2c\r\n\r\n')
+  })
+  const proxy = await startProxy(t)
+  const head = [
+    `GET http://127.0.0.1:${origin.port}/h2c HTTP/1.1`,
+    `Host: 127.0.0.1:${origin.port}`,
+    'Connection: Upgrade, HTTP2-Settings, close',
+    'Upgrade: h2c',
+    'HTTP2-Settings: AAMAAABkAARAAAAAAAIAAAAA'
+  ]
+  const res = await rawExchange(proxy.port, `${head.join('\r\n')}\r\n\r\n`)
+  t.equal(res.status, 200, 'an ordinary response, not 101')
+  t.notMatch(res.text, /101 Switching/)
+  t.equal(upgrades, 0, 'the origin never saw an upgrade')
+  const seen = origin.requests[0]
+  t.equal(seen?.headers.upgrade, undefined)
+  t.equal(seen?.headers['http2-settings'], undefined)
+  t.equal(seen?.headers.connection, 'keep-alive', 'Connection is the proxy\'s own')
+})
