@@ -1,10 +1,10 @@
-import { test } from 'tap'
+import { test, type Test } from 'tap'
 import { createServer, type AddressInfo } from 'node:net'
 import { startProxy } from './helpers/servers'
 import { basic, rawExchange } from './helpers/raw-client'
 
 /** A raw TCP origin that records each request head byte for byte and answers 204. */
-async function startRawOrigin (t: Parameters<Parameters<typeof test>[1]>[0]): Promise<{ port: number, heads: string[] }> {
+async function startRawOrigin (t: Test): Promise<{ port: number, heads: string[] }> {
   const heads: string[] = []
   const server = createServer((socket) => {
     let buffered = ''

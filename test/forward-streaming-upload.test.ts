@@ -3,6 +3,7 @@ import type { AddressInfo } from 'node:net'
 import { createServer as createHttpServer } from 'node:http'
 import { createHash } from 'node:crypto'
 import { request, ProxyAgent } from 'undici'
+import { Readable } from 'node:stream'
 import { startProxy } from './helpers/servers'
 
 const MiB = 1024 * 1024
@@ -49,7 +50,7 @@ test('bodies: a 20 MiB upload streams; the origin receives bytes before the clie
     dispatcher: agent,
     method: 'POST',
     headers: { 'content-length': String(TOTAL), 'content-type': 'application/octet-stream' },
-    body: body()
+    body: Readable.from(body())
   })
   t.equal(res.statusCode, 200)
   t.same(await res.body.json(), { received: TOTAL, sha256: sent.digest('hex') }, 'every byte arrived in order')

@@ -1,0 +1,22 @@
+import { test } from 'tap'
+import { createServer, type AddressInfo } from 'node:net'
+import { startProxy } from './helpers/servers'
+import { rawExchange } from './helpers/raw-client'
+
+/** A loopback port that was just bound and released, so nothing listens on it. */
+async function closedPort (): Promise<number> {
+  const server = createServer()
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve))
+  const { port } = server.address() as AddressInfo
+  await new Promise<void>((resolve) => server.close(() => resolve()))
+  return port
+}
+
+test('DESIGN 4: a refused connection gets 502 with Proxy-Status error=connection_refused', async (t) => {
+  const port = await closedPort()
+  const proxy = await startProxy(t)
+  const res = await rawExchange(proxy.port, `GET http://127.0.0.1:${port}/ HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n`)
+  t.equal(res.status, 502)
+  t.match(res.text, /\r\nproxy-status: fastify-forward-proxy; error=connection_refused\r\n/i)
+  t.notMatch(res.text, /ECONNREFUSED|\bat .+:\d+:\d+|Error:/, 'no internals or stack trace in the response')
+})
