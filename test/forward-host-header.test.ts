@@ -22,3 +22,12 @@ test('SPEC 4.4.2: a request without a Host header is forwarded with the target a
   t.equal(res.status, 200)
   t.equal(origin.requests[0]?.headers.host, `127.0.0.1:${origin.port}`)
 })
+
+test('SPEC 4.4.2: an IPv6 literal target is forwarded with the bracketed Host [::1]:port', async (t) => {
+  const origin = await startOrigin(t, undefined, '::1')
+  const proxy = await startProxy(t)
+  const res = await rawExchange(proxy.port, `GET http://[::1]:${origin.port}/v6 HTTP/1.1\r\nHost: other.example\r\nConnection: close\r\n\r\n`)
+  t.equal(res.status, 200)
+  t.equal(origin.requests[0]?.url, '/v6')
+  t.equal(origin.requests[0]?.headers.host, `[::1]:${origin.port}`)
+})

@@ -1,3 +1,4 @@
+import { isIPv6 } from 'node:net'
 import { Agent, type buildConnector } from 'undici'
 import { connectToDestination, type DestinationConnectorSettings } from '../security/destination-connector'
 import { canonicalHost } from '../security/canonical-host'
@@ -11,7 +12,8 @@ import { ProxyError } from '../diagnostics/proxy-error'
  */
 export function createDestinationDispatcher (connector: DestinationConnectorSettings, httpActivityTimeout: number): Agent {
   const connect: buildConnector.connector = (options, callback) => {
-    const host = canonicalHost(options.hostname)
+    // undici hands IPv6 literals over without their brackets.
+    const host = canonicalHost(isIPv6(options.hostname) ? `[${options.hostname}]` : options.hostname)
     const port = Number(options.port === '' ? 80 : options.port)
     if (host === null || options.protocol !== 'http:') {
       callback(new ProxyError('proxy_internal_error', 'The proxy built an invalid destination.'), null)

@@ -53,6 +53,8 @@ export async function forwardAbsoluteRequest (
 
   const abort = new AbortController()
   reply.raw.once('close', () => { if (!reply.raw.writableFinished) abort.abort() })
+  // A client that left while the app's hooks ran has already had its 'close': dial nothing.
+  if (clientGone(reply)) throw new ProxyError('connection_terminated', 'The client went away before the request was forwarded.')
 
   const response = await runtime.dispatcher.request({
     origin: `http://${formatAuthority(destination.host, destination.port)}`,
@@ -74,6 +76,12 @@ export async function forwardAbsoluteRequest (
     return
   }
   reply.send(withInactivityTimeout(response.body, idleTimeout))
+}
+
+/** True when the client's connection (HTTP/1.1) or stream (HTTP/2) is already closed. */
+function clientGone (reply: FastifyReply): boolean {
+  const raw: { destroyed?: boolean, stream?: { destroyed: boolean } } = reply.raw
+  return raw.destroyed === true || raw.stream?.destroyed === true
 }
 
 /** True when the client's request carries a body (RFC 9112 section 6.3). */
