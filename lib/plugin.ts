@@ -12,6 +12,7 @@ import { attachProxyToServer, secondaryServersOf } from './attach-server'
 import { TunnelRegistry } from './connect/tunnel-registry'
 import { DestinationPolicy } from './security/destination-policy'
 import { createDestinationDispatcher } from './forward/destination-dispatcher'
+import { addForwardedMethods } from './forward/forwarded-methods'
 import type { ProxyRuntime } from './proxy-runtime'
 
 async function forwardProxyPlugin (fastify: FastifyInstance, options: ForwardProxyOptions): Promise<void> {
@@ -27,6 +28,7 @@ async function forwardProxyPlugin (fastify: FastifyInstance, options: ForwardPro
   }
 
   if (!fastify.supportedMethods.includes('CONNECT')) fastify.addHttpMethod('CONNECT')
+  addForwardedMethods(fastify)
   fastify.addConstraintStrategy(proxyRouteConstraint)
   fastify.decorateRequest('proxyUser', null)
   fastify.decorateRequest('proxyDestination', {
