@@ -1,3 +1,4 @@
+import { errors } from 'undici'
 import { ProxyError, isProxyError } from './proxy-error'
 
 /** The `code` of a Node or undici error, if it has one. */
@@ -18,6 +19,10 @@ export function proxyErrorFromNetworkError (error: unknown): ProxyError {
   if (isProxyError(error)) return error
   if (error instanceof Error && isProxyError(error.cause)) return error.cause
   const options = { cause: error }
+  // undici's HTTPParserError carries no `code` (its llhttp error lookup misses), so match the class.
+  if (error instanceof errors.HTTPParserError) {
+    return new ProxyError('http_protocol_error', 'The destination sent an invalid response.', options)
+  }
   switch (errorCode(error)) {
     case 'ENOTFOUND':
     case 'ENODATA':
@@ -48,6 +53,7 @@ export function proxyErrorFromNetworkError (error: unknown): ProxyError {
     case 'HPE_INVALID_TRANSFER_ENCODING':
     case 'HPE_UNEXPECTED_CONTENT_LENGTH':
     case 'UND_ERR_INFO':
+    case 'UND_ERR_RES_CONTENT_LENGTH_MISMATCH':
       return new ProxyError('http_protocol_error', 'The destination sent an invalid response.', options)
     default:
       return new ProxyError('connection_terminated', 'The connection to the destination failed.', options)
