@@ -31,3 +31,11 @@ test('SPEC 4.4.2: an IPv6 literal target is forwarded with the bracketed Host [:
   t.equal(origin.requests[0]?.url, '/v6')
   t.equal(origin.requests[0]?.headers.host, `[::1]:${origin.port}`)
 })
+
+test('SPEC 4.4.2: a named target keeps its name in Host; the resolver only picks the address', async (t) => {
+  const origin = await startOrigin(t)
+  const proxy = await startProxy(t, { resolver: async () => [{ address: '127.0.0.1', family: 4 }] })
+  const res = await rawExchange(proxy.port, `GET http://WWW.Web.Test.:${origin.port}/n HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n`)
+  t.equal(res.status, 200)
+  t.equal(origin.requests[0]?.headers.host, `www.web.test:${origin.port}`, 'canonical name from the target')
+})
