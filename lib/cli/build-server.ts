@@ -1,0 +1,84 @@
+import { readFileSync } from 'node:fs'
+import { createServer as createHttpServer, type Server as HttpServer } from 'node:http'
+import { createServer as createHttpsServer, type Server as HttpsServer } from 'node:https'
+import type { AddressInfo } from 'node:net'
+import Fastify, { type FastifyInstance } from 'fastify'
+import { forwardProxy } from '../plugin'
+import type { ForwardProxyOptions } from '../../types/options'
+import { proxyClientErrorHandler } from '../diagnostics/client-error-handler'
+import type { ListenerConfig, ProxyServerConfig } from './config'
+import { SERVER_TIMEOUTS } from './server-timeouts'
+
+/** A running proxy server. */
+export interface RunningProxyServer {
+  readonly app: FastifyInstance
+  /** One URL per listener, with the port actually bound (`http://127.0.0.1:8080`). */
+  readonly urls: string[]
+  /** Closes every listener and open tunnel. */
+  close (): Promise<void>
+}
+
+/** Maps the configuration file onto the plugin's options. */
+export function pluginOptionsFromConfig (config: ProxyServerConfig): ForwardProxyOptions {
+  return {
+    ...(config.users === undefined ? {} : { auth: { users: config.users } }),
+    ...(config.destinations === undefined ? {} : { destinations: config.destinations }),
+    ...(config.limits === undefined ? {} : { limits: config.limits })
+  }
+}
+
+/**
+ * Starts the ready-to-run proxy: one Fastify app with the forward proxy and `GET /healthz`,
+ * serving every configured listener (the first is Fastify's own server, the others are joined
+ * with `forwardProxy.attachServer`).
+ */
+export async function startProxyServer (config: ProxyServerConfig): Promise<RunningProxyServer> {
+  const [first, ...others] = config.listen
+  if (first === undefined) throw new Error('at least one listener is required')
+  const app = Fastify({
+    logger: { level: config.log.level },
+    clientErrorHandler: proxyClientErrorHandler,
+    ...(first.tls === undefined ? {} : { https: readTls(first.tls) })
+  })
+  Object.assign(app.server, SERVER_TIMEOUTS)
+  app.get('/healthz', async () => ({ status: 'ok' }))
+  await app.register(forwardProxy, pluginOptionsFromConfig(config))
+
+  const extraServers: Array<HttpServer | HttpsServer> = []
+  const close = async (): Promise<void> => {
+    await Promise.all(extraServers.map((server) => new Promise<void>((resolve) => {
+      server.close(() => resolve())
+      server.closeAllConnections()
+    })))
+    await app.close()
+  }
+  try {
+    await app.listen({ host: first.host, port: first.port })
+    const urls = [listenerUrl(first, app.server.address() as AddressInfo)]
+    for (const listener of others) {
+      const server = listener.tls === undefined ? createHttpServer() : createHttpsServer(readTls(listener.tls))
+      Object.assign(server, SERVER_TIMEOUTS)
+      server.on('clientError', proxyClientErrorHandler)
+      app.forwardProxy.attachServer(server)
+      extraServers.push(server)
+      await new Promise<void>((resolve, reject) => {
+        server.once('error', reject)
+        server.listen(listener.port, listener.host, () => { server.removeListener('error', reject); resolve() })
+      })
+      urls.push(listenerUrl(listener, server.address() as AddressInfo))
+    }
+    return { app, urls, close }
+  } catch (error) {
+    await close()
+    throw error
+  }
+}
+
+function readTls (tls: { cert: string, key: string }): { cert: Buffer, key: Buffer } {
+  return { cert: readFileSync(tls.cert), key: readFileSync(tls.key) }
+}
+
+function listenerUrl (listener: ListenerConfig, address: AddressInfo): string {
+  const host = address.family === 'IPv6' ? `[${address.address}]` : address.address
+  return `${listener.tls === undefined ? 'http' : 'https'}://${host}:${address.port}`
+}

@@ -1,0 +1,70 @@
+/**
+ * JSON Schema (draft-07) of the `forward-proxy` configuration file (DESIGN section 5).
+ * Unknown keys are refused so a typo never silently falls back to a default.
+ */
+export const CONFIG_SCHEMA = {
+  $schema: 'http://json-schema.org/draft-07/schema#',
+  type: 'object',
+  additionalProperties: false,
+  properties: {
+    listen: {
+      type: 'array',
+      minItems: 1,
+      items: {
+        type: 'object',
+        additionalProperties: false,
+        required: ['port'],
+        properties: {
+          host: { type: 'string', minLength: 1 },
+          port: { type: 'integer', minimum: 0, maximum: 65535 },
+          tls: {
+            type: 'object',
+            additionalProperties: false,
+            required: ['cert', 'key'],
+            properties: { cert: { type: 'string', minLength: 1 }, key: { type: 'string', minLength: 1 } }
+          }
+        }
+      }
+    },
+    users: { type: 'object', additionalProperties: { type: 'string', minLength: 1 } },
+    destinations: {
+      type: 'object',
+      additionalProperties: false,
+      properties: {
+        allowedHosts: { type: 'array', items: { type: 'string', minLength: 1 } },
+        deniedHosts: { type: 'array', items: { type: 'string', minLength: 1 } },
+        allowedPorts: {
+          oneOf: [
+            { const: '*' },
+            { type: 'array', items: { type: 'integer', minimum: 1, maximum: 65535 } }
+          ]
+        },
+        allowPrivateNetworks: { type: 'boolean' },
+        allowedNetworks: { type: 'array', items: { type: 'string', minLength: 1 } }
+      }
+    },
+    limits: {
+      type: 'object',
+      additionalProperties: false,
+      properties: {
+        maxConcurrentTunnels: { type: 'integer', minimum: 1 },
+        tunnelIdleTimeout: { type: 'integer', minimum: 1, maximum: 2147483647 },
+        httpActivityTimeout: { type: 'integer', minimum: 1, maximum: 2147483647 },
+        connectTimeout: { type: 'integer', minimum: 1, maximum: 2147483647 }
+      }
+    },
+    dataDirectory: { type: 'string', minLength: 1 },
+    log: {
+      type: 'object',
+      additionalProperties: false,
+      properties: { level: { enum: ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] } }
+    }
+  }
+} as const
+
+/** Keys of the configuration contract that later versions implement; named in the error. */
+export const NOT_YET_SUPPORTED: Readonly<Record<string, string>> = {
+  '/interception': 'TLS interception is not supported yet in this version',
+  '/headers': 'header rules are not supported yet in this version (they come with TLS interception)',
+  http2: 'HTTP/2 listeners ("http2": true) are not supported yet in this version'
+}

@@ -1,0 +1,26 @@
+import { DEFAULT_LIMITS } from '../options'
+import type { ProxyServerConfig } from './config'
+
+/**
+ * The human-readable lines printed on start: where it listens, whether authentication is on
+ * (user count only, never a password), the destination policy, the limits, and interception.
+ */
+export function startupSummary (config: ProxyServerConfig, urls: readonly string[]): string[] {
+  const users = Object.keys(config.users ?? {}).length
+  const d = config.destinations ?? {}
+  const ports = d.allowedPorts === '*' ? 'any port' : `ports ${(d.allowedPorts ?? [80, 443]).join(', ')}`
+  const networks = d.allowPrivateNetworks === true
+    ? 'private networks ALLOWED'
+    : `private networks refused${(d.allowedNetworks ?? []).length > 0 ? ` except ${(d.allowedNetworks ?? []).join(', ')}` : ''}`
+  const denied = (d.deniedHosts ?? []).length > 0 ? `; denied hosts ${(d.deniedHosts ?? []).join(', ')}` : ''
+  const limits = { ...DEFAULT_LIMITS, ...config.limits }
+  return [
+    'fastify-forward-proxy',
+    ...urls.map((url) => `  listening on ${url}`),
+    users > 0 ? `  authentication: on (Basic, ${users} user${users === 1 ? '' : 's'})` : '  authentication: OFF (anyone who can reach a listener can use the proxy)',
+    `  destinations: hosts ${(d.allowedHosts ?? ['*']).join(', ')}${denied}; ${ports}; ${networks}`,
+    `  limits: ${limits.maxConcurrentTunnels} tunnels, tunnel idle ${limits.tunnelIdleTimeout} ms, http activity ${limits.httpActivityTimeout} ms, connect ${limits.connectTimeout} ms`,
+    '  interception: not available in this version',
+    '  health check: GET /healthz on every listener'
+  ]
+}
