@@ -5,3 +5,4 @@ export { ForwardProxyOptionsError, DEFAULT_LIMITS, DEFAULT_PSEUDONYM } from './o
 export { ProxyError, PROXY_ERROR_STATUS, type ProxyErrorType } from './diagnostics/proxy-error'
 export { timingSafeEqualText } from './security/constant-time'
 export type * from '../types/index'
+export { proxyClientErrorHandler, createProxyClientErrorHandler } from './diagnostics/client-error-handler'

@@ -1,0 +1,51 @@
+import { test } from 'tap'
+import { readFileSync } from 'node:fs'
+import { join } from 'node:path'
+import { ConfigError, loadConfigFile, parseConfig } from '../lib/cli/config'
+
+const parse = (value: unknown): unknown => parseConfig(value, 'proxy.json', '/srv')
+
+test('config: an empty file means one listener on 127.0.0.1:8080 and strict defaults', async (t) => {
+  const config = parseConfig({}, 'proxy.json', '/srv')
+  t.same(config.listen, [{ host: '127.0.0.1', port: 8080 }])
+  t.equal(config.users, undefined)
+  t.equal(config.log.level, 'info')
+})
+
+test('config: a bad port is named by its key and the expected range', async (t) => {
+  t.throws(() => parse({ listen: [{ port: 70000 }] }), { name: 'ConfigError', message: /proxy\.json: \/listen\/0\/port must be <= 65535/ })
+  t.throws(() => parse({ listen: [{ port: 'http' }] }), { message: /\/listen\/0\/port must be integer/ })
+})
+
+test('config: an unknown key is refused and named', async (t) => {
+  t.throws(() => parse({ lisen: [] }), { message: /proxy\.json: \(top level\): unknown key "lisen"/ })
+  t.throws(() => parse({ limits: { idle: 5 } }), { message: /\/limits: unknown key "idle"/ })
+})
+
+test('config: allowedPorts takes "*" or port numbers', async (t) => {
+  t.equal(parseConfig({ destinations: { allowedPorts: '*' } }, 'p', '/').destinations?.allowedPorts, '*')
+  t.throws(() => parse({ destinations: { allowedPorts: ['80'] } }), { message: /\/destinations\/allowedPorts must be "\*" or an array of port numbers/ })
+})
+
+test('config: keys of later versions are refused with a clear message, never ignored', async (t) => {
+  t.throws(() => parse({ interception: { hosts: ['a.example'] } }), { message: /\/interception: TLS interception is not supported yet/ })
+  t.throws(() => parse({ headers: [] }), { message: /\/headers: header rules are not supported yet/ })
+  t.throws(() => parse({ listen: [{ port: 1, http2: true }] }), { message: /\/listen\/0\/http2: HTTP\/2 listeners/ })
+})
+
+test('config: TLS paths are resolved against the configuration file folder', async (t) => {
+  const config = parseConfig({ listen: [{ port: 1, tls: { cert: 'c.pem', key: '/abs/k.pem' } }] }, 'p', '/srv/proxy')
+  t.same(config.listen[0]?.tls, { cert: '/srv/proxy/c.pem', key: '/abs/k.pem' })
+})
+
+test('config: unreadable and non-JSON files give a ConfigError naming the file', async (t) => {
+  const dir = t.testdir({ 'bad.json': '{ "listen": ' })
+  t.throws(() => loadConfigFile(join(dir, 'missing.json')), { message: /missing\.json: cannot read the configuration file \(ENOENT\)/ })
+  t.throws(() => loadConfigFile(join(dir, 'bad.json')), { message: /bad\.json: not valid JSON/ })
+  t.ok(new ConfigError('x') instanceof Error)
+})
+
+test('config: examples/proxy.example.json is valid', async (t) => {
+  const value: unknown = JSON.parse(readFileSync(join(__dirname, '..', 'examples', 'proxy.example.json'), 'utf8'))
+  t.doesNotThrow(() => parseConfig(value, 'examples/proxy.example.json', '/'))
+})
