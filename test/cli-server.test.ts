@@ -1,4 +1,4 @@
-import { test } from 'tap'
+import { test, type Test } from 'tap'
 import { execFile } from 'node:child_process'
 import { connect as tlsConnect } from 'node:tls'
 import { promisify } from 'node:util'
@@ -11,7 +11,7 @@ import { makeSelfSignedCertificate } from './helpers/tls-fixture'
 
 const curl = promisify(execFile)
 
-async function start (t: Parameters<Parameters<typeof test>[1]>[0], value: object, dir = '/'): Promise<RunningProxyServer> {
+async function start (t: Test, value: object, dir = '/'): Promise<RunningProxyServer> {
   const server = await startProxyServer(parseConfig({ log: { level: 'silent' }, ...value }, 'test.json', dir))
   t.teardown(() => server.close())
   return server

@@ -1,0 +1,60 @@
+import { test } from 'tap'
+import { startOrigin, startProxy, startSentinel } from './helpers/servers'
+import { basic, openTunnel, rawExchange } from './helpers/raw-client'
+
+const AUTH = { auth: { users: { alice: 's3cret' } } }
+const CHALLENGE = /proxy-authenticate: Basic realm="fastify-forward-proxy", charset="UTF-8"/i
+
+test('SPEC 5.1 / SPEC 7 row 407 / HOSTILE 13: CONNECT without credentials gets 407 with Proxy-Authenticate, before any connect', async (t) => {
+  const sentinel = await startSentinel(t)
+  const proxy = await startProxy(t, AUTH)
+  const tunnel = await openTunnel(proxy.port, `127.0.0.1:${sentinel.port}`)
+  t.equal(tunnel.status, 407)
+  t.match(tunnel.head, CHALLENGE)
+  t.match(tunnel.head, /proxy-status: fastify-forward-proxy; error=http_request_denied/i)
+  tunnel.socket.destroy()
+  t.equal(sentinel.connections.length, 0)
+})
+
+test('SPEC 5.1: an http:// request without credentials gets 407 and is not forwarded', async (t) => {
+  const origin = await startOrigin(t)
+  const proxy = await startProxy(t, AUTH)
+  const res = await rawExchange(proxy.port, `GET http://127.0.0.1:${origin.port}/ HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n`)
+  t.equal(res.status, 407)
+  t.match(res.text, CHALLENGE)
+  t.equal(origin.requests.length, 0)
+})
+
+test('SPEC 5.1: valid credentials open a tunnel', async (t) => {
+  const origin = await startOrigin(t)
+  const proxy = await startProxy(t, AUTH)
+  const tunnel = await openTunnel(proxy.port, `127.0.0.1:${origin.port}`, { 'Proxy-Authorization': basic('alice', 's3cret') })
+  t.equal(tunnel.status, 200)
+  tunnel.socket.destroy()
+})
+
+test('HOSTILE 14: malformed or wrong credentials get 407 (or the parser\'s 4xx), never 500, and the server keeps serving', async (t) => {
+  const origin = await startOrigin(t)
+  const proxy = await startProxy(t, AUTH)
+  const attempts: Record<string, string> = {
+    'wrong password': basic('alice', 'wrong'),
+    'unknown user': basic('mallory', 's3cret'),
+    'empty password': basic('alice', ''),
+    'invalid base64': 'Basic !!!not-base64!!!',
+    'no colon': `Basic ${Buffer.from('alices3cret').toString('base64')}`,
+    'Bearer scheme': 'Bearer s3cret',
+    'scheme only': 'Basic',
+    'control characters': `Basic ${Buffer.from('alice:s3\u0000cret').toString('base64')}`,
+    '60 KB token': `Basic ${'A'.repeat(60 * 1024)}`
+  }
+  for (const [name, value] of Object.entries(attempts)) {
+    const res = await rawExchange(proxy.port, `GET http://127.0.0.1:${origin.port}/ HTTP/1.1\r\nHost: x\r\nProxy-Authorization: ${value}\r\nConnection: close\r\n\r\n`)
+    t.ok(res.status === 407 || res.status === 431 || res.status === 400, `${name}: ${res.status}`)
+    t.not(res.status, 500, name)
+  }
+  const duplicated = await rawExchange(proxy.port, `GET http://127.0.0.1:${origin.port}/ HTTP/1.1\r\nHost: x\r\nProxy-Authorization: ${basic('mallory', 'x')}\r\nProxy-Authorization: ${basic('alice', 's3cret')}\r\nConnection: close\r\n\r\n`)
+  t.equal(duplicated.status, 407, 'a duplicated header is judged by its first value, never merged into a pass')
+  t.equal(origin.requests.length, 0, 'no refused request reached the origin')
+  const ok = await rawExchange(proxy.port, `GET http://127.0.0.1:${origin.port}/ HTTP/1.1\r\nHost: x\r\nProxy-Authorization: ${basic('alice', 's3cret')}\r\nConnection: close\r\n\r\n`)
+  t.equal(ok.status, 200, 'still serving after the hostile attempts')
+})
