@@ -14,7 +14,8 @@ const REG_NAME = /^[A-Za-z0-9._~-]+$/
 export function canonicalHost (rawHost: string): string | null {
   if (rawHost.startsWith('[') && rawHost.endsWith(']')) {
     const literal = rawHost.slice(1, -1)
-    if (!isIPv6(literal)) return null
+    // Zone identifiers (fe80::1%eth0) name a local interface: never a destination.
+    if (literal.includes('%') || !isIPv6(literal)) return null
     return bracketless(new URL(`http://[${literal}]/`).hostname)
   }
   if (!REG_NAME.test(rawHost)) return null
@@ -25,7 +26,7 @@ export function canonicalHost (rawHost: string): string | null {
     return null
   }
   if (hostname.endsWith('.')) hostname = hostname.slice(0, -1)
-  if (hostname === '' || hostname.endsWith('.') || hostname.startsWith('.')) return null
+  if (hostname.split('.').includes('')) return null
   return bracketless(hostname)
 }
 

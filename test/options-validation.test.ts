@@ -1,0 +1,53 @@
+import { test } from 'tap'
+import Fastify from 'fastify'
+import { forwardProxy, ForwardProxyOptionsError, type ForwardProxyOptions } from '../lib/index'
+
+async function registrationError (options: unknown): Promise<unknown> {
+  const app = Fastify()
+  try {
+    await app.register(forwardProxy, options as ForwardProxyOptions)
+    await app.ready()
+    return undefined
+  } catch (error) {
+    return error
+  } finally {
+    await app.close()
+  }
+}
+
+const BAD_OPTIONS: Array<[string, unknown]> = [
+  ['limts', { limts: {} }],
+  ['auth', { auth: {} }],
+  ['auth', { auth: { users: { a: 'b' }, validate: () => true } }],
+  ['auth.validate', { auth: { validate: 'yes' } }],
+  ['auth.users.a:b', { auth: { users: { 'a:b': 'x' } } }],
+  ['auth.realm', { auth: { realm: 'say "hi"', users: { a: 'b' } } }],
+  ['destinations.allowedPorts[0]', { destinations: { allowedPorts: [0] } }],
+  ['destinations.allowedPorts[1]', { destinations: { allowedPorts: [80, 65536] } }],
+  ['destinations.allowedPorts', { destinations: { allowedPorts: 'all' } }],
+  ['destinations.allowedNetworks[0]', { destinations: { allowedNetworks: ['10.0.0.0/33'] } }],
+  ['destinations.allowedHosts[0]', { destinations: { allowedHosts: ['exa mple.com'] } }],
+  ['destinations.deniedHosts[0]', { destinations: { deniedHosts: ['*.'] } }],
+  ['destinations.allowPrivateNetworks', { destinations: { allowPrivateNetworks: 'yes' } }],
+  ['limits.connectTimeout', { limits: { connectTimeout: -1 } }],
+  ['limits.maxConcurrentTunnels', { limits: { maxConcurrentTunnels: 0 } }],
+  ['limits.tunnelIdleTimeout', { limits: { tunnelIdleTimeout: 1.5 } }],
+  ['via', { via: 'two words' }],
+  ['resolver', { resolver: 'dns' }]
+]
+
+test('SPEC 2.5 (registration): every bad option fails registration with an error naming it', async (t) => {
+  for (const [option, options] of BAD_OPTIONS) {
+    const error = await registrationError(options)
+    t.ok(error instanceof ForwardProxyOptionsError, `${option}: a ForwardProxyOptionsError`)
+    t.equal((error as ForwardProxyOptionsError).option, option, `${option}: named in .option`)
+    t.match((error as Error).message, `option "${option}"`, `${option}: named in the message`)
+  }
+})
+
+test('SPEC 2.5 (registration): valid options register, and the caller\'s options are never mutated', async (t) => {
+  const options = { auth: { users: { alice: 's3cret' } }, destinations: { allowedHosts: ['*.Example.COM'], allowedPorts: [443] }, limits: { connectTimeout: 500 } }
+  const copy = structuredClone(options)
+  t.equal(await registrationError(options), undefined)
+  t.same(options, copy)
+})
