@@ -46,11 +46,11 @@ export function relayTunnel (client: Duplex, destination: Socket, options: Tunne
 
   client.on('error', () => {
     if (reason === 'closed') reason = 'client-error'
-    destination.destroy()
+    abort(destination)
   })
   destination.on('error', () => {
     if (reason === 'closed') reason = 'destination-error'
-    client.destroy()
+    abort(client)
   })
 
   const onSideClosed = (other: Duplex) => () => {
@@ -65,4 +65,16 @@ export function relayTunnel (client: Duplex, destination: Socket, options: Tunne
   }
   client.once('close', onSideClosed(destination))
   destination.once('close', onSideClosed(client))
+}
+
+/**
+ * Tears a side down because the other side failed: with a TCP RST where the stream is a TCP
+ * socket, so the peer sees an abort (ECONNRESET), not a clean end it could mistake for
+ * a complete transfer.
+ */
+function abort (stream: Duplex): void {
+  if (stream.destroyed) return
+  const socket = stream as Partial<Socket>
+  if (typeof socket.resetAndDestroy === 'function' && socket.connecting !== true) socket.resetAndDestroy()
+  else stream.destroy()
 }

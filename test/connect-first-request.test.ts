@@ -1,0 +1,44 @@
+import { test } from 'tap'
+import { connect } from 'node:net'
+import { startOrigin, startProxy, startSentinel } from './helpers/servers'
+import { openTunnel } from './helpers/raw-client'
+
+test('SPEC 4.1.1: a CONNECT as the first request gets 200 and relays bytes both ways', async (t) => {
+  const origin = await startOrigin(t)
+  const proxy = await startProxy(t)
+  const tunnel = await openTunnel(proxy.port, `127.0.0.1:${origin.port}`)
+  t.equal(tunnel.head, 'HTTP/1.1 200 Connection Established')
+  tunnel.socket.end('POST /echo HTTP/1.1\r\nHost: o\r\nContent-Length: 5\r\nConnection: close\r\n\r\nhello')
+  const reply = await new Promise<string>((resolve) => { let text = ''; tunnel.socket.on('data', (c: Buffer) => { text += c.toString() }); tunnel.socket.on('close', () => resolve(text)) })
+  t.match(reply, /"method":"POST"/)
+  t.match(reply, /"body":"hello"/)
+})
+
+test('SPEC 4.1.1 / SPEC 7 row 501: a CONNECT after another request on a keep-alive connection gets 501 and the connection closes', async (t) => {
+  const sentinel = await startSentinel(t)
+  const proxy = await startProxy(t, {}, (app) => { app.get('/first', async () => 'first') })
+  const socket = connect(proxy.port, '127.0.0.1')
+  t.teardown(() => socket.destroy())
+  let text = ''
+  socket.on('data', (chunk: Buffer) => { text += chunk.toString() })
+  socket.write('GET /first HTTP/1.1\r\nHost: x\r\n\r\n')
+  await new Promise<void>((resolve) => { const check = (): void => { if (text.includes('first')) { socket.off('data', check); resolve() } }; socket.on('data', check) })
+  socket.write(`CONNECT 127.0.0.1:${sentinel.port} HTTP/1.1\r\nHost: x\r\n\r\n`)
+  await new Promise<void>((resolve) => socket.on('close', () => resolve()))
+  const second = text.slice(text.indexOf('first') + 'first'.length)
+  t.match(second, /^HTTP\/1\.1 501 Not Implemented\r\n/)
+  t.match(second, /Proxy-Status: fastify-forward-proxy; error=http_request_error/)
+  t.equal(sentinel.connections.length, 0)
+  t.equal(proxy.app.forwardProxy.activeTunnels, 0)
+})
+
+test('SPEC 4.1.2: non-CONNECT traffic reaches the application unchanged on the proxy port', async (t) => {
+  const proxy = await startProxy(t, {}, (app) => {
+    app.get('/healthz', async () => ({ status: 'ok' }))
+    app.post('/items', async (request) => ({ received: request.body }))
+  })
+  const health = await fetch(`${proxy.url}/healthz`)
+  t.same(await health.json(), { status: 'ok' })
+  const posted = await fetch(`${proxy.url}/items`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ a: 1 }) })
+  t.same(await posted.json(), { received: { a: 1 } }, 'the app still parses its own JSON bodies')
+})

@@ -1,0 +1,49 @@
+import { createServer, type AddressInfo, type Socket } from 'node:net'
+import type { Test } from 'tap'
+
+/** A raw TCP destination on 127.0.0.1 that hands each accepted socket to the test. */
+export interface TcpDestination {
+  port: number
+  /** Resolves with the next accepted connection. */
+  nextConnection (): Promise<Socket>
+}
+
+/** Starts a raw TCP destination with half-open sockets allowed (to observe FIN separately). */
+export async function startTcpDestination (t: Test): Promise<TcpDestination> {
+  const waiting: Array<(socket: Socket) => void> = []
+  const accepted: Socket[] = []
+  const sockets: Socket[] = []
+  const server = createServer({ allowHalfOpen: true }, (socket) => {
+    socket.on('error', () => {})
+    sockets.push(socket)
+    const waiter = waiting.shift()
+    if (waiter === undefined) accepted.push(socket)
+    else waiter(socket)
+  })
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve))
+  t.teardown(() => new Promise<void>((resolve) => { for (const s of sockets) s.destroy(); server.close(() => resolve()) }))
+  return {
+    port: (server.address() as AddressInfo).port,
+    nextConnection: () => {
+      const ready = accepted.shift()
+      return ready === undefined ? new Promise((resolve) => waiting.push(resolve)) : Promise.resolve(ready)
+    }
+  }
+}
+
+/** Resolves once `socket` emits `event`. */
+export function once (socket: Socket, event: string): Promise<void> {
+  return new Promise((resolve) => socket.once(event, () => resolve()))
+}
+
+/** Reads `socket` until it ends or closes; resolves with the text. */
+export function readAll (socket: Socket): Promise<string> {
+  return new Promise((resolve) => {
+    let text = ''
+    let done = false
+    const finish = (): void => { if (!done) { done = true; resolve(text) } }
+    socket.on('data', (chunk: Buffer) => { text += chunk.toString() })
+    socket.once('end', finish)
+    socket.once('close', finish)
+  })
+}
