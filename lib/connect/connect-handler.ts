@@ -56,6 +56,8 @@ export async function openConnectTunnel (
 
   reply.hijack()
   response.detachSocket(socket)
+  // The server's socket inactivity timeout (Fastify connectionTimeout) is for HTTP; the tunnel has its own.
+  socket.setTimeout(0)
   upstream.on('error', () => {})
   socket.write('HTTP/1.1 200 Connection Established\r\n\r\n')
   if (head.length > 0) upstream.write(head)
