@@ -1,0 +1,65 @@
+// Load generator, run in its own process: keeps `connections` requests in flight for
+// `duration` seconds over keep-alive connections and reports req/s, p99 and MB/s as JSON.
+// Modes: http-direct, http-proxy (absolute-form through the proxy), tunnel-direct,
+// tunnel-proxy (each connection is a CONNECT tunnel), download-direct, download-tunnel.
+import { connect } from 'node:net'
+import { Pool } from 'undici'
+
+const [mode, originPort, proxyPort, durationText, connectionsText] = process.argv.slice(2)
+const duration = Number(durationText) * 1000
+const download = mode.startsWith('download')
+const connections = download ? 1 : Number(connectionsText)
+const origin = `http://127.0.0.1:${originPort}`
+
+function tunnelConnector (options, callback) {
+  const socket = connect(Number(proxyPort), '127.0.0.1', () => socket.write(`CONNECT 127.0.0.1:${originPort} HTTP/1.1\r\nHost: 127.0.0.1:${originPort}\r\n\r\n`))
+  let head = Buffer.alloc(0)
+  const onData = (chunk) => {
+    head = Buffer.concat([head, chunk])
+    const end = head.indexOf('\r\n\r\n')
+    if (end === -1) return
+    socket.removeListener('data', onData)
+    if (!head.subarray(0, 12).toString().includes('200')) return callback(new Error(`CONNECT failed: ${head.toString()}`), null)
+    socket.pause()
+    callback(null, socket)
+  }
+  socket.on('data', onData)
+  socket.once('error', (error) => callback(error, null))
+}
+
+const viaProxy = mode === 'http-proxy'
+const pool = new Pool(viaProxy ? `http://127.0.0.1:${proxyPort}` : origin, {
+  connections,
+  pipelining: 1,
+  ...(mode === 'tunnel-proxy' || mode === 'download-tunnel' ? { connect: tunnelConnector } : {})
+})
+const path = download ? '/big' : '/small'
+const requestPath = viaProxy ? `${origin}${path}` : path
+
+const latencies = []
+let bytes = 0
+let completed = 0
+let errors = 0
+let measuring = false
+const stopAt = Date.now() + 1000 + duration
+setTimeout(() => { measuring = true; bytes = 0; completed = 0; latencies.length = 0 }, download ? 0 : 1000)
+const startedMeasuring = Date.now() + (download ? 0 : 1000)
+
+async function worker () {
+  while (Date.now() < stopAt) {
+    const started = process.hrtime.bigint()
+    try {
+      const { body } = await pool.request({ path: requestPath, method: 'GET' })
+      for await (const chunk of body) bytes += chunk.length
+      if (measuring || download) { completed++; latencies.push(Number(process.hrtime.bigint() - started) / 1e6) }
+    } catch {
+      errors++
+    }
+  }
+}
+await Promise.all(Array.from({ length: connections }, worker))
+const seconds = (Date.now() - startedMeasuring) / 1000
+latencies.sort((a, b) => a - b)
+const p99 = latencies[Math.min(latencies.length - 1, Math.floor(latencies.length * 0.99))] ?? 0
+process.stdout.write(JSON.stringify({ mode, requests: completed, reqPerSec: completed / seconds, p99, mbPerSec: bytes / 1048576 / seconds, errors }) + '\n')
+await pool.close()
