@@ -20,7 +20,7 @@ const attached = new WeakSet<object>()
 export function attachProxyToServer (server: HttpServer | HttpsServer, fastify: FastifyInstance, pseudonym: string, options: AttachOptions): void {
   if (attached.has(server)) return
   attached.add(server)
-  server.on('request', (req) => markConnectionUsed(req.socket))
+  server.on('request', (req, res) => markConnectionUsed(req.socket, res))
   if (options.routeRequests) server.on('request', (req, res) => fastify.routing(req, res))
   server.on('connect', createHttp1ConnectListener(fastify, pseudonym))
 }

@@ -31,14 +31,3 @@ test('SPEC 4.1.1 / SPEC 7 row 501: a CONNECT after another request on a keep-ali
   t.equal(sentinel.connections.length, 0)
   t.equal(proxy.app.forwardProxy.activeTunnels, 0)
 })
-
-test('SPEC 4.1.2: non-CONNECT traffic reaches the application unchanged on the proxy port', async (t) => {
-  const proxy = await startProxy(t, {}, (app) => {
-    app.get('/healthz', async () => ({ status: 'ok' }))
-    app.post('/items', async (request) => ({ received: request.body }))
-  })
-  const health = await fetch(`${proxy.url}/healthz`)
-  t.same(await health.json(), { status: 'ok' })
-  const posted = await fetch(`${proxy.url}/items`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ a: 1 }) })
-  t.same(await posted.json(), { received: { a: 1 } }, 'the app still parses its own JSON bodies')
-})

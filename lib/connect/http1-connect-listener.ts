@@ -3,20 +3,21 @@ import type { Socket } from 'node:net'
 import type { FastifyInstance } from 'fastify'
 import { ProxyError } from '../diagnostics/proxy-error'
 import { writeRawProxyError } from '../diagnostics/proxy-response'
-import { connectionWasUsed, rememberHttp1Connect } from './http1-connection'
+import { afterEarlierResponses, connectionWasUsed, rememberHttp1Connect } from './http1-connection'
 
 /**
  * Builds the listener for a Node HTTP/1.1 server's `'connect'` event. A CONNECT that is not the
- * first request on its connection gets 501 and the connection closes (SPEC 4.1.1). Otherwise
- * the CONNECT is routed into Fastify with a response bound to its socket, so the application's
- * hooks, authentication and the proxy route handle it like any other request; whatever answer
- * it gets other than a tunnel closes the connection without reading the bytes that follow.
+ * first request on its connection gets 501 (after any earlier pipelined responses, to keep
+ * response order) and the connection closes (SPEC 4.1.1). Otherwise the CONNECT is routed into
+ * Fastify with a response bound to its socket, so the application's hooks, authentication and
+ * the proxy route handle it like any other request; whatever answer it gets other than a tunnel
+ * closes the connection without reading the bytes that follow.
  */
 export function createHttp1ConnectListener (fastify: FastifyInstance, pseudonym: string) {
   return function onConnect (req: IncomingMessage, socket: Socket, head: Buffer): void {
     socket.on('error', (error) => fastify.log.debug({ err: { code: (error as NodeJS.ErrnoException).code } }, 'CONNECT client socket error'))
     if (connectionWasUsed(socket)) {
-      writeRawProxyError(socket, pseudonym, new ProxyError('http_request_error', 'CONNECT must be the first request on a connection.', { status: 501, details: 'CONNECT after another request' }))
+      afterEarlierResponses(socket, () => writeRawProxyError(socket, pseudonym, new ProxyError('http_request_error', 'CONNECT must be the first request on a connection.', { status: 501, details: 'CONNECT after another request' })))
       return
     }
     const response = new ServerResponse(req)

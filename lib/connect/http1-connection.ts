@@ -10,7 +10,14 @@ export interface Http1ConnectContext {
 }
 
 const connectContexts = new WeakMap<IncomingMessage, Http1ConnectContext>()
-const socketsWithRequests = new WeakSet<Socket>()
+
+/** Per connection that has carried a request: responses not yet finished, and who waits for them. */
+interface ConnectionUse {
+  pending: number
+  readonly whenIdle: Array<() => void>
+}
+
+const usedConnections = new WeakMap<Socket, ConnectionUse>()
 
 /** Remembers the socket and early bytes of an HTTP/1.1 CONNECT until its handler runs. */
 export function rememberHttp1Connect (req: IncomingMessage, context: Http1ConnectContext): void {
@@ -22,12 +29,35 @@ export function http1ConnectContextOf (req: object): Http1ConnectContext | undef
   return connectContexts.get(req as IncomingMessage)
 }
 
-/** Records that a connection has carried a request, so a later CONNECT on it gets 501 (SPEC 4.1.1). */
-export function markConnectionUsed (socket: Socket): void {
-  socketsWithRequests.add(socket)
+/**
+ * Records that a connection carries a request (so a later CONNECT on it gets 501, SPEC 4.1.1)
+ * and tracks its response until it closes, so that 501 is not written ahead of it.
+ */
+export function markConnectionUsed (socket: Socket, response: ServerResponse): void {
+  let use = usedConnections.get(socket)
+  if (use === undefined) {
+    use = { pending: 0, whenIdle: [] }
+    usedConnections.set(socket, use)
+  }
+  const tracked = use
+  tracked.pending++
+  response.once('close', () => {
+    tracked.pending--
+    if (tracked.pending === 0) for (const callback of tracked.whenIdle.splice(0)) callback()
+  })
 }
 
 /** True when an earlier request was already served on this connection. */
 export function connectionWasUsed (socket: Socket): boolean {
-  return socketsWithRequests.has(socket)
+  return usedConnections.has(socket)
+}
+
+/**
+ * Runs `callback` once every earlier response on the connection has finished (at once if none
+ * is pending), so an answer to a pipelined CONNECT keeps HTTP/1.1 response order.
+ */
+export function afterEarlierResponses (socket: Socket, callback: () => void): void {
+  const use = usedConnections.get(socket)
+  if (use === undefined || use.pending === 0) callback()
+  else use.whenIdle.push(callback)
 }
