@@ -22,6 +22,11 @@ export async function openConnectTunnel (
   if (context === undefined) {
     throw new ProxyError('http_request_error', 'CONNECT over HTTP/2 is not supported on this listener.', { status: 501 })
   }
+  // The client may have left while hooks ran (a slow credential check): dial nothing for it.
+  if (context.socket.destroyed) {
+    reply.hijack()
+    return
+  }
   if (destination === null) {
     throw new ProxyError('http_request_error', 'The CONNECT target must be host:port with a port from 1 to 65535.', { details: 'bad CONNECT target' })
   }

@@ -1,0 +1,34 @@
+import { test } from 'tap'
+import { connect } from 'node:net'
+import { startProxy, startSentinel } from './helpers/servers'
+import { basic } from './helpers/raw-client'
+import { eventually } from './helpers/eventually'
+import type { ForwardProxyResolver } from '../lib/index'
+
+test('HOSTILE 38: a client that leaves during a slow credential check is never dialed for, and leaks no slot', async (t) => {
+  const sentinel = await startSentinel(t)
+  let clientClosed: () => void = () => {}
+  const closed = new Promise<void>((resolve) => { clientClosed = resolve })
+  let checking: () => void = () => {}
+  const checkStarted = new Promise<void>((resolve) => { checking = resolve })
+  const lookups: string[] = []
+  const resolver: ForwardProxyResolver = async (name) => { lookups.push(name); return [{ address: '127.0.0.1', family: 4 }] }
+  const proxy = await startProxy(t, {
+    resolver,
+    auth: { validate: async () => { checking(); await closed; return true } }
+  })
+  const socket = connect(proxy.port, '127.0.0.1', () => socket.write(`CONNECT slow-auth.test:${sentinel.port} HTTP/1.1\r\nHost: x\r\nProxy-Authorization: ${basic('alice', 'x')}\r\n\r\n`))
+  socket.on('error', () => {})
+  await checkStarted
+  socket.resetAndDestroy()
+  await new Promise((resolve) => socket.once('close', resolve))
+  const serverConnections = async (): Promise<number> => await new Promise((resolve) => proxy.app.server.getConnections((_error, count) => resolve(count)))
+  while (await serverConnections() > 0) await new Promise((resolve) => setTimeout(resolve, 10))
+  clientClosed()
+  await eventually(() => proxy.app.forwardProxy.activeTunnels === 0)
+  // A negative: give a wrongly started lookup and dial time to show up.
+  await new Promise((resolve) => setTimeout(resolve, 200))
+  t.same(lookups, [], 'the destination name was never resolved')
+  t.equal(sentinel.connections.length, 0, 'the destination was never dialed')
+  t.equal(proxy.app.forwardProxy.activeTunnels, 0)
+})
