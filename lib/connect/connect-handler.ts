@@ -41,6 +41,8 @@ export async function openConnectTunnel (
     throw new ProxyError('connection_limit_reached', 'The proxy has reached its tunnel limit; try again later.')
   }
   const { socket, head, response } = context
+  // Tracked from now on, so closing the server also ends a CONNECT still waiting for DNS or the dial.
+  runtime.tunnels.track(socket)
   const clientGone = new AbortController()
   const onClientClose = (): void => clientGone.abort()
   socket.once('close', onClientClose)
@@ -66,7 +68,7 @@ export async function openConnectTunnel (
   upstream.on('error', () => {})
   socket.write('HTTP/1.1 200 Connection Established\r\n\r\n')
   if (head.length > 0) upstream.write(head)
-  runtime.tunnels.track(socket, upstream)
+  runtime.tunnels.track(upstream)
   relayTunnel(socket, upstream, {
     idleTimeout: runtime.settings.limits.tunnelIdleTimeout,
     onClose: (summary) => {
