@@ -11,11 +11,12 @@ test('tunnel relay: half-close is carried across and the reply after it still ar
   const upstream = await destination.nextConnection()
   const received = readAll(upstream)
   const clientReceived = readAll(tunnel.socket)
+  const clientClosed = once(tunnel.socket, 'close')
   tunnel.socket.end('question')
   t.equal(await received, 'question', 'the destination got the bytes, then EOF')
   upstream.end('answer after the client finished sending')
   t.equal(await clientReceived, 'answer after the client finished sending')
-  await once(tunnel.socket, 'close')
+  await clientClosed
   await eventually(() => proxy.app.forwardProxy.activeTunnels === 0)
   t.equal(proxy.app.forwardProxy.activeTunnels, 0)
 })
@@ -44,11 +45,12 @@ test('tunnel relay: a client reset closes the destination connection; a client F
   const finished = await openTunnel(proxy.port, `127.0.0.1:${destination.port}`)
   const second = await destination.nextConnection()
   const ended = once(second, 'end')
+  const finishedClosed = once(finished.socket, 'close')
   finished.socket.end()
   await ended
   t.pass('the destination saw EOF after the client FIN (half-close, not an abort)')
   second.end()
-  await once(finished.socket, 'close')
+  await finishedClosed
 })
 
 test('tunnel relay: an idle tunnel closes after tunnelIdleTimeout and its slot is released', async (t) => {
