@@ -1,0 +1,41 @@
+import { test } from 'tap'
+import { execFile, spawn } from 'node:child_process'
+import { connect } from 'node:net'
+import { promisify } from 'node:util'
+import { startProxy } from './helpers/servers'
+import { eventually } from './helpers/eventually'
+
+/** Sockets on this machine still trying to connect (SYN-SENT) to 127.0.0.1:`port`, per `ss`. */
+async function synSentTo (port: number): Promise<number> {
+  const { stdout } = await promisify(execFile)('ss', ['-Htn', 'state', 'syn-sent', 'dst', `127.0.0.1:${port}`])
+  return stdout.split('\n').filter((line) => line.trim() !== '').length
+}
+
+test('HOSTILE 38: a client that leaves while the proxy is dialing a black-holed destination: the dial is abandoned and the slot released', async (t) => {
+  // A listener whose accept queue is full and never accepts: Linux drops further SYNs.
+  const python = spawn('python3', ['-c', [
+    'import socket, sys',
+    's = socket.socket(); s.bind(("127.0.0.1", 0)); s.listen(0)',
+    'print(s.getsockname()[1], flush=True)',
+    'sys.stdin.read()'
+  ].join('\n')], { stdio: ['pipe', 'pipe', 'inherit'] })
+  t.teardown(() => python.kill())
+  const port = await new Promise<number>((resolve) => python.stdout.once('data', (chunk: Buffer) => resolve(Number(chunk.toString().trim()))))
+  const fillers = [connect(port, '127.0.0.1'), connect(port, '127.0.0.1'), connect(port, '127.0.0.1')]
+  for (const filler of fillers) filler.on('error', () => {})
+  t.teardown(() => { for (const filler of fillers) filler.destroy() })
+  await eventually(async () => await synSentTo(port) >= 1)
+  const baseline = await synSentTo(port)
+
+  const proxy = await startProxy(t) // default connectTimeout: 10 s
+  const client = connect(proxy.port, '127.0.0.1', () => client.write(`CONNECT 127.0.0.1:${port} HTTP/1.1\r\nHost: x\r\n\r\n`))
+  client.on('error', () => {})
+  t.teardown(() => client.destroy())
+  await eventually(async () => await synSentTo(port) === baseline + 1)
+  t.equal(proxy.app.forwardProxy.activeTunnels, 1, 'the proxy is dialing')
+
+  client.resetAndDestroy()
+  await eventually(async () => proxy.app.forwardProxy.activeTunnels === 0 && await synSentTo(port) === baseline)
+  t.equal(proxy.app.forwardProxy.activeTunnels, 0, 'slot released long before connectTimeout')
+  t.equal(await synSentTo(port), baseline, 'the proxy\'s half-open dial was destroyed')
+})
