@@ -1,0 +1,31 @@
+import { test } from 'tap'
+import { connect } from 'node:net'
+import { startProxy } from './helpers/servers'
+import { startTcpDestination } from './helpers/tcp-destination'
+import { eventually } from './helpers/eventually'
+import type { ForwardProxyResolver } from '../lib/index'
+
+test('HOSTILE 38: a client that leaves while the destination is being resolved releases its slot and nothing is dialed', async (t) => {
+  const destination = await startTcpDestination(t)
+  let lookupStarted: () => void = () => {}
+  const started = new Promise<void>((resolve) => { lookupStarted = resolve })
+  const slow: ForwardProxyResolver = async (_name, signal) => {
+    lookupStarted()
+    return await new Promise((resolve, reject) => {
+      const timer = setTimeout(() => resolve([{ address: '127.0.0.1', family: 4 }]), 300)
+      signal.addEventListener('abort', () => { clearTimeout(timer); reject(signal.reason) })
+    })
+  }
+  const proxy = await startProxy(t, { resolver: slow })
+  const socket = connect(proxy.port, '127.0.0.1', () => socket.write(`CONNECT slow.test:${destination.port} HTTP/1.1\r\nHost: x\r\n\r\n`))
+  socket.on('error', () => {})
+  await started
+  t.equal(proxy.app.forwardProxy.activeTunnels, 1)
+  // A reset: a FIN alone is a half-close, which a client may send after early data.
+  socket.resetAndDestroy()
+  await eventually(() => proxy.app.forwardProxy.activeTunnels === 0)
+  let dialed = false
+  void destination.nextConnection().then(() => { dialed = true })
+  await new Promise((resolve) => setTimeout(resolve, 400))
+  t.notOk(dialed, 'the destination was never dialed for a client that had gone')
+})
