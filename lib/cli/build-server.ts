@@ -46,11 +46,16 @@ export async function startProxyServer (config: ProxyServerConfig): Promise<Runn
 
   const extraServers: Array<HttpServer | HttpsServer> = []
   const close = async (): Promise<void> => {
-    await Promise.all(extraServers.map((server) => new Promise<void>((resolve) => {
+    // Stop accepting first, but await the extra servers only after app.close(): their close
+    // waits for every socket, tunnels included, and app.close() is what ends the tunnels.
+    const extraClosed = extraServers.map((server) => new Promise<void>((resolve) => {
+      if (!server.listening) { resolve(); return }
       server.close(() => resolve())
-      server.closeAllConnections()
-    })))
+      server.closeIdleConnections()
+    }))
     await app.close()
+    for (const server of extraServers) server.closeAllConnections()
+    await Promise.all(extraClosed)
   }
   try {
     await app.listen({ host: first.host, port: first.port })
