@@ -26,7 +26,12 @@ export const CONFIG_SCHEMA = {
         }
       }
     },
-    users: { type: 'object', additionalProperties: { type: 'string', minLength: 1 } },
+    users: {
+      type: 'object',
+      // Basic credentials are "name:password", so a name cannot hold a colon.
+      propertyNames: { minLength: 1, pattern: '^[^:]*$' },
+      additionalProperties: { type: 'string', minLength: 1 }
+    },
     destinations: {
       type: 'object',
       additionalProperties: false,
@@ -34,6 +39,7 @@ export const CONFIG_SCHEMA = {
         allowedHosts: { type: 'array', items: { type: 'string', minLength: 1 } },
         deniedHosts: { type: 'array', items: { type: 'string', minLength: 1 } },
         allowedPorts: {
+          description: '"*" or an array of port numbers from 1 to 65535',
           oneOf: [
             { const: '*' },
             { type: 'array', items: { type: 'integer', minimum: 1, maximum: 65535 } }
@@ -61,10 +67,3 @@ export const CONFIG_SCHEMA = {
     }
   }
 } as const
-
-/** Keys of the configuration contract that later versions implement; named in the error. */
-export const NOT_YET_SUPPORTED: Readonly<Record<string, string>> = {
-  '/interception': 'TLS interception is not supported yet in this version',
-  '/headers': 'header rules are not supported yet in this version (they come with TLS interception)',
-  http2: 'HTTP/2 listeners ("http2": true) are not supported yet in this version'
-}

@@ -1,7 +1,11 @@
 import { readFileSync } from 'node:fs'
 import { dirname, resolve } from 'node:path'
-import Ajv, { type ErrorObject } from 'ajv'
-import { CONFIG_SCHEMA, NOT_YET_SUPPORTED } from './config-schema'
+import Ajv from 'ajv'
+import { CONFIG_SCHEMA } from './config-schema'
+import { ConfigError, describeSchemaError } from './config-error'
+import { rejectNotYetSupported } from './not-yet-supported'
+
+export { ConfigError } from './config-error'
 
 /** One listener of the configuration file; TLS paths already resolved against the file's folder. */
 export interface ListenerConfig {
@@ -29,15 +33,7 @@ export interface ProxyServerConfig {
 /** The built-in configuration: HTTP/1.1 on 127.0.0.1:8080, no auth, strict policy. */
 export const DEFAULT_LISTENER: ListenerConfig = { host: '127.0.0.1', port: 8080 }
 
-/** A configuration problem; the message names the file and the key. */
-export class ConfigError extends Error {
-  constructor (message: string) {
-    super(message)
-    this.name = 'ConfigError'
-  }
-}
-
-const validate = new Ajv({ allErrors: false, strict: true }).compile(CONFIG_SCHEMA)
+const validate = new Ajv({ allErrors: false, strict: true, verbose: true }).compile(CONFIG_SCHEMA)
 
 /**
  * Validates a parsed configuration object against the schema and applies defaults.
@@ -47,9 +43,7 @@ const validate = new Ajv({ allErrors: false, strict: true }).compile(CONFIG_SCHE
 export function parseConfig (value: unknown, source: string, baseDirectory: string): ProxyServerConfig {
   rejectNotYetSupported(value, source)
   if (!validate(value)) {
-    const errors = validate.errors ?? []
-    // A failed oneOf also reports each branch's failure; the oneOf message is the one that helps.
-    throw new ConfigError(`${source}: ${describe(errors.find((error) => error.keyword === 'oneOf') ?? errors[0])}`)
+    throw new ConfigError(`${source}: ${describeSchemaError(validate.errors ?? [])}`)
   }
   const config = value as Partial<ProxyServerConfig>
   return {
@@ -82,43 +76,4 @@ export function loadConfigFile (path: string): ProxyServerConfig {
     throw new ConfigError(`${path}: not valid JSON (${(error as Error).message})`)
   }
   return parseConfig(value, path, dirname(resolve(path)))
-}
-
-function rejectNotYetSupported (value: unknown, source: string): void {
-  if (typeof value !== 'object' || value === null) return
-  for (const key of ['interception', 'headers']) {
-    if (key in value) throw new ConfigError(`${source}: /${key}: ${NOT_YET_SUPPORTED[`/${key}`] ?? 'not supported'}`)
-  }
-  const listen = (value as { listen?: unknown }).listen
-  if (Array.isArray(listen)) {
-    listen.forEach((listener: unknown, index) => {
-      if (typeof listener === 'object' && listener !== null && 'http2' in listener) {
-        throw new ConfigError(`${source}: /listen/${index}/http2: ${NOT_YET_SUPPORTED.http2 ?? 'not supported'}`)
-      }
-    })
-  }
-}
-
-function describe (error: ErrorObject | undefined): string {
-  if (error === undefined) return 'invalid configuration'
-  const where = error.instancePath === '' ? '(top level)' : error.instancePath
-  const params = error.params as Record<string, unknown>
-  switch (error.keyword) {
-    case 'additionalProperties':
-      return `${where}: unknown key "${String(params.additionalProperty)}"`
-    case 'required':
-      return `${where}: missing required key "${String(params.missingProperty)}"`
-    case 'minimum':
-    case 'maximum':
-    case 'type':
-    case 'enum':
-    case 'const':
-    case 'minLength':
-    case 'minItems':
-      return `${where} ${error.message ?? 'is invalid'}${error.keyword === 'enum' ? `: ${JSON.stringify(params.allowedValues)}` : ''}`
-    case 'oneOf':
-      return `${where} must be "*" or an array of port numbers from 1 to 65535`
-    default:
-      return `${where} ${error.message ?? 'is invalid'}`
-  }
 }

@@ -20,7 +20,7 @@ export function startupSummary (config: ProxyServerConfig, urls: readonly string
     users > 0 ? `  authentication: on (Basic, ${users} user${users === 1 ? '' : 's'})` : '  authentication: OFF (anyone who can reach a listener can use the proxy)',
     `  destinations: hosts ${(d.allowedHosts ?? ['*']).join(', ')}${denied}; ${ports}; ${networks}`,
     `  limits: ${limits.maxConcurrentTunnels} tunnels, tunnel idle ${limits.tunnelIdleTimeout} ms, http activity ${limits.httpActivityTimeout} ms, connect ${limits.connectTimeout} ms`,
-    '  interception: not available in this version',
+    '  interception: off (not available in this version)',
     '  health check: GET /healthz on every listener'
   ]
 }

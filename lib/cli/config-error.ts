@@ -1,0 +1,69 @@
+import type { ErrorObject } from 'ajv'
+
+/** A configuration or command-line problem; the message names the file and the key. */
+export class ConfigError extends Error {
+  constructor (message: string) {
+    super(message)
+    this.name = 'ConfigError'
+  }
+}
+
+interface SchemaNode {
+  type?: string
+  description?: string
+  minimum?: number
+  maximum?: number
+  minLength?: number
+  enum?: readonly unknown[]
+  items?: SchemaNode
+}
+
+/**
+ * Turns the first schema violation ajv reports (compiled with `verbose: true`) into one line
+ * naming the key (a JSON Pointer) and what is expected there,
+ * e.g. `/listen/0/port must be an integer from 0 to 65535`.
+ */
+export function describeSchemaError (errors: readonly ErrorObject[]): string {
+  // A failed oneOf also reports each branch's failure; the oneOf's own description is the one that helps.
+  const error = errors.find((e) => e.keyword === 'oneOf') ?? errors.find((e) => e.keyword === 'propertyNames') ?? errors[0]
+  if (error === undefined) return 'invalid configuration'
+  const where = error.instancePath === '' ? '(top level)' : error.instancePath
+  const params = error.params as Record<string, unknown>
+  switch (error.keyword) {
+    case 'additionalProperties':
+      return `${where}: unknown key "${String(params.additionalProperty)}"`
+    case 'required':
+      return `${where}: missing required key "${String(params.missingProperty)}"`
+    case 'minItems':
+      return `${where} must list at least ${String(params.limit)} item${params.limit === 1 ? '' : 's'}`
+    case 'propertyNames':
+      return `${where}: key "${String(params.propertyName)}" is not allowed (user names must be non-empty and contain no ":")`
+    default:
+      return `${where} must be ${expected(error.parentSchema as SchemaNode | undefined)}`
+  }
+}
+
+function expected (schema: SchemaNode | undefined): string {
+  if (schema === undefined) return 'valid'
+  if (schema.description !== undefined) return schema.description
+  if (schema.enum !== undefined) return `one of ${schema.enum.map((v) => JSON.stringify(v)).join(', ')}`
+  switch (schema.type) {
+    case 'integer':
+      if (schema.minimum !== undefined && schema.maximum !== undefined) return `an integer from ${schema.minimum} to ${schema.maximum}`
+      return schema.minimum === undefined ? 'an integer' : `an integer of at least ${schema.minimum}`
+    case 'string':
+      return schema.minLength === undefined ? 'a string' : 'a non-empty string'
+    case 'boolean':
+      return 'true or false'
+    case 'array':
+      return schema.items === undefined ? 'an array' : `an array of ${plural(expected(schema.items))}`
+    case 'object':
+      return 'an object'
+    default:
+      return 'valid'
+  }
+}
+
+function plural (text: string): string {
+  return text.replace(/^an? /, '').replace(/\b(string|integer|object)\b/, '$1s')
+}

@@ -1,0 +1,29 @@
+import { test } from 'tap'
+import { createServer, type AddressInfo } from 'node:net'
+import { parseConfig } from '../lib/cli/config'
+import { startProxyServer } from '../lib/cli/build-server'
+
+const config = (value: object): ReturnType<typeof parseConfig> => parseConfig({ log: { level: 'silent' }, ...value }, 'test.json', '/')
+
+test('server: an invalid destination option in the file stops start-up with the option named', async (t) => {
+  await t.rejects(startProxyServer(config({ listen: [{ port: 0 }], destinations: { allowedNetworks: ['10.0.0.0/99'] } })),
+    { message: /option "destinations\.allowedNetworks\[0\]" is not a CIDR range/ })
+})
+
+test('server: a second listener whose port is in use fails start-up and releases the first listener', async (t) => {
+  const blocker = createServer()
+  await new Promise<void>((resolve) => blocker.listen(0, '127.0.0.1', resolve))
+  t.teardown(() => new Promise<void>((resolve) => blocker.close(() => resolve())))
+  const busy = (blocker.address() as AddressInfo).port
+  // Learn a free port for the first listener, then release it for the server to take.
+  const probe = createServer()
+  await new Promise<void>((resolve) => probe.listen(0, '127.0.0.1', resolve))
+  const first = (probe.address() as AddressInfo).port
+  await new Promise<void>((resolve) => probe.close(() => resolve()))
+
+  await t.rejects(startProxyServer(config({ listen: [{ host: '127.0.0.1', port: first }, { host: '127.0.0.1', port: busy }] })), { code: 'EADDRINUSE' })
+  const again = createServer()
+  await new Promise<void>((resolve, reject) => { again.once('error', reject); again.listen(first, '127.0.0.1', resolve) })
+  t.pass('the first listener was closed')
+  await new Promise<void>((resolve) => again.close(() => resolve()))
+})

@@ -1,0 +1,53 @@
+import { spawn, type ChildProcessWithoutNullStreams } from 'node:child_process'
+import { join } from 'node:path'
+import { pathToFileURL } from 'node:url'
+import type { Test } from 'tap'
+
+const ROOT = join(__dirname, '..', '..')
+// The bin runs from its TypeScript source through the loader tap itself uses, so the tests work
+// on a fresh clone after `npm ci`, before `npm run build`.
+const TS_LOADER = pathToFileURL(join(ROOT, 'node_modules/@tapjs/typescript/dist/esm/import.mjs')).href
+
+/** A spawned `forward-proxy` process with its output collected so far. */
+export interface BinProcess {
+  readonly child: ChildProcessWithoutNullStreams
+  stdout (): string
+  stderr (): string
+  /** Resolves with the exit code once the process has exited. */
+  readonly exited: Promise<number | null>
+}
+
+/**
+ * Spawns `lib/cli/main.ts` with `args`; the environment is the test's minus FORWARD_PROXY_CONFIG
+ * unless `env` sets it. Killed with SIGKILL at teardown if still running.
+ */
+export function runBin (t: Test, args: string[], env: Record<string, string> = {}): BinProcess {
+  const base = { ...process.env }
+  delete base.FORWARD_PROXY_CONFIG
+  const child = spawn(process.execPath, ['--import', TS_LOADER, join(ROOT, 'lib/cli/main.ts'), ...args], { cwd: ROOT, env: { ...base, ...env } })
+  let out = ''
+  let err = ''
+  child.stdout.on('data', (chunk: Buffer) => { out += chunk.toString() })
+  child.stderr.on('data', (chunk: Buffer) => { err += chunk.toString() })
+  const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)))
+  t.teardown(() => { if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL') })
+  return { child, stdout: () => out, stderr: () => err, exited }
+}
+
+/**
+ * Waits for the start-up summary (its last line is the health check line) and returns the
+ * listening URLs it printed. Rejects with the output if the process exits first.
+ */
+export function listeningUrls (bin: BinProcess): Promise<string[]> {
+  return new Promise((resolve, reject) => {
+    const check = (): void => {
+      const text = bin.stdout()
+      if (!text.includes('health check:')) return
+      bin.child.stdout.removeListener('data', check)
+      resolve([...text.matchAll(/listening on (\S+)/g)].map((m) => m[1] ?? ''))
+    }
+    bin.child.stdout.on('data', check)
+    bin.exited.then((code) => reject(new Error(`exited ${String(code)} before listening:\n${bin.stdout()}\n${bin.stderr()}`)), reject)
+    check()
+  })
+}
