@@ -4,6 +4,7 @@ import type { FastifyInstance } from 'fastify'
 import { ProxyError } from '../diagnostics/proxy-error'
 import { writeRawProxyError } from '../diagnostics/proxy-response'
 import { afterEarlierResponses, connectionWasUsed, rememberHttp1Connect } from './http1-connection'
+import { lingeringClose } from './lingering-close'
 
 /**
  * Builds the listener for a Node HTTP/1.1 server's `'connect'` event. A CONNECT that is not the
@@ -23,7 +24,7 @@ export function createHttp1ConnectListener (fastify: FastifyInstance, pseudonym:
     const response = new ServerResponse(req)
     response.shouldKeepAlive = false
     response.assignSocket(socket)
-    response.once('finish', () => socket.destroySoon())
+    response.once('finish', () => lingeringClose(socket))
     rememberHttp1Connect(req, { socket, head, response })
     fastify.routing(req, response)
   }
