@@ -4,6 +4,7 @@ import { createServer as createHttpsServer, type Server as HttpsServer } from 'n
 import type { AddressInfo } from 'node:net'
 import Fastify, { type FastifyInstance } from 'fastify'
 import { forwardProxy } from '../plugin'
+import { secondaryServersOf } from '../attach-server'
 import type { ForwardProxyOptions } from '../../types/options'
 import { proxyClientErrorHandler } from '../diagnostics/client-error-handler'
 import type { ListenerConfig, ProxyServerConfig } from './config'
@@ -14,6 +15,8 @@ export interface RunningProxyServer {
   readonly app: FastifyInstance
   /** One URL per listener, with the port actually bound (`http://127.0.0.1:8080`). */
   readonly urls: string[]
+  /** One Node server per listener, in configuration order; the first is `app.server`. */
+  readonly servers: Array<HttpServer | HttpsServer>
   /** Closes every listener and open tunnel. */
   close (): Promise<void>
 }
@@ -38,9 +41,17 @@ export async function startProxyServer (config: ProxyServerConfig): Promise<Runn
   const app = Fastify({
     logger: { level: config.log.level },
     clientErrorHandler: proxyClientErrorHandler,
-    ...(first.tls === undefined ? {} : { https: readTls(first.tls) })
+    keepAliveTimeout: SERVER_TIMEOUTS.keepAliveTimeout,
+    requestTimeout: SERVER_TIMEOUTS.requestTimeout,
+    ...(first.tls === undefined ? { http: { headersTimeout: SERVER_TIMEOUTS.headersTimeout } } : { https: { ...readTls(first.tls), headersTimeout: SERVER_TIMEOUTS.headersTimeout } })
   })
-  Object.assign(app.server, SERVER_TIMEOUTS)
+  // Fastify gives clientErrorHandler to its main server only, not to the servers it binds for
+  // the other addresses of a name such as `localhost`.
+  app.addHook('onListen', async function proxyClientErrorsOnSecondaryBindings () {
+    for (const server of secondaryServersOf(app)) {
+      if (server.listenerCount('clientError') === 0) server.on('clientError', proxyClientErrorHandler)
+    }
+  })
   app.get('/healthz', async () => ({ status: 'ok' }))
   await app.register(forwardProxy, pluginOptionsFromConfig(config))
 
@@ -61,8 +72,7 @@ export async function startProxyServer (config: ProxyServerConfig): Promise<Runn
     await app.listen({ host: first.host, port: first.port })
     const urls = [listenerUrl(first, app.server.address() as AddressInfo)]
     for (const listener of others) {
-      const server = listener.tls === undefined ? createHttpServer() : createHttpsServer(readTls(listener.tls))
-      Object.assign(server, SERVER_TIMEOUTS)
+      const server = listener.tls === undefined ? createHttpServer(SERVER_TIMEOUTS) : createHttpsServer({ ...readTls(listener.tls), ...SERVER_TIMEOUTS })
       server.on('clientError', proxyClientErrorHandler)
       app.forwardProxy.attachServer(server)
       extraServers.push(server)
@@ -72,7 +82,7 @@ export async function startProxyServer (config: ProxyServerConfig): Promise<Runn
       })
       urls.push(listenerUrl(listener, server.address() as AddressInfo))
     }
-    return { app, urls, close }
+    return { app, urls, servers: [app.server, ...extraServers], close }
   } catch (error) {
     await close()
     throw error

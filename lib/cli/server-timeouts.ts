@@ -1,11 +1,10 @@
 /**
- * Node server timeouts the bundled server sets on every listener.
+ * Node server timeouts the bundled server sets on every listener, passed as server options so
+ * the servers Fastify creates for extra addresses of a name (`localhost`) get them too.
  * - headersTimeout: a client must finish its request head within 30 s (slow-head attacks).
- * - requestTimeout 0: no deadline on a whole request, so long uploads through the proxy are not cut;
- *   idle uploads are still bounded by the socket timeout below.
+ * - requestTimeout 0: no deadline on a whole request, so long uploads through the proxy are not
+ *   cut; forwarded requests are bounded by httpActivityTimeout and tunnels by their idle timeout.
  * - keepAliveTimeout: idle keep-alive client connections close after 5 s.
- * - connectionTimeout (socket inactivity): 0 here; tunnels have their own idle timeout and
- *   forwarded requests their activity timeout.
  */
 export const SERVER_TIMEOUTS = {
   headersTimeout: 30_000,
