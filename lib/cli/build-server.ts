@@ -17,8 +17,23 @@ export interface RunningProxyServer {
   readonly urls: string[]
   /** One Node server per listener, in configuration order; the first is `app.server`. */
   readonly servers: Array<HttpServer | HttpsServer>
-  /** Closes every listener and open tunnel. */
+  /**
+   * Stops accepting, closes open tunnels, lets in-flight requests finish for the shutdown grace
+   * period, then closes every remaining connection and listener.
+   */
   close (): Promise<void>
+}
+
+/** How long `close()` lets in-flight requests finish before cutting their connections (ms). */
+export const DEFAULT_SHUTDOWN_GRACE_PERIOD = 10_000
+
+/** Options of {@link startProxyServer} that are not part of the configuration file. */
+export interface StartOptions {
+  /**
+   * Milliseconds `close()` waits for in-flight requests (a long download, a server-sent event
+   * stream) before it closes their connections. Default {@link DEFAULT_SHUTDOWN_GRACE_PERIOD}.
+   */
+  readonly shutdownGracePeriod?: number
 }
 
 /** Maps the configuration file onto the plugin's options. */
@@ -35,7 +50,8 @@ export function pluginOptionsFromConfig (config: ProxyServerConfig): ForwardProx
  * serving every configured listener (the first is Fastify's own server, the others are joined
  * with `forwardProxy.attachServer`).
  */
-export async function startProxyServer (config: ProxyServerConfig): Promise<RunningProxyServer> {
+export async function startProxyServer (config: ProxyServerConfig, options: StartOptions = {}): Promise<RunningProxyServer> {
+  const gracePeriod = options.shutdownGracePeriod ?? DEFAULT_SHUTDOWN_GRACE_PERIOD
   const [first, ...others] = config.listen
   if (first === undefined) throw new Error('at least one listener is required')
   const app = Fastify({
@@ -64,9 +80,17 @@ export async function startProxyServer (config: ProxyServerConfig): Promise<Runn
       server.close(() => resolve())
       server.closeIdleConnections()
     }))
-    await app.close()
-    for (const server of extraServers) server.closeAllConnections()
-    await Promise.all(extraClosed)
+    // Fastify only closes idle connections; a response still streaming would hold close() forever.
+    const cut = setTimeout(() => {
+      for (const server of [app.server, ...secondaryServersOf(app), ...extraServers]) server.closeAllConnections()
+    }, gracePeriod)
+    try {
+      await app.close()
+      for (const server of extraServers) server.closeAllConnections()
+      await Promise.all(extraClosed)
+    } finally {
+      clearTimeout(cut)
+    }
   }
   try {
     await app.listen({ host: first.host, port: first.port })

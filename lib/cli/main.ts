@@ -27,18 +27,18 @@ async function main (): Promise<void> {
   const server = await startProxyServer(config)
   process.stdout.write(`${startupSummary(config, server.urls).join('\n')}\n`)
 
-  let closing = false
   const shutdown = (signal: NodeJS.Signals): void => {
-    if (closing) return
-    closing = true
+    // A second signal while closing gets Node's default behaviour: the process ends at once.
+    process.removeListener('SIGINT', shutdown)
+    process.removeListener('SIGTERM', shutdown)
     server.app.log.info({ signal }, 'shutting down')
     server.close().then(() => process.exit(0), (error: unknown) => {
       process.stderr.write(`forward-proxy: error while closing: ${(error as Error).message}\n`)
       process.exit(1)
     })
   }
-  process.once('SIGINT', shutdown)
-  process.once('SIGTERM', shutdown)
+  process.on('SIGINT', shutdown)
+  process.on('SIGTERM', shutdown)
 }
 
 main().catch((error: unknown) => {

@@ -1,13 +1,13 @@
 import type { Test } from 'tap'
 import { parseConfig } from '../../lib/cli/config'
-import { startProxyServer, type RunningProxyServer } from '../../lib/cli/build-server'
+import { startProxyServer, type RunningProxyServer, type StartOptions } from '../../lib/cli/build-server'
 
 /**
  * Starts the bundled server in-process from a configuration object (validated like a file in
  * `dir`), logging silenced unless `value.log` says otherwise; closed at teardown.
  */
-export async function startConfiguredServer (t: Test, value: object, dir = '/'): Promise<RunningProxyServer> {
-  const server = await startProxyServer(parseConfig({ log: { level: 'silent' }, ...value }, 'test.json', dir))
+export async function startConfiguredServer (t: Test, value: object, dir = '/', options: StartOptions = {}): Promise<RunningProxyServer> {
+  const server = await startProxyServer(parseConfig({ log: { level: 'silent' }, ...value }, 'test.json', dir), options)
   t.teardown(() => server.close())
   return server
 }
