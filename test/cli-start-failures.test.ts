@@ -1,5 +1,8 @@
 import { test } from 'tap'
+import { mkdirSync, writeFileSync } from 'node:fs'
 import { createServer, type AddressInfo } from 'node:net'
+import { join } from 'node:path'
+import { makeSelfSignedCertificate } from './helpers/tls-fixture'
 import { parseConfig } from '../lib/cli/config'
 import { startProxyServer } from '../lib/cli/build-server'
 
@@ -26,4 +29,19 @@ test('server: a second listener whose port is in use fails start-up and releases
   await new Promise<void>((resolve, reject) => { again.once('error', reject); again.listen(first, '127.0.0.1', resolve) })
   t.pass('the first listener was closed')
   await new Promise<void>((resolve) => again.close(() => resolve()))
+})
+
+test('server: a missing or unusable TLS file stops start-up with the listener key named', async (t) => {
+  const dir = t.testdir()
+  const first = await makeSelfSignedCertificate(join(dir))
+  const otherDir = join(dir, 'other')
+  mkdirSync(otherDir)
+  const other = await makeSelfSignedCertificate(otherDir)
+  await t.rejects(startProxyServer(config({ listen: [{ port: 0 }, { port: 0, tls: { cert: join(dir, 'nope.pem'), key: first.keyPath } }] })),
+    { name: 'ConfigError', message: /^\/listen\/1\/tls\/cert: cannot read ".*nope\.pem" \(ENOENT\)$/ })
+  await t.rejects(startProxyServer(config({ listen: [{ port: 0, tls: { cert: first.certPath, key: other.keyPath } }] })),
+    { name: 'ConfigError', message: /^\/listen\/0\/tls: the certificate and key cannot be used together \(.*\)$/ })
+  writeFileSync(join(dir, 'garbage.pem'), 'not a certificate')
+  await t.rejects(startProxyServer(config({ listen: [{ port: 0, tls: { cert: join(dir, 'garbage.pem'), key: first.keyPath } }] })),
+    { name: 'ConfigError', message: /^\/listen\/0\/tls: the certificate and key cannot be used together/ })
 })

@@ -1,4 +1,3 @@
-import { readFileSync } from 'node:fs'
 import { createServer as createHttpServer, type Server as HttpServer } from 'node:http'
 import { createServer as createHttpsServer, type Server as HttpsServer } from 'node:https'
 import type { AddressInfo } from 'node:net'
@@ -9,6 +8,7 @@ import type { ForwardProxyOptions } from '../../types/options'
 import { proxyClientErrorHandler } from '../diagnostics/client-error-handler'
 import type { ListenerConfig, ProxyServerConfig } from './config'
 import { SERVER_TIMEOUTS } from './server-timeouts'
+import { loadListenerTls } from './listener-tls'
 
 /** A running proxy server. */
 export interface RunningProxyServer {
@@ -54,12 +54,15 @@ export async function startProxyServer (config: ProxyServerConfig, options: Star
   const gracePeriod = options.shutdownGracePeriod ?? DEFAULT_SHUTDOWN_GRACE_PERIOD
   const [first, ...others] = config.listen
   if (first === undefined) throw new Error('at least one listener is required')
+  // Every certificate is checked before anything listens.
+  const tlsFiles = config.listen.map((listener, index) => listener.tls === undefined ? undefined : loadListenerTls(listener.tls, index))
+  const firstTls = tlsFiles[0]
   const app = Fastify({
     logger: { level: config.log.level },
     clientErrorHandler: proxyClientErrorHandler,
     keepAliveTimeout: SERVER_TIMEOUTS.keepAliveTimeout,
     requestTimeout: SERVER_TIMEOUTS.requestTimeout,
-    ...(first.tls === undefined ? { http: { headersTimeout: SERVER_TIMEOUTS.headersTimeout } } : { https: { ...readTls(first.tls), headersTimeout: SERVER_TIMEOUTS.headersTimeout } })
+    ...(firstTls === undefined ? { http: { headersTimeout: SERVER_TIMEOUTS.headersTimeout } } : { https: { ...firstTls, headersTimeout: SERVER_TIMEOUTS.headersTimeout } })
   })
   // Fastify gives clientErrorHandler to its main server only, not to the servers it binds for
   // the other addresses of a name such as `localhost`.
@@ -95,8 +98,9 @@ export async function startProxyServer (config: ProxyServerConfig, options: Star
   try {
     await app.listen({ host: first.host, port: first.port })
     const urls = [listenerUrl(first, app.server.address() as AddressInfo)]
-    for (const listener of others) {
-      const server = listener.tls === undefined ? createHttpServer(SERVER_TIMEOUTS) : createHttpsServer({ ...readTls(listener.tls), ...SERVER_TIMEOUTS })
+    for (const [i, listener] of others.entries()) {
+      const files = tlsFiles[i + 1]
+      const server = files === undefined ? createHttpServer(SERVER_TIMEOUTS) : createHttpsServer({ ...files, ...SERVER_TIMEOUTS })
       server.on('clientError', proxyClientErrorHandler)
       app.forwardProxy.attachServer(server)
       extraServers.push(server)
@@ -111,10 +115,6 @@ export async function startProxyServer (config: ProxyServerConfig, options: Star
     await close()
     throw error
   }
-}
-
-function readTls (tls: { cert: string, key: string }): { cert: Buffer, key: Buffer } {
-  return { cert: readFileSync(tls.cert), key: readFileSync(tls.key) }
 }
 
 function listenerUrl (listener: ListenerConfig, address: AddressInfo): string {
