@@ -1,8 +1,9 @@
 import type { Duplex } from 'node:stream'
 
 /**
- * Counts open CONNECT tunnels against `maxConcurrentTunnels` and remembers their sockets so
- * that closing the server tears them down. A slot is taken before the destination is dialed
+ * Counts open CONNECT tunnels against `maxConcurrentTunnels` and remembers their sockets (the
+ * client's from admission, the destination's once dialed) so that closing the server tears
+ * them down, connects in progress included. A slot is taken before the destination is dialed
  * (a connect in progress counts) and given back exactly once.
  */
 export class TunnelRegistry {
