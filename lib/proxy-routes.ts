@@ -6,17 +6,21 @@ import { createProxyErrorHandler } from './proxy-error-handler'
 import { registerProxyAuthentication } from './security/proxy-auth'
 import { openConnectTunnel } from './connect/connect-handler'
 import { forwardAbsoluteRequest } from './forward/forward-handler'
+import { hideContentTypeFromFastify, restoreContentType } from './forward/opaque-content-type'
 
 /**
  * The proxy's own encapsulated context: one catch-all route that only proxy requests can match,
- * bodies left unparsed (they are streamed, never buffered), authentication as the route's
+ * bodies left unparsed (they are streamed, never buffered, whatever their Content-Type says), authentication as the route's
  * onRequest hook (after the application's own hooks), and an error handler that answers every
  * failure with a status and `Proxy-Status`.
  */
 export function proxyRoutes (runtime: ProxyRuntime) {
   return async function proxyRoutesPlugin (instance: FastifyInstance): Promise<void> {
     instance.removeAllContentTypeParsers()
-    instance.addContentTypeParser('*', (_request, _payload, done) => done(null))
+    instance.addContentTypeParser('*', (request, _payload, done) => {
+      restoreContentType(request.raw)
+      done(null)
+    })
     instance.setErrorHandler(createProxyErrorHandler(runtime.settings))
     const { auth } = runtime.settings
     const authenticate = auth === null ? undefined : await registerProxyAuthentication(instance, auth.realm, auth.check)
@@ -27,6 +31,7 @@ export function proxyRoutes (runtime: ProxyRuntime) {
       exposeHeadRoute: false,
       constraints: { [PROXY_CONSTRAINT]: PROXY_CONSTRAINT_VALUE },
       ...(authenticate === undefined ? {} : { onRequest: authenticate }),
+      preParsing: hideContentTypeFromFastify,
       // Returning the reply tells Fastify the response is under way (it may still be streaming).
       handler: async (request: FastifyRequest, reply: FastifyReply) => {
         await handleProxyRequest(request, reply, runtime)
@@ -37,6 +42,7 @@ export function proxyRoutes (runtime: ProxyRuntime) {
 }
 
 async function handleProxyRequest (request: FastifyRequest, reply: FastifyReply, runtime: ProxyRuntime): Promise<void> {
+  restoreContentType(request.raw)
   const target = proxyRequestTargetOf(request.raw)
   if (target === null) throw new Error('proxy route reached by a request that is not a proxy request')
   if (target.kind === 'connect') {
