@@ -1,7 +1,8 @@
 import type { Server as HttpServer } from 'node:http'
 import type { Server as HttpsServer } from 'node:https'
+import type { Http2SecureServer } from 'node:http2'
 import type { FastifyInstance } from 'fastify'
-import { createHttp1ConnectListener } from './connect/http1-connect-listener'
+import { createConnectListener } from './connect/connect-listener'
 import { markConnectionUsed } from './connect/http1-connection'
 
 /** How a server is joined to the proxy. */
@@ -12,17 +13,22 @@ export interface AttachOptions {
 
 const attached = new WeakSet<object>()
 
+/** A Node server the proxy can be attached to. */
+export type ProxyServer = HttpServer | HttpsServer | Http2SecureServer
+
 /**
- * Makes a Node HTTP/1.1 server (plain or TLS) carry the proxy: `'connect'` opens tunnels and
- * every request marks its connection as used, so a later CONNECT on it gets 501. Attaching the
- * same server twice does nothing.
+ * Makes a Node server carry the proxy: an HTTP/1.1 server (plain or TLS), or an HTTP/2 TLS
+ * server (with `allowHTTP1`, both protocols). `'connect'` opens tunnels, and every HTTP/1.1
+ * request marks its connection as used, so a later CONNECT on it gets 501. Attaching the same
+ * server twice does nothing.
  */
-export function attachProxyToServer (server: HttpServer | HttpsServer, fastify: FastifyInstance, pseudonym: string, options: AttachOptions): void {
+export function attachProxyToServer (server: ProxyServer, fastify: FastifyInstance, pseudonym: string, options: AttachOptions): void {
   if (attached.has(server)) return
   attached.add(server)
-  server.on('request', (req, res) => markConnectionUsed(req.socket, res))
-  if (options.routeRequests) server.on('request', (req, res) => fastify.routing(req, res))
-  server.on('connect', createHttp1ConnectListener(fastify, pseudonym))
+  const events = server as HttpServer
+  events.on('request', (req, res) => { if (req.httpVersionMajor === 1) markConnectionUsed(req.socket, res) })
+  if (options.routeRequests) events.on('request', (req, res) => fastify.routing(req, res))
+  events.on('connect', createConnectListener(fastify, pseudonym))
 }
 
 /**
@@ -30,9 +36,9 @@ export function attachProxyToServer (server: HttpServer | HttpsServer, fastify: 
  * (`localhost`). Fastify keeps them in a private symbol and forwards only `'upgrade'` from
  * them, so without this a CONNECT reaching the IPv6 address would find no listener.
  */
-export function secondaryServersOf (fastify: FastifyInstance): Array<HttpServer | HttpsServer> {
+export function secondaryServersOf (fastify: FastifyInstance): ProxyServer[] {
   const symbol = Object.getOwnPropertySymbols(fastify).find((s) => s.description === 'fastify.serverBindings')
   if (symbol === undefined) return []
   const servers = (fastify as unknown as Record<symbol, unknown>)[symbol]
-  return Array.isArray(servers) ? servers as Array<HttpServer | HttpsServer> : []
+  return Array.isArray(servers) ? servers as ProxyServer[] : []
 }

@@ -1,14 +1,12 @@
 import fp from 'fastify-plugin'
 import type { FastifyInstance } from 'fastify'
-import type { Server as HttpServer } from 'node:http'
-import type { Server as HttpsServer } from 'node:https'
 import type { ForwardProxyOptions } from '../types/options'
 import type { ForwardProxyControl } from '../types/control'
 import { resolveProxySettings } from './options'
 import { proxyDestinationOf } from './proxy-request'
 import { proxyRouteConstraint } from './proxy-route-constraint'
 import { proxyRoutes } from './proxy-routes'
-import { attachProxyToServer, secondaryServersOf } from './attach-server'
+import { attachProxyToServer, secondaryServersOf, type ProxyServer } from './attach-server'
 import { TunnelRegistry } from './connect/tunnel-registry'
 import { DestinationPolicy } from './security/destination-policy'
 import { createDestinationDispatcher } from './forward/destination-dispatcher'
@@ -35,7 +33,7 @@ async function forwardProxyPlugin (fastify: FastifyInstance, options: ForwardPro
     getter (this: { raw: Parameters<typeof proxyDestinationOf>[0] }) { return proxyDestinationOf(this.raw) }
   })
 
-  const attach = (server: HttpServer | HttpsServer, routeRequests: boolean): void =>
+  const attach = (server: ProxyServer, routeRequests: boolean): void =>
     attachProxyToServer(server, fastify, settings.pseudonym, { routeRequests })
   const control: ForwardProxyControl = {
     get activeTunnels () { return runtime.tunnels.active },
@@ -43,7 +41,7 @@ async function forwardProxyPlugin (fastify: FastifyInstance, options: ForwardPro
   }
   fastify.decorate('forwardProxy', control)
 
-  attach(fastify.server as HttpServer, false)
+  attach(fastify.server, false)
   fastify.addHook('onListen', async function attachSecondaryServers () {
     for (const server of secondaryServersOf(fastify)) attach(server, false)
   })

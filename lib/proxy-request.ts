@@ -40,7 +40,12 @@ export function proxyRequestTargetOf (req: RawRequest): ProxyRequestTarget | nul
 
 function classify (req: RawRequest): ProxyRequestTarget | null {
   const url = req.url ?? ''
-  if (req.method === 'CONNECT') return { kind: 'connect', destination: parseConnectTarget(url) }
+  if (req.method === 'CONNECT') {
+    // Extended CONNECT (RFC 8441, `:protocol`) opens a WebSocket or the like at a path of the
+    // application; it is not a tunnel request (SPEC 4.1.5).
+    if (req.headers[':protocol'] !== undefined) return null
+    return { kind: 'connect', destination: parseConnectTarget(url) }
+  }
   if (isAbsoluteForm(url)) return { kind: 'forward', target: parseAbsoluteTarget(url) }
   return null
 }

@@ -1,4 +1,5 @@
 import { test } from 'tap'
+import type { FastifyRequest } from 'fastify'
 import { startOrigin, startProxy } from './helpers/servers'
 import { rawExchange } from './helpers/raw-client'
 
@@ -32,7 +33,7 @@ test('SPEC 4.5.1: the app\'s hooks see the client\'s Content-Type, never a place
   const seen: Array<[string, string | undefined]> = []
   const proxy = await startProxy(t, {}, (app) => {
     for (const hook of ['onRequest', 'preParsing', 'preValidation', 'preHandler'] as const) {
-      app.addHook(hook, async (request) => { seen.push([hook, request.headers['content-type']]) })
+      app.addHook(hook, async (request: FastifyRequest) => { seen.push([hook, request.headers['content-type']]) })
     }
   })
   const empty = await rawExchange(proxy.port, `DELETE http://127.0.0.1:${origin.port}/a HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n`)

@@ -1,14 +1,16 @@
 import type { Server as HttpServer } from 'node:http'
 import type { Server as HttpsServer } from 'node:https'
+import type { Http2SecureServer } from 'node:http2'
 
 /** The `fastify.forwardProxy` decorator: runtime controls of the registered proxy. */
 export interface ForwardProxyControl {
   /** CONNECT tunnels open or being opened right now. */
   readonly activeTunnels: number
   /**
-   * Serves the proxy (and the application's routes) on another HTTP/1.1 server, e.g. a second
-   * listener the application created itself. The server's `'request'` events are routed into
-   * this Fastify instance and its `'connect'` events open tunnels. The caller listens and closes it.
+   * Serves the proxy (and the application's routes) on another server, e.g. a second listener
+   * the application created itself: HTTP/1.1 plain or TLS, or HTTP/2 over TLS (`allowHTTP1`
+   * for both protocols). The server's `'request'` events are routed into this Fastify instance
+   * and its `'connect'` events open tunnels. The caller listens and closes it.
    */
-  attachServer (server: HttpServer | HttpsServer): void
+  attachServer (server: HttpServer | HttpsServer | Http2SecureServer): void
 }

@@ -85,7 +85,7 @@ export async function startProxyServer (config: ProxyServerConfig, options: Star
     }))
     // Fastify only closes idle connections; a response still streaming would hold close() forever.
     const cut = setTimeout(() => {
-      for (const server of [app.server, ...secondaryServersOf(app), ...extraServers]) server.closeAllConnections()
+      for (const server of [app.server, ...secondaryServersOf(app), ...extraServers]) if ('closeAllConnections' in server) server.closeAllConnections()
     }, gracePeriod)
     try {
       await app.close()

@@ -1,16 +1,20 @@
 import type { FastifyReply, FastifyRequest } from 'fastify'
 import type { ForwardProxyDestination } from '../../types/destination'
 import type { ProxyRuntime } from '../proxy-runtime'
+import type { RawRequest } from '../proxy-request'
 import { ProxyError } from '../diagnostics/proxy-error'
 import { connectToDestination } from '../security/destination-connector'
 import { http1ConnectContextOf } from './http1-connection'
-import { relayTunnel } from './tunnel-relay'
+import { http1TunnelClient } from './http1-tunnel-client'
+import { http2TunnelClient } from './http2-tunnel-client'
+import type { TunnelClient } from './tunnel-client'
 
 /**
- * Opens an opaque CONNECT tunnel (SPEC 4.1 rules 1, 2, 8). Authentication has already run as
- * the route's onRequest hook; here the target, policy and the tunnel limit are checked, the
- * destination is dialed (address checked after DNS), and only then is 200 sent and the reply
- * hijacked for the byte relay. Every refusal is a thrown ProxyError, answered before any 200.
+ * Opens an opaque CONNECT tunnel, over HTTP/1.1 or HTTP/2 (SPEC 4.1 rules 1 to 4 and 8).
+ * Authentication has already run as the route's onRequest hook; here the target, policy and
+ * the tunnel limit are checked, the destination is dialed (address checked after DNS), and
+ * only then is 200 sent and the reply hijacked for the byte relay. Every refusal is a thrown
+ * ProxyError, answered before any 200.
  */
 export async function openConnectTunnel (
   request: FastifyRequest,
@@ -18,21 +22,14 @@ export async function openConnectTunnel (
   destination: ForwardProxyDestination | null,
   runtime: ProxyRuntime
 ): Promise<void> {
-  const context = http1ConnectContextOf(request.raw)
-  if (context === undefined) {
-    throw new ProxyError('http_request_error', 'CONNECT over HTTP/2 is not supported on this listener.', { status: 501 })
-  }
+  const client = tunnelClientOf(request)
   // The client may have left while hooks ran (a slow credential check): dial nothing for it.
-  if (context.socket.destroyed) {
+  if (client.gone) {
     reply.hijack()
     return
   }
   if (destination === null) {
     throw new ProxyError('http_request_error', 'The CONNECT target must be host:port with a port from 1 to 65535.', { details: 'bad CONNECT target' })
-  }
-  const { headers } = request
-  if (headers['transfer-encoding'] !== undefined || (headers['content-length'] !== undefined && headers['content-length'] !== '0')) {
-    throw new ProxyError('http_request_error', 'A CONNECT request cannot carry a body.', { details: 'CONNECT with a body' })
   }
   runtime.policy.checkDestination(destination)
 
@@ -40,12 +37,10 @@ export async function openConnectTunnel (
   if (release === null) {
     throw new ProxyError('connection_limit_reached', 'The proxy has reached its tunnel limit; try again later.')
   }
-  const { socket, head, response } = context
   // Tracked from now on, so closing the server also ends a CONNECT still waiting for DNS or the dial.
-  runtime.tunnels.track(socket)
+  runtime.tunnels.track(client.closable)
   const clientGone = new AbortController()
-  const onClientClose = (): void => clientGone.abort()
-  socket.once('close', onClientClose)
+  const stopWatching = client.onGone(() => clientGone.abort())
   let upstream
   try {
     upstream = await connectToDestination(destination, runtime.connector, clientGone.signal)
@@ -53,27 +48,42 @@ export async function openConnectTunnel (
     release()
     throw error
   } finally {
-    socket.removeListener('close', onClientClose)
+    stopWatching()
   }
-  if (socket.destroyed) {
+  if (client.gone) {
     upstream.destroy()
     release()
     return
   }
 
   reply.hijack()
-  response.detachSocket(socket)
-  // The server's socket inactivity timeout (Fastify connectionTimeout) is for HTTP; the tunnel has its own.
-  socket.setTimeout(0)
   upstream.on('error', () => {})
-  socket.write('HTTP/1.1 200 Connection Established\r\n\r\n')
-  if (head.length > 0) upstream.write(head)
   runtime.tunnels.track(upstream)
-  relayTunnel(socket, upstream, {
+  client.establish(upstream, {
     idleTimeout: runtime.settings.limits.tunnelIdleTimeout,
     onClose: (summary) => {
       release()
       request.log.info({ tunnel: { destination: `${destination.host}:${destination.port}`, ...summary } }, 'tunnel closed')
     }
   })
+}
+
+/** The HTTP/1.1 connection or HTTP/2 stream the CONNECT came on, with the checks of its kind. */
+function tunnelClientOf (request: FastifyRequest): TunnelClient {
+  const context = http1ConnectContextOf(request.raw)
+  if (context !== undefined) {
+    const { headers } = request
+    if (headers['transfer-encoding'] !== undefined || (headers['content-length'] !== undefined && headers['content-length'] !== '0')) {
+      throw new ProxyError('http_request_error', 'A CONNECT request cannot carry a body.', { details: 'CONNECT with a body' })
+    }
+    return http1TunnelClient(context)
+  }
+  const raw = request.raw as RawRequest
+  if (!('stream' in raw)) {
+    throw new ProxyError('http_request_error', 'CONNECT is not supported on this server.', { status: 501, details: 'CONNECT outside a proxy listener' })
+  }
+  if (raw.stream.session?.encrypted !== true) {
+    throw new ProxyError('http_request_error', 'HTTP/2 CONNECT needs a TLS listener.', { status: 501, details: 'HTTP/2 CONNECT without TLS' })
+  }
+  return http2TunnelClient(raw)
 }

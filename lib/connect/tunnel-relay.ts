@@ -1,5 +1,5 @@
 import type { Socket } from 'node:net'
-import type { Duplex } from 'node:stream'
+import type { Duplex, Readable } from 'node:stream'
 
 /** Byte counts and outcome of a finished tunnel, for logs and metrics. */
 export interface TunnelSummary {
@@ -17,16 +17,34 @@ export interface TunnelRelayOptions {
   readonly idleTimeout: number
   /** Called once when both sides are closed. */
   readonly onClose: (summary: TunnelSummary) => void
+  /**
+   * Tears the client side down because the destination failed. Default: a TCP RST where the
+   * client stream is a socket, else `destroy()`; an HTTP/2 tunnel resets its stream instead.
+   */
+  readonly abortClient?: () => void
 }
 
 /**
- * Relays bytes both ways between a client stream and a destination socket until both are done.
- * Backpressure holds (pipe pauses the reader while the writer is full), half-close is carried
- * across (a FIN from one side ends the other side's writable half, traffic the other way goes
- * on), a failure on either side tears both down, and the tunnel closes after `idleTimeout`
- * without traffic.
+ * The client side of a relay. For an HTTP/1.1 tunnel both are the client's socket; for an
+ * HTTP/2 tunnel the bytes are read from the compatibility request and written on the stream.
  */
-export function relayTunnel (client: Duplex, destination: Socket, options: TunnelRelayOptions): void {
+export interface TunnelClientStreams {
+  /** Where the client's bytes are read from. */
+  readonly input: Readable
+  /** Where bytes for the client are written; its `'close'` ends the client side. */
+  readonly output: Duplex
+}
+
+/**
+ * Relays bytes both ways between a client and a destination socket until both are done.
+ * Backpressure holds (pipe pauses the reader while the writer is full), half-close is carried
+ * across (an end from one side ends the other side's writable half, traffic the other way goes
+ * on), a failure on either side tears both down (the destination with a TCP RST), and the
+ * tunnel closes after `idleTimeout` without traffic.
+ */
+export function relayTunnel (client: TunnelClientStreams, destination: Socket, options: TunnelRelayOptions): void {
+  const { input, output } = client
+  const abortClient = options.abortClient ?? (() => abort(output))
   let bytesUp = 0
   let bytesDown = 0
   let reason: TunnelSummary['reason'] = 'closed'
@@ -34,37 +52,46 @@ export function relayTunnel (client: Duplex, destination: Socket, options: Tunne
 
   const idleTimer = setTimeout(() => {
     reason = 'idle-timeout'
-    client.destroy()
+    output.destroy()
     destination.destroy()
   }, options.idleTimeout)
   idleTimer.unref()
 
-  client.on('data', (chunk: Buffer) => { bytesUp += chunk.length; idleTimer.refresh() })
+  input.on('data', (chunk: Buffer) => { bytesUp += chunk.length; idleTimer.refresh() })
   destination.on('data', (chunk: Buffer) => { bytesDown += chunk.length; idleTimer.refresh() })
-  client.pipe(destination)
-  destination.pipe(client)
+  input.pipe(destination)
+  destination.pipe(output)
 
-  client.on('error', () => {
+  output.on('error', () => {
     if (reason === 'closed') reason = 'client-error'
     abort(destination)
   })
   destination.on('error', () => {
     if (reason === 'closed') reason = 'destination-error'
-    abort(client)
+    abortClient()
   })
 
-  const onSideClosed = (other: Duplex) => () => {
-    // Once one side is gone the other can only finish if both its halves already ended
-    // (a clean double half-close); anything else is an abort and is torn down.
-    if (!other.destroyed && !(other.readableEnded && other.writableEnded)) other.destroy()
+  const bothClosed = (): void => {
     closedSides++
     if (closedSides === 2) {
       clearTimeout(idleTimer)
       options.onClose({ bytesUp, bytesDown, reason })
     }
   }
-  client.once('close', onSideClosed(destination))
-  destination.once('close', onSideClosed(client))
+  // Once one side is gone the other can only finish if both its halves already ended (a clean
+  // double half-close); anything else is an abort and is torn down.
+  output.once('close', () => {
+    if (!isFinished(destination)) abort(destination)
+    bothClosed()
+  })
+  destination.once('close', () => {
+    if (!isFinished(output)) abortClient()
+    bothClosed()
+  })
+}
+
+function isFinished (stream: Duplex): boolean {
+  return stream.destroyed || (stream.readableEnded && stream.writableEnded)
 }
 
 /**

@@ -1,0 +1,32 @@
+import { constants, type Http2ServerRequest } from 'node:http2'
+import type { Socket } from 'node:net'
+import type { TunnelClient } from './tunnel-client'
+import { relayTunnel, type TunnelRelayOptions } from './tunnel-relay'
+
+/**
+ * An HTTP/2 CONNECT (SPEC 4.1 rules 3 and 4): one stream of the session becomes the tunnel,
+ * other streams go on. Bytes from the client are read through Node's compatibility request,
+ * which already consumes the stream and pauses it when unread (so HTTP/2 flow control holds
+ * a fast client back); bytes to the client are written on the stream, whose writes wait for
+ * the client's flow-control window. A destination failure resets the stream with
+ * CONNECT_ERROR; a client that resets the stream gets the destination closed with a TCP RST.
+ */
+export function http2TunnelClient (request: Http2ServerRequest): TunnelClient {
+  const { stream } = request
+  return {
+    get gone () { return stream.destroyed || stream.closed },
+    closable: stream,
+    onGone (listener) {
+      stream.once('close', listener)
+      return () => stream.removeListener('close', listener)
+    },
+    establish (upstream: Socket, relay: TunnelRelayOptions) {
+      stream.setTimeout(0)
+      stream.respond({ ':status': 200 })
+      relayTunnel({ input: request, output: stream }, upstream, {
+        ...relay,
+        abortClient: () => { if (!stream.closed) stream.close(constants.NGHTTP2_CONNECT_ERROR) }
+      })
+    }
+  }
+}

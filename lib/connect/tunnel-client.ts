@@ -1,0 +1,19 @@
+import type { Socket } from 'node:net'
+import type { Duplex } from 'node:stream'
+import type { TunnelRelayOptions } from './tunnel-relay'
+
+/**
+ * The client side of a CONNECT, whatever carries it: a whole HTTP/1.1 connection or one
+ * HTTP/2 stream. The shared CONNECT flow (target, policy, limit, dial) only needs to know
+ * whether the client is still there, and how to answer 200 and start relaying.
+ */
+export interface TunnelClient {
+  /** True once the client's connection or stream is gone. */
+  readonly gone: boolean
+  /** The stream closed when the client leaves (tracked so that server shutdown ends it). */
+  readonly closable: Duplex
+  /** Calls `listener` if the client leaves; returns a function that stops listening. */
+  onGone (listener: () => void): () => void
+  /** Answers 200 and relays bytes both ways between the client and `upstream` until both end. */
+  establish (upstream: Socket, relay: TunnelRelayOptions): void
+}
