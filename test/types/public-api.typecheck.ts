@@ -1,5 +1,7 @@
 // Type-level tests of the public surface, checked by `npm test` (its typecheck step).
 // Each @ts-expect-error line must fail to compile, or the typecheck fails.
+import { createServer } from 'node:http'
+import { createSecureServer, createServer as createHttp2Server } from 'node:http2'
 import Fastify, { type FastifyRequest } from 'fastify'
 import { forwardProxy, ForwardProxyOptionsError, type ForwardProxyDestination, type ForwardProxyOptions, type ForwardProxyUser } from '../../lib/index'
 
@@ -31,3 +33,13 @@ const isTypeError: TypeError = error
 const option: string = error.option
 void isTypeError
 void option
+
+// Extra servers: HTTP/1.1 plain or TLS, and HTTP/2 over TLS.
+app.forwardProxy.attachServer(createServer())
+app.forwardProxy.attachServer(createSecureServer({ allowHTTP1: true }))
+// @ts-expect-error a cleartext HTTP/2 server cannot carry HTTP/2 CONNECT (SPEC 4.1.3)
+app.forwardProxy.attachServer(createHttp2Server())
+
+// An HTTP/2 Fastify app takes the plugin too.
+const h2app = Fastify({ http2: true, https: { allowHTTP1: true } })
+void h2app.register(forwardProxy, {})
