@@ -102,6 +102,16 @@ function isFinished (stream: Duplex): boolean {
 function abort (stream: Duplex): void {
   if (stream.destroyed) return
   const socket = stream as Partial<Socket>
-  if (typeof socket.resetAndDestroy === 'function' && socket.connecting !== true) socket.resetAndDestroy()
-  else stream.destroy()
+  if (typeof socket.resetAndDestroy !== 'function' || socket.connecting === true) {
+    stream.destroy()
+    return
+  }
+  // After end() with nothing left to write, the shutdown that sends the FIN is in progress, and
+  // libuv refuses to reset a socket during it: Node then emits EINVAL and never closes the
+  // handle (a leaked socket and tunnel slot). The reset waits for the shutdown to finish.
+  if (stream.writableEnded && !stream.writableFinished && stream.writableLength === 0) {
+    stream.once('finish', () => socket.resetAndDestroy?.())
+    return
+  }
+  socket.resetAndDestroy()
 }
