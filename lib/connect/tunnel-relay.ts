@@ -59,7 +59,12 @@ export function relayTunnel (client: TunnelClientStreams, destination: Socket, o
 
   input.on('data', (chunk: Buffer) => { bytesUp += chunk.length; idleTimer.refresh() })
   destination.on('data', (chunk: Buffer) => { bytesDown += chunk.length; idleTimer.refresh() })
-  input.pipe(destination)
+  // The client's end reaches the destination as a FIN one turn of the event loop later, unless
+  // the client side was reset in the meantime: Node's HTTP/2 client ends a stream right before it
+  // resets it (END_STREAM, then RST_STREAM in the same read), and a destination that got the FIN
+  // first takes the upload for complete and stops reading, so it never sees the RST (SPEC 4.1.4).
+  input.pipe(destination, { end: false })
+  input.once('end', () => setImmediate(() => { if (!destination.destroyed) destination.end() }))
   destination.pipe(output)
 
   output.on('error', () => {
