@@ -1,4 +1,4 @@
-import { constants, type Http2ServerRequest } from 'node:http2'
+import { constants, type Http2ServerRequest, type ServerHttp2Stream } from 'node:http2'
 import type { Socket } from 'node:net'
 import type { TunnelClient } from './tunnel-client'
 import { relayTunnel, type TunnelRelayOptions } from './tunnel-relay'
@@ -25,8 +25,22 @@ export function http2TunnelClient (request: Http2ServerRequest): TunnelClient {
       stream.respond({ ':status': 200 })
       relayTunnel({ input: request, output: stream }, upstream, {
         ...relay,
-        abortClient: () => { if (!stream.closed) stream.close(constants.NGHTTP2_CONNECT_ERROR) }
+        abortClient: () => resetStream(stream, constants.NGHTTP2_CONNECT_ERROR)
       })
     }
   }
+}
+
+/**
+ * Resets `stream` with `code` and no END_STREAM before it. Node's `close(code)` on a stream
+ * whose writable side is open first ends that side, and with no write in flight that END_STREAM
+ * goes out ahead of the RST_STREAM: the client would read a clean end of the tunnel (a cut
+ * download that looks complete), and a client that had already half-closed would see the stream
+ * closed with no error at all. While a write is in flight Node resets without ending first, so
+ * an empty write (no payload) goes before the close.
+ */
+function resetStream (stream: ServerHttp2Stream, code: number): void {
+  if (stream.closed) return
+  if (!stream.writableEnded) stream.write(Buffer.alloc(0))
+  stream.close(code)
 }
