@@ -115,8 +115,22 @@ function abort (stream: Duplex): void {
   // libuv refuses to reset a socket during it: Node then emits EINVAL and never closes the
   // handle (a leaked socket and tunnel slot). The reset waits for the shutdown to finish.
   if (stream.writableEnded && !stream.writableFinished && stream.writableLength === 0) {
-    stream.once('finish', () => socket.resetAndDestroy?.())
+    stream.once('finish', () => resetOrDestroy(socket as Socket))
     return
   }
-  socket.resetAndDestroy()
+  resetOrDestroy(socket as Socket)
+}
+
+/**
+ * Resets a TCP socket. A socket over another handle (a TLS connection of an HTTPS or HTTP/2
+ * listener, a Unix socket) cannot be reset, `resetAndDestroy()` throws
+ * ERR_INVALID_HANDLE_TYPE, and it is destroyed instead.
+ */
+function resetOrDestroy (socket: Socket): void {
+  if (socket.destroyed) return
+  try {
+    socket.resetAndDestroy()
+  } catch {
+    socket.destroy()
+  }
 }
