@@ -1,22 +1,28 @@
-import { createServer as createHttpServer, type Server as HttpServer } from 'node:http'
-import { createServer as createHttpsServer, type Server as HttpsServer } from 'node:https'
+import { createServer as createHttpServer } from 'node:http'
+import { createServer as createHttpsServer } from 'node:https'
 import type { AddressInfo } from 'node:net'
-import Fastify, { type FastifyInstance } from 'fastify'
+import type { FastifyInstance } from 'fastify'
 import { forwardProxy } from '../plugin'
-import { secondaryServersOf } from '../attach-server'
+import { secondaryServersOf, type ProxyServer } from '../attach-server'
 import type { ForwardProxyOptions } from '../../types/options'
 import { proxyClientErrorHandler } from '../diagnostics/client-error-handler'
 import type { ListenerConfig, ProxyServerConfig } from './config'
+import { closeAllConnections, closeIdleConnections } from './connection-shutdown'
+import { createHttp2Listener } from './http2-listener'
+import { loadListenerTls, type ListenerTlsFiles } from './listener-tls'
+import { createProxyApp } from './proxy-app'
 import { SERVER_TIMEOUTS } from './server-timeouts'
-import { loadListenerTls } from './listener-tls'
 
 /** A running proxy server. */
 export interface RunningProxyServer {
   readonly app: FastifyInstance
   /** One URL per listener, with the port actually bound (`http://127.0.0.1:8080`). */
   readonly urls: string[]
-  /** One Node server per listener, in configuration order; the first is `app.server`. */
-  readonly servers: Array<HttpServer | HttpsServer>
+  /**
+   * One Node server per listener, in configuration order; the first is `app.server`. A listener
+   * with `http2` has an HTTP/2 TLS server (`Http2SecureServer`, HTTP/1.1 allowed).
+   */
+  readonly servers: ProxyServer[]
   /**
    * Stops accepting, closes open tunnels, lets in-flight requests finish for the shutdown grace
    * period, then closes every remaining connection and listener.
@@ -56,41 +62,33 @@ export async function startProxyServer (config: ProxyServerConfig, options: Star
   if (first === undefined) throw new Error('at least one listener is required')
   // Every certificate is checked before anything listens.
   const tlsFiles = config.listen.map((listener, index) => listener.tls === undefined ? undefined : loadListenerTls(listener.tls, index))
-  const firstTls = tlsFiles[0]
-  const app = Fastify({
-    logger: { level: config.log.level },
-    clientErrorHandler: proxyClientErrorHandler,
-    keepAliveTimeout: SERVER_TIMEOUTS.keepAliveTimeout,
-    requestTimeout: SERVER_TIMEOUTS.requestTimeout,
-    ...(firstTls === undefined ? { http: { headersTimeout: SERVER_TIMEOUTS.headersTimeout } } : { https: { ...firstTls, headersTimeout: SERVER_TIMEOUTS.headersTimeout } })
-  })
-  // Fastify gives clientErrorHandler to its main server only, not to the servers it binds for
-  // the other addresses of a name such as `localhost`.
-  app.addHook('onListen', async function proxyClientErrorsOnSecondaryBindings () {
-    for (const server of secondaryServersOf(app)) {
-      if (server.listenerCount('clientError') === 0) server.on('clientError', proxyClientErrorHandler)
-    }
-  })
-  app.get('/healthz', async () => ({ status: 'ok' }))
+  const app = createProxyApp(first, tlsFiles[0], config.log.level)
   await app.register(forwardProxy, pluginOptionsFromConfig(config))
 
-  const extraServers: Array<HttpServer | HttpsServer> = []
+  const extraServers: ProxyServer[] = []
+  let extrasClosed: Promise<unknown> = Promise.resolve()
+  // Registered after the plugin, so it runs before the plugin's own onClose, which destroys the
+  // forwarding dispatcher and with it every forwarded response still streaming. Fastify's own
+  // server has closed by then; the other listeners are waited for here.
+  app.addHook('onClose', async function waitForOtherListeners () {
+    // Connections whose last response ended meanwhile; busy ones keep the grace period.
+    for (const server of extraServers) closeIdleConnections(server)
+    await extrasClosed
+  })
   const close = async (): Promise<void> => {
-    // Stop accepting first, but await the extra servers only after app.close(): their close
-    // waits for every socket, tunnels included, and app.close() is what ends the tunnels.
-    const extraClosed = extraServers.map((server) => new Promise<void>((resolve) => {
+    // Stop accepting on every listener at once; the extra servers' close waits for their
+    // sockets, tunnels included, which app.close() ends (the plugin's preClose).
+    extrasClosed = Promise.all(extraServers.map((server) => new Promise<void>((resolve) => {
       if (!server.listening) { resolve(); return }
       server.close(() => resolve())
-      server.closeIdleConnections()
-    }))
-    // Fastify only closes idle connections; a response still streaming would hold close() forever.
-    const cut = setTimeout(() => {
-      for (const server of [app.server, ...secondaryServersOf(app), ...extraServers]) if ('closeAllConnections' in server) server.closeAllConnections()
-    }, gracePeriod)
+    })))
+    const servers = (): ProxyServer[] => [app.server, ...secondaryServersOf(app), ...extraServers]
+    // Fastify closes idle HTTP/1.1 connections only, and no HTTP/2 session, idle or not.
+    for (const server of servers()) closeIdleConnections(server)
+    // A response still streaming would hold close() forever.
+    const cut = setTimeout(() => { for (const server of servers()) closeAllConnections(server) }, gracePeriod)
     try {
       await app.close()
-      for (const server of extraServers) server.closeAllConnections()
-      await Promise.all(extraClosed)
     } finally {
       clearTimeout(cut)
     }
@@ -99,8 +97,7 @@ export async function startProxyServer (config: ProxyServerConfig, options: Star
     await app.listen({ host: first.host, port: first.port })
     const urls = [listenerUrl(first, app.server.address() as AddressInfo)]
     for (const [i, listener] of others.entries()) {
-      const files = tlsFiles[i + 1]
-      const server = files === undefined ? createHttpServer(SERVER_TIMEOUTS) : createHttpsServer({ ...files, ...SERVER_TIMEOUTS })
+      const server = createListenerServer(listener, tlsFiles[i + 1])
       server.on('clientError', proxyClientErrorHandler)
       app.forwardProxy.attachServer(server)
       extraServers.push(server)
@@ -115,6 +112,12 @@ export async function startProxyServer (config: ProxyServerConfig, options: Star
     await close()
     throw error
   }
+}
+
+/** The Node server of a further listener: HTTP/1.1, HTTPS, or HTTP/2 TLS with HTTP/1.1. */
+function createListenerServer (listener: ListenerConfig, files: ListenerTlsFiles | undefined): ProxyServer {
+  if (files === undefined) return createHttpServer(SERVER_TIMEOUTS)
+  return listener.http2 === true ? createHttp2Listener(files) : createHttpsServer({ ...files, ...SERVER_TIMEOUTS })
 }
 
 function listenerUrl (listener: ListenerConfig, address: AddressInfo): string {

@@ -22,7 +22,9 @@ export const CONFIG_SCHEMA = {
             additionalProperties: false,
             required: ['cert', 'key'],
             properties: { cert: { type: 'string', minLength: 1 }, key: { type: 'string', minLength: 1 } }
-          }
+          },
+          // HTTP/2 needs TLS (ALPN h2); config.ts refuses `http2: true` without `tls` by name.
+          http2: { type: 'boolean' }
         }
       }
     },

@@ -12,6 +12,8 @@ export interface ListenerConfig {
   host: string
   port: number
   tls?: { cert: string, key: string }
+  /** HTTP/2 as well as HTTP/1.1 (ALPN `h2` and `http/1.1`); only on a listener with `tls`. */
+  http2?: boolean
 }
 
 /** The configuration file, validated, with defaults applied. */
@@ -46,16 +48,30 @@ export function parseConfig (value: unknown, source: string, baseDirectory: stri
     throw new ConfigError(`${source}: ${describeSchemaError(validate.errors ?? [])}`)
   }
   const config = value as Partial<ProxyServerConfig>
+  requireTlsForHttp2(config.listen ?? [], source)
   return {
     ...config,
     listen: (config.listen ?? [DEFAULT_LISTENER]).map((listener) => ({
       host: listener.host ?? DEFAULT_LISTENER.host,
       port: listener.port,
-      ...(listener.tls === undefined ? {} : { tls: { cert: resolve(baseDirectory, listener.tls.cert), key: resolve(baseDirectory, listener.tls.key) } })
+      ...(listener.tls === undefined ? {} : { tls: { cert: resolve(baseDirectory, listener.tls.cert), key: resolve(baseDirectory, listener.tls.key) } }),
+      ...(listener.http2 === true ? { http2: true } : {})
     })),
     dataDirectory: resolve(baseDirectory, config.dataDirectory ?? '.forward-proxy'),
     log: { level: config.log?.level ?? 'info' }
   }
+}
+
+/**
+ * HTTP/2 CONNECT needs TLS with ALPN `h2` (SPEC 4.1.3); a plain-text listener serves HTTP/1.1
+ * only (SPEC 4.5.3), so `http2: true` without `tls` is refused rather than silently ignored.
+ */
+function requireTlsForHttp2 (listen: readonly ListenerConfig[], source: string): void {
+  listen.forEach((listener, index) => {
+    if (listener.http2 === true && listener.tls === undefined) {
+      throw new ConfigError(`${source}: /listen/${index}/http2: HTTP/2 needs TLS: add "tls" to this listener (a plain-text listener serves HTTP/1.1 only)`)
+    }
+  })
 }
 
 /**

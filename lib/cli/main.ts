@@ -25,7 +25,6 @@ async function main (): Promise<void> {
   }
   const config = configFromCommandLine(commandLine)
   const server = await startProxyServer(config)
-  process.stdout.write(`${startupSummary(config, server.urls).join('\n')}\n`)
 
   const shutdown = (signal: NodeJS.Signals): void => {
     // A second signal while closing gets Node's default behaviour: the process ends at once.
@@ -39,6 +38,9 @@ async function main (): Promise<void> {
   }
   process.on('SIGINT', shutdown)
   process.on('SIGTERM', shutdown)
+  // Printed once the signals are handled: a supervisor that stops the proxy as soon as it reads
+  // the summary gets a graceful shutdown.
+  process.stdout.write(`${startupSummary(config, server.urls).join('\n')}\n`)
 }
 
 main().catch((error: unknown) => {

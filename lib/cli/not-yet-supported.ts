@@ -3,8 +3,7 @@ import { ConfigError } from './config-error'
 /** Keys of the configuration contract (DESIGN section 5) that later versions implement. */
 const NOT_YET_SUPPORTED = {
   interception: 'TLS interception is not supported yet in this version',
-  headers: 'header rules are not supported yet in this version (they come with TLS interception)',
-  http2: 'HTTP/2 listeners ("http2": true) are not supported yet in this version'
+  headers: 'header rules are not supported yet in this version (they come with TLS interception)'
 } as const
 
 /**
@@ -17,11 +16,4 @@ export function rejectNotYetSupported (value: unknown, source: string): void {
   for (const key of ['interception', 'headers'] as const) {
     if (key in value) throw new ConfigError(`${source}: /${key}: ${NOT_YET_SUPPORTED[key]}`)
   }
-  const listen = (value as { listen?: unknown }).listen
-  if (!Array.isArray(listen)) return
-  listen.forEach((listener: unknown, index) => {
-    if (typeof listener === 'object' && listener !== null && 'http2' in listener) {
-      throw new ConfigError(`${source}: /listen/${index}/http2: ${NOT_YET_SUPPORTED.http2}`)
-    }
-  })
 }

@@ -11,3 +11,10 @@ export const SERVER_TIMEOUTS = {
   requestTimeout: 0,
   keepAliveTimeout: 5_000
 } as const
+
+/**
+ * An HTTP/2 connection (session) with no frames either way for 72 s is closed gracefully
+ * (GOAWAY: no new streams; streams still open, such as a quiet tunnel, go on until they end).
+ * The value is Fastify's `http2SessionTimeout` default, applied to every HTTP/2 listener.
+ */
+export const HTTP2_SESSION_TIMEOUT = 72_000

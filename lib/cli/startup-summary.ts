@@ -2,7 +2,8 @@ import { DEFAULT_LIMITS } from '../options'
 import type { ProxyServerConfig } from './config'
 
 /**
- * The human-readable lines printed on start: where it listens, whether authentication is on
+ * The human-readable lines printed on start: where it listens and with which HTTP versions
+ * (`https://127.0.0.1:8443 (HTTP/1.1 + HTTP/2)`), whether authentication is on
  * (user count only, never a password), the destination policy, the limits, and interception.
  */
 export function startupSummary (config: ProxyServerConfig, urls: readonly string[]): string[] {
@@ -16,7 +17,7 @@ export function startupSummary (config: ProxyServerConfig, urls: readonly string
   const limits = { ...DEFAULT_LIMITS, ...config.limits }
   return [
     'fastify-forward-proxy',
-    ...urls.map((url) => `  listening on ${url}`),
+    ...urls.map((url, i) => `  listening on ${url} (${config.listen[i]?.http2 === true ? 'HTTP/1.1 + HTTP/2' : 'HTTP/1.1'})`),
     users > 0 ? `  authentication: on (Basic, ${users} user${users === 1 ? '' : 's'})` : '  authentication: OFF (anyone who can reach a listener can use the proxy)',
     `  destinations: hosts ${(d.allowedHosts ?? ['*']).join(', ')}${denied}; ${ports}; ${networks}`,
     `  limits: ${limits.maxConcurrentTunnels} tunnels, tunnel idle ${limits.tunnelIdleTimeout} ms, http activity ${limits.httpActivityTimeout} ms, connect ${limits.connectTimeout} ms`,
