@@ -1,0 +1,42 @@
+import { test } from 'tap'
+import { connectHttp2, openHttp2Tunnel, startHttp2Proxy } from './helpers/http2-proxy'
+import { startTcpDestination } from './helpers/tcp-destination'
+import { eventually } from './helpers/eventually'
+
+test('SPEC 8 TunnelIdleTimeout applies per HTTP/2 stream: the idle tunnel closes while a busy one on the same session goes on', async (t) => {
+  const destination = await startTcpDestination(t)
+  const proxy = await startHttp2Proxy(t, { limits: { tunnelIdleTimeout: 300 } })
+  const session = await connectHttp2(t, proxy)
+  const idle = await openHttp2Tunnel(session, `127.0.0.1:${destination.port}`)
+  const idleUpstream = await destination.nextConnection()
+  const busy = await openHttp2Tunnel(session, `127.0.0.1:${destination.port}`)
+  const busyUpstream = await destination.nextConnection()
+  busyUpstream.on('data', (chunk: Buffer) => busyUpstream.write(chunk))
+
+  const opened = Date.now()
+  let idleStreamClosedAt = 0
+  let idleUpstreamEnded = false
+  idle.stream.once('close', () => { idleStreamClosedAt = Date.now() })
+  idleUpstream.once('end', () => { idleUpstreamEnded = true })
+  idleUpstream.resume()
+  // Keep the busy tunnel active with a round trip every 50 ms, well inside the timeout, until
+  // the idle tunnel is gone on both sides.
+  let roundTrips = 0
+  while (idleStreamClosedAt === 0 || !idleUpstreamEnded) {
+    const echoed = new Promise<Buffer>((resolve) => busy.stream.once('data', resolve))
+    busy.stream.write(`ping ${roundTrips}`)
+    t.equal((await echoed).toString(), `ping ${roundTrips}`, `round trip ${roundTrips} on the busy tunnel`)
+    roundTrips++
+    await new Promise((resolve) => setTimeout(resolve, 50))
+  }
+  const idleFor = idleStreamClosedAt - opened
+  t.ok(idleFor >= 250, `the idle tunnel closed after ${idleFor} ms, not before the timeout`)
+  t.notOk(session.closed || session.destroyed, 'the session stays open')
+  await eventually(() => proxy.app.forwardProxy.activeTunnels === 1)
+  t.equal(proxy.app.forwardProxy.activeTunnels, 1, 'only the idle tunnel\'s slot was released')
+
+  const echoed = new Promise<Buffer>((resolve) => busy.stream.once('data', resolve))
+  busy.stream.write('still here')
+  t.equal((await echoed).toString(), 'still here', 'the busy tunnel still relays after the idle one closed')
+  busy.stream.close()
+})
