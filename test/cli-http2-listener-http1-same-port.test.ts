@@ -5,7 +5,7 @@ import { makeSelfSignedCertificate } from './helpers/tls-fixture'
 import { LOOPBACK_ORIGINS, portOf, startConfiguredServer } from './helpers/cli-server'
 import { basicProxyAuthorization, connectHttp2Listener } from './helpers/cli-http2'
 
-test('server: an "http2": true listener also serves HTTP/1.1 over TLS on the same port (CONNECT, /healthz), and /healthz over HTTP/2', async (t) => {
+test('server: an "http2": true listener also serves HTTP/1.1 over TLS on the same port (CONNECT, /healthz, Host required), and /healthz over HTTP/2', async (t) => {
   const origin = await startOrigin(t)
   const dir = t.testdir()
   const tls = await makeSelfSignedCertificate(dir)
@@ -26,6 +26,7 @@ test('server: an "http2": true listener also serves HTTP/1.1 over TLS on the sam
     socket.on('close', () => resolve(text))
   })
   t.match(await overHttp1('GET /healthz HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n'), /^HTTP\/1\.1 200 OK[^]*\{"status":"ok"\}$/)
+  t.match(await overHttp1('GET /healthz HTTP/1.1\r\nConnection: close\r\n\r\n'), /^HTTP\/1\.1 400 /, 'HTTP/1.1 without Host: 400, as on every listener')
   t.match(await overHttp1(`CONNECT 127.0.0.1:${origin.port} HTTP/1.1\r\nHost: x\r\n\r\n`), /^HTTP\/1\.1 407 /)
   const tunnel = await overHttp1(`CONNECT 127.0.0.1:${origin.port} HTTP/1.1\r\nHost: x\r\nProxy-Authorization: ${basicProxyAuthorization('alice', 's3cret')}\r\n\r\nGET /over-http1 HTTP/1.1\r\nHost: o\r\nConnection: close\r\n\r\n`)
   t.match(tunnel, /^HTTP\/1\.1 200 Connection Established\r\n\r\nHTTP\/1\.1 200 OK/)

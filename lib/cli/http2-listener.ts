@@ -30,15 +30,17 @@ export function http2ServerOptions (files: ListenerTlsFiles): SecureServerOption
 
 /**
  * Prepares an HTTP/2 server for the bundled proxy, once: what Node's HTTP/2 server does not
- * take as options (the HTTP/1.1 timeouts of {@link SERVER_TIMEOUTS}, set as properties; left
- * alone, `keepAliveTimeout` is unset so idle HTTP/1.1 connections never close, and
- * `requestTimeout` cuts HTTP/1.1 uploads at 5 minutes), the connection window of every new
- * session, and the tracking of its connections for shutdown. Call before it accepts connections.
+ * take as options for its HTTP/1.1 connections, set as properties (the timeouts of
+ * {@link SERVER_TIMEOUTS}: left alone, `keepAliveTimeout` is unset so idle connections never
+ * close, and `requestTimeout` cuts uploads at 5 minutes; and `requireHostHeader`, unset so an
+ * HTTP/1.1 request without Host would be served where every other listener answers 400), the
+ * connection window of every new session, and the tracking of its connections for shutdown.
+ * Call before it accepts connections.
  */
 export function prepareHttp2Server (server: Http2SecureServer): void {
   if (prepared.has(server)) return
   prepared.add(server)
-  Object.assign(server, SERVER_TIMEOUTS)
+  Object.assign(server, SERVER_TIMEOUTS, { requireHostHeader: true })
   server.on('session', (session) => {
     if (!session.destroyed) session.setLocalWindowSize(HTTP2_RECEIVE_WINDOWS.connection)
   })
