@@ -1,3 +1,4 @@
+import type { Http2Stream } from 'node:http2'
 import type { Duplex } from 'node:stream'
 
 /**
@@ -42,9 +43,18 @@ export class TunnelRegistry {
     }
   }
 
-  /** Destroys every tracked tunnel stream (server shutdown). */
+  /**
+   * Destroys every tracked tunnel stream (server shutdown). The HTTP/2 session an HTTP/2 tunnel
+   * ran on is closed gracefully too (GOAWAY: its other streams finish, no new ones open): it
+   * would otherwise outlive its tunnel, and Node 20's HTTP/2 server does not finish `close()`
+   * while a session is open, idle or not.
+   */
   destroyAll (): void {
-    for (const stream of this.#open) stream.destroy()
+    for (const stream of this.#open) {
+      const { session } = stream as Partial<Http2Stream>
+      stream.destroy()
+      if (session !== undefined && !session.closed) session.close()
+    }
     this.#open.clear()
   }
 }
