@@ -20,6 +20,10 @@ export function http1TunnelClient (context: Http1ConnectContext): TunnelClient {
       response.detachSocket(socket)
       // The server's socket inactivity timeout (Fastify connectionTimeout) is for HTTP; the tunnel has its own.
       socket.setTimeout(0)
+      // TLS servers (an HTTPS listener, the HTTP/1.1 side of an HTTP/2 one) make sockets that end
+      // themselves when the client ends; a tunnel carries the half-close across instead, so the
+      // destination's answer after the client's FIN still reaches the client.
+      socket.allowHalfOpen = true
       socket.write('HTTP/1.1 200 Connection Established\r\n\r\n')
       if (head.length > 0) upstream.write(head)
       relayTunnel({ input: socket, output: socket }, upstream, relay)
