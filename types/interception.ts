@@ -1,0 +1,148 @@
+import type { FastifyRequest } from 'fastify'
+import type { PeerCertificate, SecureContext } from 'node:tls'
+import type { ForwardProxyDestination } from './destination'
+
+/**
+ * Decides, once per CONNECT tunnel, whether the tunnel is intercepted (SPEC 2.3). Runs after
+ * authentication, destination policy and every destination filter allowed the tunnel, with
+ * `request.proxyUser` set, so the decision can depend on the user or tenant.
+ */
+export interface ForwardProxyInterceptionSelector {
+  /**
+   * Returns true to intercept the tunnel, false to relay it opaquely. Throwing answers the
+   * CONNECT with 500 `proxy_internal_error`. `signal` aborts when the client goes away.
+   */
+  shouldIntercept (request: FastifyRequest, destination: ForwardProxyDestination, signal: AbortSignal): boolean | Promise<boolean>
+}
+
+/** A leaf certificate as PEM text; the plugin builds one `tls.SecureContext` from it. */
+export interface ForwardProxyPemCertificate {
+  /** The leaf certificate (PEM), optionally followed by its intermediates. */
+  readonly cert: string | Buffer
+  /** The leaf's private key (PEM, unencrypted). */
+  readonly key: string | Buffer
+  /** Intermediate certificates (PEM) sent after the leaf, nearest to the leaf first. */
+  readonly chain?: string | Buffer | ReadonlyArray<string | Buffer>
+}
+
+/** What a certificate provider hands back: a ready secure context, or PEM material. */
+export type ForwardProxyCertificate = SecureContext | ForwardProxyPemCertificate
+
+/**
+ * Supplies the certificate the proxy presents to the client for an intercepted destination
+ * (SPEC 2.3 rules 3 to 5). Called on every intercepted TLS handshake, so implementations cache.
+ */
+export interface ForwardProxyCertificateProvider {
+  /**
+   * Returns the certificate (with private key and intermediates) for `destination.host`, or
+   * null to fail the client's handshake. `signal` aborts when the handshake times out or the
+   * client goes away.
+   */
+  getCertificate (destination: ForwardProxyDestination, signal: AbortSignal): ForwardProxyCertificate | null | Promise<ForwardProxyCertificate | null>
+}
+
+/**
+ * The outgoing request as the proxy built it (hop-by-hop headers and `Proxy-Authorization`
+ * removed, `Via` added), which transforms may edit before it is sent.
+ */
+export interface ForwardProxyOutgoingRequest {
+  /** The request method. */
+  method: string
+  /**
+   * The request target sent to the destination: path and query exactly as received. A
+   * transform that changes it gets 500 `proxy_internal_error` (SPEC 4.3.7).
+   */
+  path: string
+  /**
+   * Header names in lower case; repeated headers as arrays. Includes `host`: setting it to an
+   * authority with another normalized host or port gets 500 `proxy_internal_error`.
+   */
+  headers: Record<string, string | string[]>
+}
+
+/** The destination's response head, which transforms may edit before it reaches the client. */
+export interface ForwardProxyIncomingResponse {
+  /** The status code the client will see. */
+  statusCode: number
+  /** Header names in lower case; repeated headers as arrays. Hop-by-hop headers already removed. */
+  headers: Record<string, string | string[]>
+}
+
+/**
+ * Edits forwarded requests and responses (SPEC 2.3, 4.3.6): inside intercepted tunnels and for
+ * absolute-form `http://` forwarding alike. Several transforms run in registration order.
+ * A transform that throws answers the request with 500 `proxy_internal_error`.
+ */
+export interface ForwardProxyRequestTransform {
+  /** Edits the outgoing request before it is sent to `destination`. */
+  transformRequest? (request: FastifyRequest, destination: ForwardProxyDestination, outgoing: ForwardProxyOutgoingRequest, signal: AbortSignal): void | Promise<void>
+  /** Edits the destination's response head before it is written to the client. */
+  transformResponse? (request: FastifyRequest, destination: ForwardProxyDestination, response: ForwardProxyIncomingResponse, signal: AbortSignal): void | Promise<void>
+}
+
+/**
+ * An extra check on every CONNECT tunnel, consulted after authentication and destination
+ * policy and before interception is offered (SPEC 2.3). It can refuse a tunnel, intercepted
+ * or not; the client gets 403 `http_request_denied`.
+ */
+export interface ForwardProxyDestinationFilter {
+  /** Returns false to refuse the tunnel. Throwing answers 500 `proxy_internal_error`. */
+  allowTunnel (request: FastifyRequest, destination: ForwardProxyDestination, signal: AbortSignal): boolean | Promise<boolean>
+}
+
+/** A selector, or a factory giving one per CONNECT request (the analogue of scoped services). */
+export type ForwardProxyInterceptionSelectorSource =
+  | ForwardProxyInterceptionSelector
+  | ((request: FastifyRequest) => ForwardProxyInterceptionSelector)
+
+/** A certificate provider, or a factory giving one per CONNECT request. */
+export type ForwardProxyCertificateProviderSource =
+  | ForwardProxyCertificateProvider
+  | ((request: FastifyRequest) => ForwardProxyCertificateProvider)
+
+/** HTTP versions offered to the client by ALPN inside an intercepted tunnel (SPEC 2.4). */
+export type ForwardProxyClientProtocols = 'http1' | 'http2' | 'http1AndHttp2'
+
+/**
+ * Decides whether the destination's certificate is accepted (SPEC 2.4,
+ * DestinationCertificateValidation). `error` is what the default check found (untrusted chain,
+ * expired, wrong host name, ...) or null; return true to accept the certificate.
+ */
+export type ForwardProxyDestinationCertificateCheck = (
+  certificate: PeerCertificate,
+  error: Error | null,
+  destination: ForwardProxyDestination
+) => boolean
+
+/**
+ * Options of `fastify.register(tlsInterception, options)`. Register it after `forwardProxy`.
+ * The selector and provider may instead be decorated on the instance as
+ * `forwardProxyInterceptionSelector` and `forwardProxyCertificateProvider`.
+ */
+export interface TlsInterceptionOptions {
+  /** Decides which tunnels are intercepted; none is intercepted without one (SPEC 2.5.1). */
+  selector?: ForwardProxyInterceptionSelectorSource
+  /** Supplies leaf certificates; without one `fastify.ready()` fails (SPEC 2.5.2). */
+  certificateProvider?: ForwardProxyCertificateProviderSource
+  /** Transforms, run after any registered earlier, in this order. */
+  transforms?: readonly ForwardProxyRequestTransform[]
+  /** Filters consulted on every CONNECT before interception is offered, in this order. */
+  destinationFilters?: readonly ForwardProxyDestinationFilter[]
+  /** HTTP versions offered to the client by ALPN. Default `'http1AndHttp2'`. */
+  clientProtocols?: ForwardProxyClientProtocols
+  /** Time allowed for the client's TLS handshake, in milliseconds. Default 10000. */
+  handshakeTimeout?: number
+  /** Extra CA certificates (PEM) trusted for destinations, added to Node's default roots. */
+  trustedDestinationCa?: string | Buffer | ReadonlyArray<string | Buffer>
+  /** Replaces the default destination certificate check (only error-free certificates). */
+  checkDestinationCertificate?: ForwardProxyDestinationCertificateCheck
+}
+
+/** `request.interception` inside an intercepted tunnel (SPEC 2.2). */
+export interface ForwardProxyInterception {
+  /** The CONNECT target of the tunnel the request came through. */
+  readonly destination: ForwardProxyDestination
+}
+
+/** The address the in-memory interception endpoint is listed under (SPEC 4.5.4). */
+export type ForwardProxyInterceptionAddress = 'https://forward-proxy-tls-interception'
