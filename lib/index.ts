@@ -6,3 +6,5 @@ export { ProxyError, PROXY_ERROR_STATUS, type ProxyErrorType } from './diagnosti
 export { timingSafeEqualText } from './security/constant-time'
 export type * from '../types/index'
 export { proxyClientErrorHandler, createProxyClientErrorHandler } from './diagnostics/client-error-handler'
+export { createHostListSelector, ForwardProxyRuleError } from './interception/host-list-selector'
+export { createHeaderRulesTransform } from './forward/header-rules-transform'

@@ -11,3 +11,21 @@ export type {
   ForwardProxyResolver,
   ResolvedAddress
 } from './options'
+export type {
+  ForwardProxyInterceptionSelector,
+  ForwardProxyInterceptionSelectorSource,
+  ForwardProxyCertificateProvider,
+  ForwardProxyCertificateProviderSource,
+  ForwardProxyCertificate,
+  ForwardProxyPemCertificate,
+  ForwardProxyRequestTransform,
+  ForwardProxyOutgoingRequest,
+  ForwardProxyIncomingResponse,
+  ForwardProxyDestinationFilter,
+  ForwardProxyClientProtocols,
+  ForwardProxyDestinationCertificateCheck,
+  ForwardProxyInterception,
+  ForwardProxyInterceptionAddress,
+  TlsInterceptionOptions
+} from './interception'
+export type { ForwardProxyHeaderRule } from './header-rules'
