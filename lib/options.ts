@@ -1,5 +1,6 @@
 import type { ForwardProxyLimitOptions, ForwardProxyOptions, ForwardProxyResolver } from '../types/options'
 import type { ForwardProxyCredentialCheck } from '../types/user'
+import type { ForwardProxyRequestTransform } from '../types/interception'
 import { parseCidr } from './security/cidr'
 import { compileHostPattern, type HostPattern } from './security/host-pattern'
 import { credentialCheckFromUsers } from './security/credential-check'
@@ -36,10 +37,11 @@ export interface ResolvedProxySettings {
   readonly destinations: DestinationPolicySettings
   readonly limits: Readonly<Required<ForwardProxyLimitOptions>>
   readonly resolver: ForwardProxyResolver
+  readonly transforms: readonly ForwardProxyRequestTransform[]
 }
 
 const KNOWN_KEYS: Record<string, readonly string[]> = {
-  '': ['auth', 'destinations', 'limits', 'via', 'resolver'],
+  '': ['auth', 'destinations', 'limits', 'via', 'resolver', 'transforms'],
   auth: ['realm', 'users', 'validate'],
   destinations: ['allowedHosts', 'deniedHosts', 'allowedPorts', 'allowPrivateNetworks', 'allowedNetworks'],
   limits: ['maxConcurrentTunnels', 'tunnelIdleTimeout', 'httpActivityTimeout', 'connectTimeout']
@@ -60,8 +62,27 @@ export function resolveProxySettings (options: ForwardProxyOptions = {}): Resolv
     auth: resolveAuth(options.auth),
     destinations: resolveDestinations(options.destinations),
     limits: resolveLimits(options.limits),
-    resolver: resolveResolver(options.resolver)
+    resolver: resolveResolver(options.resolver),
+    transforms: asArray('transforms', options.transforms ?? []).map((transform, index) => checkTransform(transform, `transforms[${index}]`))
   }
+}
+
+/**
+ * Checks that `transform` has a `transformRequest` and/or `transformResponse` function.
+ * @throws ForwardProxyOptionsError naming `option` otherwise.
+ */
+export function checkTransform (transform: unknown, option: string): ForwardProxyRequestTransform {
+  if (typeof transform !== 'object' || transform === null) {
+    throw new ForwardProxyOptionsError(option, 'must be an object with transformRequest and/or transformResponse functions')
+  }
+  const { transformRequest, transformResponse } = transform as Record<string, unknown>
+  for (const [name, member] of [['transformRequest', transformRequest], ['transformResponse', transformResponse]] as const) {
+    if (member !== undefined && typeof member !== 'function') throw new ForwardProxyOptionsError(`${option}.${name}`, 'must be a function')
+  }
+  if (transformRequest === undefined && transformResponse === undefined) {
+    throw new ForwardProxyOptionsError(option, 'needs a transformRequest or transformResponse function')
+  }
+  return transform as ForwardProxyRequestTransform
 }
 
 function rejectUnknownKeys (path: string, value: object): void {

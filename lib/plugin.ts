@@ -10,6 +10,9 @@ import { attachProxyToServer, secondaryServersOf, type ProxyServer } from './att
 import { TunnelRegistry } from './connect/tunnel-registry'
 import { DestinationPolicy } from './security/destination-policy'
 import { createDestinationDispatcher } from './forward/destination-dispatcher'
+import { createTlsDestinationDispatcher } from './forward/tls-destination-dispatcher'
+import { DEFAULT_DESTINATION_TLS } from './forward/destination-tls-settings'
+import { checkTransform } from './options'
 import { addForwardedMethods } from './forward/forwarded-methods'
 import type { ProxyRuntime } from './proxy-runtime'
 
@@ -22,8 +25,12 @@ async function forwardProxyPlugin (fastify: FastifyInstance, options: ForwardPro
     policy,
     connector,
     tunnels: new TunnelRegistry(settings.limits.maxConcurrentTunnels),
-    dispatcher: createDestinationDispatcher(connector, settings.limits.httpActivityTimeout)
+    dispatcher: createDestinationDispatcher(connector, settings.limits.httpActivityTimeout),
+    tlsDispatcher: createTlsDestinationDispatcher(connector, () => runtime.destinationTls, settings.limits.httpActivityTimeout),
+    destinationTls: DEFAULT_DESTINATION_TLS,
+    transforms: [...settings.transforms]
   }
+  let ready = false
 
   if (!fastify.supportedMethods.includes('CONNECT')) fastify.addHttpMethod('CONNECT')
   addForwardedMethods(fastify)
@@ -37,7 +44,11 @@ async function forwardProxyPlugin (fastify: FastifyInstance, options: ForwardPro
     attachProxyToServer(server, fastify, settings.pseudonym, { routeRequests })
   const control: ForwardProxyControl = {
     get activeTunnels () { return runtime.tunnels.active },
-    attachServer: (server) => attach(server, true)
+    attachServer: (server) => attach(server, true),
+    addTransform (transform) {
+      if (ready) throw new Error('fastify-forward-proxy: addTransform must be called before the server is ready')
+      runtime.transforms.push(checkTransform(transform, 'addTransform(transform)'))
+    }
   }
   fastify.decorate('forwardProxy', control)
 
@@ -48,8 +59,11 @@ async function forwardProxyPlugin (fastify: FastifyInstance, options: ForwardPro
   fastify.addHook('preClose', async function closeTunnels () {
     runtime.tunnels.destroyAll()
   })
-  fastify.addHook('onClose', async function closeDispatcher () {
-    await runtime.dispatcher.destroy()
+  fastify.addHook('onReady', async function freezeTransforms () {
+    ready = true
+  })
+  fastify.addHook('onClose', async function closeDispatchers () {
+    await Promise.all([runtime.dispatcher.destroy(), runtime.tlsDispatcher.destroy()])
   })
 
   await fastify.register(proxyRoutes(runtime))

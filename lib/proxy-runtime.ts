@@ -1,8 +1,10 @@
 import type { Agent } from 'undici'
+import type { ForwardProxyRequestTransform } from '../types/interception'
 import type { ResolvedProxySettings } from './options'
 import type { TunnelRegistry } from './connect/tunnel-registry'
 import type { DestinationPolicy } from './security/destination-policy'
 import type { DestinationConnectorSettings } from './security/destination-connector'
+import type { DestinationTlsSettings } from './forward/destination-tls-settings'
 
 /** Everything one registration of the proxy shares between its parts. */
 export interface ProxyRuntime {
@@ -10,5 +12,19 @@ export interface ProxyRuntime {
   readonly policy: DestinationPolicy
   readonly connector: DestinationConnectorSettings
   readonly tunnels: TunnelRegistry
+  /** Carries requests to `http://` destinations. */
   readonly dispatcher: Agent
+  /** Carries requests to `https://` destinations (inside intercepted tunnels), reading `destinationTls` on every connect. */
+  readonly tlsDispatcher: Agent
+  /**
+   * How `https://` destinations are validated. Defaults to Node's trust store and only
+   * error-free certificates; the tlsInterception plugin replaces it at registration.
+   */
+  destinationTls: DestinationTlsSettings
+  /**
+   * Transforms run on every forwarded request, in this order (SPEC 2.3 rule 6): the
+   * `transforms` option first, then `fastify.forwardProxy.addTransform` calls (the
+   * tlsInterception plugin appends its own). Not changed once the server is ready.
+   */
+  readonly transforms: ForwardProxyRequestTransform[]
 }

@@ -1,6 +1,7 @@
 import type { Server as HttpServer } from 'node:http'
 import type { Server as HttpsServer } from 'node:https'
 import type { Http2SecureServer } from 'node:http2'
+import type { ForwardProxyRequestTransform } from './interception'
 
 /** The `fastify.forwardProxy` decorator: runtime controls of the registered proxy. */
 export interface ForwardProxyControl {
@@ -13,4 +14,11 @@ export interface ForwardProxyControl {
    * and its `'connect'` events open tunnels. The caller listens and closes it.
    */
   attachServer (server: HttpServer | HttpsServer | Http2SecureServer): void
+  /**
+   * Appends a transform, run after those registered before it, on every forwarded request and
+   * response (SPEC 2.3 rule 6). Call it before the server is ready (e.g. from a plugin).
+   * @throws ForwardProxyOptionsError when it has neither transformRequest nor transformResponse
+   * function; Error when the server is already ready.
+   */
+  addTransform (transform: ForwardProxyRequestTransform): void
 }

@@ -1,4 +1,5 @@
 import type { ForwardProxyCredentialCheck } from './user'
+import type { ForwardProxyRequestTransform } from './interception'
 
 /**
  * Proxy authentication (SPEC 5). Basic credentials on `Proxy-Authorization`; failures answer
@@ -70,4 +71,10 @@ export interface ForwardProxyOptions {
   via?: string
   /** DNS resolver used for destination checks and connects. */
   resolver?: ForwardProxyResolver
+  /**
+   * Transforms applied to every forwarded request and response (`http://` forwarding and
+   * intercepted tunnels), in this order, before any added later with
+   * `fastify.forwardProxy.addTransform` or by `tlsInterception`. Default `[]`.
+   */
+  transforms?: readonly ForwardProxyRequestTransform[]
 }

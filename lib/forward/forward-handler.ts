@@ -1,14 +1,17 @@
 import type { FastifyReply, FastifyRequest } from 'fastify'
-import { Transform, pipeline, type Readable } from 'node:stream'
+import type { ForwardProxyDestination } from '../../types/destination'
 import type { ProxyRuntime } from '../proxy-runtime'
 import { ProxyError } from '../diagnostics/proxy-error'
-import { proxyErrorFromNetworkError } from '../diagnostics/network-error'
+import { errorCode, proxyErrorFromNetworkError } from '../diagnostics/network-error'
 import { formatAuthority, formatHostHeader } from '../security/canonical-host'
 import type { AbsoluteTarget, AbsoluteTargetProblem } from './absolute-target'
 import { decideMaxForwards } from './max-forwards'
 import { buildOutgoingRequestHeaders } from './request-headers'
 import { buildClientResponseHeaders } from './response-headers'
 import { viaEntry, viaListsPseudonym } from './via'
+import { hasBody } from './request-body'
+import { withInactivityTimeout } from './inactivity-timeout'
+import { transformIncomingResponse, transformOutgoingRequest } from './transforms'
 
 const TARGET_PROBLEMS: Record<AbsoluteTargetProblem, string> = {
   'https-scheme': 'https:// targets must use CONNECT.',
@@ -16,10 +19,24 @@ const TARGET_PROBLEMS: Record<AbsoluteTargetProblem, string> = {
   malformed: 'The request target is not a valid absolute http:// URL.'
 }
 
+/** Where {@link forwardRequest} sends a request. */
+export interface ForwardTarget {
+  /** The destination (canonical host and port); `Host` is set from it. */
+  readonly destination: ForwardProxyDestination
+  /** `http` for absolute-form forwarding; `https` inside intercepted tunnels (validated TLS). */
+  readonly scheme: 'http' | 'https'
+  /** Path and query sent exactly as received (never normalized). */
+  readonly pathAndQuery: string
+  /**
+   * True for absolute-form requests: TRACE/OPTIONS Max-Forwards is decremented or answered.
+   * False inside intercepted tunnels, where Max-Forwards passes untouched (SPEC 4.4.4).
+   */
+  readonly applyMaxForwards: boolean
+}
+
 /**
- * Forwards an absolute-form `http://` request (SPEC 4.4): policy check, Max-Forwards, header
- * rebuild, then the request and its body stream to the destination over undici and the
- * response streams back. Throws ProxyError for anything answered by the proxy itself.
+ * Forwards an absolute-form `http://` request (SPEC 4.4): see {@link forwardRequest}.
+ * Throws ProxyError for a target that cannot be forwarded and anything answered by the proxy.
  */
 export async function forwardAbsoluteRequest (
   request: FastifyRequest,
@@ -30,52 +47,114 @@ export async function forwardAbsoluteRequest (
   if (typeof target === 'string') {
     throw new ProxyError('http_request_error', TARGET_PROBLEMS[target], { details: target })
   }
+  await forwardRequest(request, reply, runtime, {
+    destination: target.destination,
+    scheme: 'http',
+    pathAndQuery: target.pathAndQuery,
+    applyMaxForwards: true
+  })
+}
+
+/**
+ * Forwards one request to `target` and streams the response back: loop and policy checks,
+ * Max-Forwards when asked, the header rebuild (hop-by-hop, `Connection`-listed names and
+ * `Proxy-Authorization` removed, `Host` from the target with the scheme's default port
+ * omitted, `Via` added), the transforms' `transformRequest`, the request and its body over
+ * undici (validated TLS for `https`), the response head filtered the same way, the transforms'
+ * `transformResponse`, then the body with an inactivity timer (tunnelIdleTimeout for
+ * `text/event-stream`, httpActivityTimeout otherwise). Requests always leave over HTTP/1.1.
+ *
+ * Used for absolute-form `http://` requests and for requests inside intercepted tunnels.
+ * Throws ProxyError for anything answered by the proxy itself; the proxy route's error handler
+ * turns it into a status and `Proxy-Status`.
+ */
+export async function forwardRequest (
+  request: FastifyRequest,
+  reply: FastifyReply,
+  runtime: ProxyRuntime,
+  target: ForwardTarget
+): Promise<void> {
   const { pseudonym } = runtime.settings
   if (viaListsPseudonym(request.headers.via, pseudonym)) {
     throw new ProxyError('proxy_loop_detected', 'The request has already passed through this proxy.')
   }
-  const { destination, pathAndQuery } = target
+  const { destination, scheme, pathAndQuery } = target
   runtime.policy.checkDestination(destination)
 
-  const maxForwards = decideMaxForwards(request.method, headerText(request.headers['max-forwards']))
-  if (maxForwards.action === 'refuse-trace') {
-    throw new ProxyError('http_request_denied', 'TRACE is not echoed by this proxy.', { status: 405, details: 'Max-Forwards is 0' })
-  }
-  if (maxForwards.action === 'answer-options') {
-    reply.code(200).header('proxy-status', pseudonym).header('content-length', '0').send()
-    return
+  let maxForwards: string | undefined | 'as-received' = 'as-received'
+  if (target.applyMaxForwards) {
+    const decision = decideMaxForwards(request.method, headerText(request.headers['max-forwards']))
+    if (decision.action === 'refuse-trace') {
+      throw new ProxyError('http_request_denied', 'TRACE is not echoed by this proxy.', { status: 405, details: 'Max-Forwards is 0' })
+    }
+    if (decision.action === 'answer-options') {
+      reply.code(200).header('proxy-status', pseudonym).header('content-length', '0').send()
+      return
+    }
+    maxForwards = decision.value
   }
 
   const raw = request.raw
   const via = viaEntry(raw.httpVersion, pseudonym)
-  const host = formatHostHeader(destination.host, destination.port, 80)
-  const headers = buildOutgoingRequestHeaders(raw.rawHeaders, { host, via, maxForwards: maxForwards.value })
+  const defaultPort = scheme === 'https' ? 443 : 80
+  const host = formatHostHeader(destination.host, destination.port, defaultPort)
+  const built = buildOutgoingRequestHeaders(raw.rawHeaders, { host, via, maxForwards })
 
   const abort = new AbortController()
   reply.raw.once('close', () => { if (!reply.raw.writableFinished) abort.abort() })
   // A client that left while the app's hooks ran has already had its 'close': dial nothing.
-  if (clientGone(reply)) throw new ProxyError('connection_terminated', 'The client went away before the request was forwarded.')
+  if (clientGone(reply)) throw clientLeft()
 
-  const response = await runtime.dispatcher.request({
-    origin: `http://${formatAuthority(destination.host, destination.port)}`,
+  const headers = await transformOutgoingRequest(runtime.transforms, request, destination, {
+    method: request.method, path: pathAndQuery, headers: built, defaultPort
+  }, abort.signal)
+  if (abort.signal.aborted) throw clientLeft()
+
+  const dispatcher = scheme === 'https' ? runtime.tlsDispatcher : runtime.dispatcher
+  const response = await dispatcher.request({
+    origin: `${scheme}://${formatAuthority(destination.host, destination.port)}`,
     path: pathAndQuery,
     method: request.method,
     headers,
     body: hasBody(request) ? raw : null,
     signal: abort.signal
-  }).catch((error: unknown) => { throw proxyErrorFromNetworkError(error) })
+  }).catch((error: unknown) => { throw fromDispatchError(error) })
+
+  let head
+  try {
+    head = await transformIncomingResponse(runtime.transforms, request, destination, {
+      statusCode: response.statusCode,
+      headers: buildClientResponseHeaders(response.headers, via)
+    }, abort.signal)
+  } catch (error) {
+    // Refused: the destination's body is dropped (undici closes that connection).
+    response.body.destroy()
+    throw error
+  }
 
   const contentType = headerText(response.headers['content-type']) ?? ''
   const idleTimeout = contentType.toLowerCase().startsWith('text/event-stream')
     ? runtime.settings.limits.tunnelIdleTimeout
     : runtime.settings.limits.httpActivityTimeout
-  reply.code(response.statusCode).headers(buildClientResponseHeaders(response.headers, via))
-  if (request.method === 'HEAD' || response.statusCode === 204 || response.statusCode === 304) {
+  reply.code(head.statusCode).headers(head.headers)
+  if (request.method === 'HEAD' || [response.statusCode, head.statusCode].some((status) => status === 204 || status === 304)) {
     response.body.resume()
     reply.send()
     return
   }
   reply.send(withInactivityTimeout(response.body, idleTimeout))
+}
+
+function clientLeft (): ProxyError {
+  return new ProxyError('connection_terminated', 'The client went away before the request was forwarded.')
+}
+
+/** undici refuses a request it cannot send (bad header from the proxy's side) synchronously: our fault, not the destination's. */
+function fromDispatchError (error: unknown): ProxyError {
+  if (errorCode(error) === 'UND_ERR_INVALID_ARG') {
+    return new ProxyError('proxy_internal_error', 'The proxy built a request it cannot send.', { cause: error })
+  }
+  return proxyErrorFromNetworkError(error)
 }
 
 /** True when the client's connection (HTTP/1.1) or stream (HTTP/2) is already closed. */
@@ -84,34 +163,6 @@ function clientGone (reply: FastifyReply): boolean {
   return raw.destroyed === true || raw.stream?.destroyed === true
 }
 
-/** True when the client's request carries a body (RFC 9112 section 6.3). */
-function hasBody (request: FastifyRequest): boolean {
-  const { headers } = request
-  if (headers['transfer-encoding'] !== undefined) return true
-  const length = headers['content-length']
-  return length !== undefined && length !== '0'
-}
-
 function headerText (value: string | string[] | undefined): string | undefined {
   return Array.isArray(value) ? value[0] : value
-}
-
-/**
- * Passes `body` through, failing it with a read-timeout ProxyError when no bytes arrive for
- * `idleTimeout`; the timer restarts on every chunk, so a slow but live stream is never cut.
- * (A 'data' listener on `body` itself would start it flowing before the reply pipes it.)
- */
-function withInactivityTimeout (body: Readable, idleTimeout: number): Readable {
-  const timer = setTimeout(() => {
-    relay.destroy(new ProxyError('connection_read_timeout', 'The destination stopped sending its response.'))
-  }, idleTimeout)
-  timer.unref()
-  const relay = new Transform({
-    transform (chunk: Buffer, _encoding, callback) {
-      timer.refresh()
-      callback(null, chunk)
-    }
-  })
-  pipeline(body, relay, () => clearTimeout(timer))
-  return relay
 }
