@@ -29,3 +29,9 @@ export type {
   TlsInterceptionOptions
 } from './interception'
 export type { ForwardProxyHeaderRule } from './header-rules'
+export type {
+  ForwardProxyCaProviderOptions,
+  ForwardProxyCaCertificateProvider,
+  ForwardProxyIssuedLeaf,
+  ForwardProxyLeafKeyType
+} from './certificates'
