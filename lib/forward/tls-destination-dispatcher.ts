@@ -72,8 +72,10 @@ function handshake (socket: Socket, destination: ForwardProxyDestination, settin
       ...(isIP(destination.host) === 0 ? { servername: destination.host } : {}),
       ALPNProtocols: ['http/1.1'],
       secureContext: settings.secureContext,
-      // Verification runs below, where the operator's check can see the certificate and the error.
-      rejectUnauthorized: false
+      // Verification runs in judgeCertificate, where the operator's check can see the
+      // certificate and the error; Node's own host name check would use "localhost" for IPs.
+      rejectUnauthorized: false,
+      checkServerIdentity: () => undefined
     })
     const fail = (error: ProxyError): void => {
       clearTimeout(timer)
@@ -119,10 +121,10 @@ function judgeCertificate (socket: TLSSocket, destination: ForwardProxyDestinati
     : certificateProblem(error)
 }
 
-// Node types `authorizationError` as an Error, but it can be a string code.
+// Node types `authorizationError` as an Error, but it holds the verification code as a string.
 function asError (value: Error | string): Error {
   if (value instanceof Error) return value
-  const error = new Error(value) as Error & { code: string }
+  const error = new Error(`certificate verification failed: ${value}`) as Error & { code: string }
   error.code = value
   return error
 }

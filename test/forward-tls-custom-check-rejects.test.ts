@@ -1,0 +1,33 @@
+import { test } from 'tap'
+import { request } from 'undici'
+import { certificateDirectory, makeCa, issueLeaf } from './helpers/destination-certificates'
+import { startHttpsForwarder, startHttpsOrigin } from './helpers/https-destination'
+import { resolveDestinationTlsSettings } from '../lib/forward/destination-tls-settings'
+
+test('SPEC 2.4: checkDestinationCertificate returning false refuses an otherwise valid certificate with 502 tls_certificate_error; a check that throws gets 500 proxy_internal_error', async (t) => {
+  const dir = certificateDirectory(t)
+  const ca = await makeCa(dir, 'ca')
+  const leaf = await issueLeaf(dir, 'leaf', ca)
+  const origin = await startHttpsOrigin(t, { cert: leaf.cert, key: leaf.key })
+
+  const errors: unknown[] = []
+  const refusing = await startHttpsForwarder(t, origin.port, resolveDestinationTlsSettings({
+    trustedDestinationCa: ca.cert,
+    checkDestinationCertificate (_certificate, error) { errors.push(error); return false }
+  }))
+  const refused = await request(`${refusing.url}/`)
+  t.equal(refused.statusCode, 502)
+  t.equal(refused.headers['proxy-status'], 'fastify-forward-proxy; error=tls_certificate_error; details="rejected by the certificate check"')
+  await refused.body.dump()
+  t.same(errors, [null], 'the default check found nothing wrong')
+
+  const throwing = await startHttpsForwarder(t, origin.port, resolveDestinationTlsSettings({
+    trustedDestinationCa: ca.cert,
+    checkDestinationCertificate () { throw new Error('secret-token-in-check') }
+  }))
+  const failed = await request(`${throwing.url}/`)
+  t.equal(failed.statusCode, 500)
+  t.equal(failed.headers['proxy-status'], 'fastify-forward-proxy; error=proxy_internal_error')
+  t.notMatch(await failed.body.text(), /secret-token/)
+  t.equal(origin.requests.length, 0)
+})
