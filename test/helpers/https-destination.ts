@@ -23,7 +23,7 @@ export interface HttpsOriginRequest {
   /** ALPN protocol of the connection (false when none was negotiated). */
   alpn: string | false | null
   /** SNI server name the client sent, or false. */
-  servername: string | false
+  servername: string | false | null
 }
 
 /** A started HTTPS origin on 127.0.0.1. */
