@@ -1,10 +1,11 @@
 import { createHash, type X509Certificate } from 'node:crypto'
 import { BitString, OctetString } from 'asn1js'
-import { Certificate, type RelativeDistinguishedNames } from 'pkijs'
+import { BasicConstraints, Certificate, type RelativeDistinguishedNames } from 'pkijs'
 import { caKeyAlgorithm, importCaSigningKey, readCaPrivateKey, type CaSigningKey } from './ca-key'
 import { ForwardProxyCertificateError } from './certificate-error'
 import { parseCertificates, pemCertificateBlocks } from './pem'
 
+const BASIC_CONSTRAINTS = '2.5.29.19'
 const KEY_USAGE = '2.5.29.15'
 const SUBJECT_KEY_IDENTIFIER = '2.5.29.14'
 const KEY_CERT_SIGN = 0x04 // bit 5 of the first byte of keyUsage
@@ -47,7 +48,7 @@ export function loadCertificateAuthority (material: CertificateAuthorityMaterial
     throw new ForwardProxyCertificateError('bad_ca_certificate', 'the CA certificate is not a PEM certificate')
   }
   const parsed = Certificate.fromBER(ca.raw)
-  checkIsCa(ca, parsed)
+  checkIsCa(parsed)
   const notBefore = parsed.notBefore.value.getTime()
   const notAfter = parsed.notAfter.value.getTime()
   if (notAfter <= now) throw new ForwardProxyCertificateError('bad_ca_certificate', `the CA certificate expired on ${new Date(notAfter).toISOString()}`)
@@ -75,8 +76,11 @@ export function loadCertificateAuthority (material: CertificateAuthorityMaterial
   }
 }
 
-function checkIsCa (ca: X509Certificate, parsed: Certificate): void {
-  if (!ca.ca) {
+function checkIsCa (parsed: Certificate): void {
+  // Read basicConstraints itself: Node's X509Certificate.ca also says false for a keyUsage
+  // without keyCertSign, and each case deserves its own message.
+  const basicConstraints = parsed.extensions?.find((extension) => extension.extnID === BASIC_CONSTRAINTS)?.parsedValue as unknown
+  if (!(basicConstraints instanceof BasicConstraints) || !basicConstraints.cA) {
     throw new ForwardProxyCertificateError('bad_ca_certificate', 'the CA certificate is not a CA: it lacks basicConstraints with cA true')
   }
   const keyUsage = parsed.extensions?.find((extension) => extension.extnID === KEY_USAGE)?.parsedValue as unknown
