@@ -46,7 +46,11 @@ export interface ForwardProxyCertificateProvider {
  * removed, `Via` added), which transforms may edit before it is sent.
  */
 export interface ForwardProxyOutgoingRequest {
-  /** The request method. */
+  /**
+   * The request method. Read-only in effect: the proxy framed the request (and will frame the
+   * response, e.g. for HEAD) for this method, so a transform that changes it gets 500
+   * `proxy_internal_error`.
+   */
   method: string
   /**
    * The request target sent to the destination: path and query exactly as received. A
@@ -62,7 +66,7 @@ export interface ForwardProxyOutgoingRequest {
 
 /** The destination's response head, which transforms may edit before it reaches the client. */
 export interface ForwardProxyIncomingResponse {
-  /** The status code the client will see. */
+  /** The status code the client will see; a transform may set another one from 200 to 599. */
   statusCode: number
   /** Header names in lower case; repeated headers as arrays. Hop-by-hop headers already removed. */
   headers: Record<string, string | string[]>
@@ -70,8 +74,14 @@ export interface ForwardProxyIncomingResponse {
 
 /**
  * Edits forwarded requests and responses (SPEC 2.3, 4.3.6): inside intercepted tunnels and for
- * absolute-form `http://` forwarding alike. Several transforms run in registration order.
- * A transform that throws answers the request with 500 `proxy_internal_error`.
+ * absolute-form `http://` forwarding alike. Several transforms run in registration order, each
+ * awaited before the next. A transform that throws answers the request with 500
+ * `proxy_internal_error` (on the request side nothing is sent; on the response side the
+ * destination's body is discarded). Framing and connection headers (`Transfer-Encoding`,
+ * `Connection`, `Upgrade`, `TE`, `Trailer`, `Keep-Alive`, and on requests
+ * `Proxy-Authorization`) are the proxy's: adding them, changing `Content-Length`, or leaving a
+ * header name or value that is not a valid field (CR, LF, NUL) also gets 500. A deleted `Host`
+ * is restored to the destination's.
  */
 export interface ForwardProxyRequestTransform {
   /** Edits the outgoing request before it is sent to `destination`. */

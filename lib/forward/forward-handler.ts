@@ -127,7 +127,9 @@ export async function forwardRequest (
       headers: buildClientResponseHeaders(response.headers, via)
     }, abort.signal)
   } catch (error) {
-    // Refused: the destination's body is dropped (undici closes that connection).
+    // Refused: the destination's body is dropped (undici closes that connection). Destroying
+    // an unfinished body makes undici emit RequestAbortedError on it: expected here.
+    response.body.on('error', () => {})
     response.body.destroy()
     throw error
   }
