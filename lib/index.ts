@@ -1,6 +1,7 @@
 import '../types/augment'
 
 export { forwardProxy } from './plugin'
+export { tlsInterception } from './interception-plugin'
 export { ForwardProxyOptionsError, DEFAULT_LIMITS, DEFAULT_PSEUDONYM } from './options'
 export { ProxyError, PROXY_ERROR_STATUS, type ProxyErrorType } from './diagnostics/proxy-error'
 export { timingSafeEqualText } from './security/constant-time'

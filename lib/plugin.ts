@@ -14,7 +14,10 @@ import { createTlsDestinationDispatcher } from './forward/tls-destination-dispat
 import { DEFAULT_DESTINATION_TLS } from './forward/destination-tls-settings'
 import { checkTransform } from './options'
 import { addForwardedMethods } from './forward/forwarded-methods'
-import type { ProxyRuntime } from './proxy-runtime'
+import { rememberProxyRuntime, type ProxyRuntime } from './proxy-runtime'
+import { decorateProxyUser } from './security/proxy-user'
+import { interceptedTunnelOf } from './interception/intercepted-tunnels'
+import { INTERCEPTION_ADDRESS } from './interception/interception-endpoint'
 
 async function forwardProxyPlugin (fastify: FastifyInstance, options: ForwardProxyOptions): Promise<void> {
   const settings = resolveProxySettings(options)
@@ -35,7 +38,10 @@ async function forwardProxyPlugin (fastify: FastifyInstance, options: ForwardPro
   if (!fastify.supportedMethods.includes('CONNECT')) fastify.addHttpMethod('CONNECT')
   addForwardedMethods(fastify)
   fastify.addConstraintStrategy(proxyRouteConstraint)
-  fastify.decorateRequest('proxyUser', null)
+  decorateProxyUser(fastify)
+  fastify.decorateRequest('interception', {
+    getter (this: { raw: object }) { return interceptedTunnelOf(this.raw)?.interception ?? null }
+  })
   fastify.decorateRequest('proxyDestination', {
     getter (this: { raw: Parameters<typeof proxyDestinationOf>[0] }) { return proxyDestinationOf(this.raw) }
   })
@@ -44,12 +50,14 @@ async function forwardProxyPlugin (fastify: FastifyInstance, options: ForwardPro
     attachProxyToServer(server, fastify, settings.pseudonym, { routeRequests })
   const control: ForwardProxyControl = {
     get activeTunnels () { return runtime.tunnels.active },
+    get interceptionAddress () { return runtime.interception === undefined ? null : INTERCEPTION_ADDRESS },
     attachServer: (server) => attach(server, true),
     addTransform (transform) {
       if (ready) throw new Error('fastify-forward-proxy: addTransform must be called before the server is ready')
       runtime.transforms.push(checkTransform(transform, 'addTransform(transform)'))
     }
   }
+  rememberProxyRuntime(control, runtime)
   fastify.decorate('forwardProxy', control)
 
   attach(fastify.server, false)

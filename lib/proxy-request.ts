@@ -3,6 +3,8 @@ import type { Http2ServerRequest } from 'node:http2'
 import type { ForwardProxyDestination } from '../types/destination'
 import { parseConnectTarget } from './connect/connect-target'
 import { isAbsoluteForm, parseAbsoluteTarget, type AbsoluteTarget, type AbsoluteTargetProblem } from './forward/absolute-target'
+import { interceptedTunnelOf } from './interception/intercepted-tunnels'
+import { classifyInTunnelRequest, type InterceptedRequestTarget } from './interception/in-tunnel-request'
 
 /** A raw request as either Node server hands it to Fastify. */
 export type RawRequest = IncomingMessage | Http2ServerRequest
@@ -19,14 +21,17 @@ export interface ForwardRequestTarget {
   readonly target: AbsoluteTarget | AbsoluteTargetProblem
 }
 
+export type { InterceptedRequestTarget } from './interception/in-tunnel-request'
+
 /** What the proxy makes of a request addressed to it (not to the application). */
-export type ProxyRequestTarget = ConnectRequestTarget | ForwardRequestTarget
+export type ProxyRequestTarget = ConnectRequestTarget | ForwardRequestTarget | InterceptedRequestTarget
 
 const classified = new WeakMap<RawRequest, ProxyRequestTarget | null>()
 
 /**
- * Classifies a raw request once: a CONNECT, an absolute-form request, or null for the
- * application's own (origin-form or asterisk-form) requests. The answer is cached per request
+ * Classifies a raw request once: a request inside an intercepted tunnel (always the proxy's,
+ * whatever its form), a CONNECT, an absolute-form request, or null for the application's own
+ * (origin-form or asterisk-form) requests. The answer is cached per request
  * because the router, the handler and `request.proxyDestination` all ask.
  */
 export function proxyRequestTargetOf (req: RawRequest): ProxyRequestTarget | null {
@@ -39,6 +44,8 @@ export function proxyRequestTargetOf (req: RawRequest): ProxyRequestTarget | nul
 }
 
 function classify (req: RawRequest): ProxyRequestTarget | null {
+  const tunnel = interceptedTunnelOf(req)
+  if (tunnel !== undefined) return classifyInTunnelRequest(req, tunnel.interception.destination)
   const url = req.url ?? ''
   if (req.method === 'CONNECT') {
     // Extended CONNECT (RFC 8441, `:protocol`) opens a WebSocket or the like at a path of the
@@ -54,6 +61,6 @@ function classify (req: RawRequest): ProxyRequestTarget | null {
 export function proxyDestinationOf (req: RawRequest): ForwardProxyDestination | null {
   const target = proxyRequestTargetOf(req)
   if (target === null) return null
-  if (target.kind === 'connect') return target.destination
+  if (target.kind === 'connect' || target.kind === 'intercepted') return target.destination
   return typeof target.target === 'string' ? null : target.target.destination
 }

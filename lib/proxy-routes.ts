@@ -1,4 +1,4 @@
-import type { FastifyInstance, FastifyReply, FastifyRequest, HTTPMethods } from 'fastify'
+import type { FastifyInstance, FastifyReply, FastifyRequest, HTTPMethods, onRequestHookHandler } from 'fastify'
 import type { ProxyRuntime } from './proxy-runtime'
 import { proxyRequestTargetOf } from './proxy-request'
 import { PROXY_CONSTRAINT, PROXY_CONSTRAINT_VALUE } from './proxy-route-constraint'
@@ -6,6 +6,7 @@ import { createProxyErrorHandler } from './proxy-error-handler'
 import { registerProxyAuthentication } from './security/proxy-auth'
 import { openConnectTunnel } from './connect/connect-handler'
 import { forwardAbsoluteRequest } from './forward/forward-handler'
+import { forwardInterceptedRequest } from './interception/intercepted-request'
 import { hideContentTypeFromFastify, restoreContentType } from './forward/opaque-content-type'
 
 /**
@@ -23,7 +24,7 @@ export function proxyRoutes (runtime: ProxyRuntime) {
     })
     instance.setErrorHandler(createProxyErrorHandler(runtime.settings))
     const { auth } = runtime.settings
-    const authenticate = auth === null ? undefined : await registerProxyAuthentication(instance, auth.realm, auth.check)
+    const authenticate = auth === null ? undefined : unlessIntercepted(await registerProxyAuthentication(instance, auth.realm, auth.check))
 
     instance.route({
       method: instance.supportedMethods as HTTPMethods[],
@@ -41,12 +42,30 @@ export function proxyRoutes (runtime: ProxyRuntime) {
   }
 }
 
+/**
+ * Requests inside an intercepted tunnel were authorized when the tunnel opened (SPEC 4.3.2)
+ * and carry no credentials of their own: authentication is skipped for them.
+ */
+function unlessIntercepted (authenticate: onRequestHookHandler): onRequestHookHandler {
+  return function authenticateProxyRequest (this: FastifyInstance, request, reply, done) {
+    if (proxyRequestTargetOf(request.raw)?.kind === 'intercepted') {
+      done()
+      return
+    }
+    return authenticate.call(this, request, reply, done)
+  }
+}
+
 async function handleProxyRequest (request: FastifyRequest, reply: FastifyReply, runtime: ProxyRuntime): Promise<void> {
   restoreContentType(request.raw)
   const target = proxyRequestTargetOf(request.raw)
   if (target === null) throw new Error('proxy route reached by a request that is not a proxy request')
   if (target.kind === 'connect') {
     await openConnectTunnel(request, reply, target.destination, runtime)
+    return
+  }
+  if (target.kind === 'intercepted') {
+    await forwardInterceptedRequest(request, reply, target, runtime)
     return
   }
   await forwardAbsoluteRequest(request, reply, target.target, runtime)

@@ -1,11 +1,26 @@
 import type { ForwardProxyUser } from './user'
 import type { ForwardProxyDestination } from './destination'
 import type { ForwardProxyControl } from './control'
+import type {
+  ForwardProxyCertificateProviderSource,
+  ForwardProxyInterception,
+  ForwardProxyInterceptionSelectorSource
+} from './interception'
 
 declare module 'fastify' {
   interface FastifyInstance {
     /** Runtime controls of the forward proxy registered on this instance. */
     forwardProxy: ForwardProxyControl
+    /**
+     * The interception selector tlsInterception uses when its options name none (SPEC 2.5,
+     * the non-generic registration): decorate it before the server is ready.
+     */
+    forwardProxyInterceptionSelector?: ForwardProxyInterceptionSelectorSource
+    /**
+     * The certificate provider tlsInterception uses when its options name none: decorate it
+     * before the server is ready, or `fastify.ready()` fails.
+     */
+    forwardProxyCertificateProvider?: ForwardProxyCertificateProviderSource
   }
 
   interface FastifyRequest {
@@ -13,6 +28,7 @@ declare module 'fastify' {
      * The authenticated proxy user, set when a proxy request (CONNECT or absolute-form) passes
      * authentication; `null` for the application's own requests and when auth is off.
      * Set by the proxy's route-level `onRequest` hook, so visible from `preParsing` onwards.
+     * Inside an intercepted tunnel it is the user who opened the tunnel, from the first hook on.
      */
     proxyUser: ForwardProxyUser | null
     /**
@@ -20,6 +36,11 @@ declare module 'fastify' {
      * for the application's own requests. Set before any application hook runs.
      */
     proxyDestination: ForwardProxyDestination | null
+    /**
+     * `{ destination }` for a request that came through an intercepted tunnel (SPEC 2.2), `null`
+     * for every other request. Hooks that change intercepted traffic check it first.
+     */
+    readonly interception: ForwardProxyInterception | null
   }
 }
 

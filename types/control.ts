@@ -1,12 +1,17 @@
 import type { Server as HttpServer } from 'node:http'
 import type { Server as HttpsServer } from 'node:https'
 import type { Http2SecureServer } from 'node:http2'
-import type { ForwardProxyRequestTransform } from './interception'
+import type { ForwardProxyInterceptionAddress, ForwardProxyRequestTransform } from './interception'
 
 /** The `fastify.forwardProxy` decorator: runtime controls of the registered proxy. */
 export interface ForwardProxyControl {
   /** CONNECT tunnels open or being opened right now. */
   readonly activeTunnels: number
+  /**
+   * The address of the in-memory interception endpoint (SPEC 4.5.4),
+   * `'https://forward-proxy-tls-interception'` once tlsInterception is registered, else null.
+   */
+  readonly interceptionAddress: ForwardProxyInterceptionAddress | null
   /**
    * Serves the proxy (and the application's routes) on another server, e.g. a second listener
    * the application created itself: HTTP/1.1 plain or TLS, or HTTP/2 over TLS (`allowHTTP1`

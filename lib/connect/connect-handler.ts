@@ -8,13 +8,19 @@ import { http1ConnectContextOf } from './http1-connection'
 import { http1TunnelClient } from './http1-tunnel-client'
 import { http2TunnelClient } from './http2-tunnel-client'
 import type { TunnelClient } from './tunnel-client'
+import type { Socket } from 'node:net'
+import type { ForwardProxyCertificateProvider } from '../../types/interception'
+import { decideInterception } from '../interception/tunnel-decision'
+import { countInterceptedTunnel } from '../diagnostics/proxy-metrics'
 
 /**
- * Opens an opaque CONNECT tunnel, over HTTP/1.1 or HTTP/2 (SPEC 4.1 rules 1 to 4 and 8).
+ * Opens a CONNECT tunnel, over HTTP/1.1 or HTTP/2 (SPEC 4.1 rules 1 to 4 and 8, 4.2).
  * Authentication has already run as the route's onRequest hook; here the target, policy and
- * the tunnel limit are checked, the destination is dialed (address checked after DNS), and
- * only then is 200 sent and the reply hijacked for the byte relay. Every refusal is a thrown
- * ProxyError, answered before any 200.
+ * the tunnel limit are checked, then (with tlsInterception registered) the destination
+ * filters and the selector. An opaque tunnel has its destination dialed (address checked
+ * after DNS) and only then gets 200 and the byte relay; an intercepted one gets 200 with no
+ * dial and is handed to the in-memory TLS endpoint. Every refusal is a thrown ProxyError,
+ * answered before any 200.
  */
 export async function openConnectTunnel (
   request: FastifyRequest,
@@ -41,9 +47,11 @@ export async function openConnectTunnel (
   runtime.tunnels.track(client.closable)
   const clientGone = new AbortController()
   const stopWatching = client.onGone(() => clientGone.abort())
-  let upstream
+  let provider: ForwardProxyCertificateProvider | null = null
+  let upstream: Socket | undefined
   try {
-    upstream = await connectToDestination(destination, runtime.connector, clientGone.signal)
+    if (runtime.interception !== undefined) provider = await decideInterception(request, destination, runtime.interception, clientGone.signal)
+    if (provider === null && !client.gone) upstream = await connectToDestination(destination, runtime.connector, clientGone.signal)
   } catch (error) {
     release()
     throw error
@@ -51,20 +59,40 @@ export async function openConnectTunnel (
     stopWatching()
   }
   if (client.gone) {
-    upstream.destroy()
+    upstream?.destroy()
     release()
     return
   }
 
+  const endpoint = runtime.interception?.endpoint
+  if (upstream === undefined && (provider === null || endpoint === undefined)) {
+    release()
+    throw new Error('CONNECT flow reached the 200 with neither a destination nor an interception')
+  }
+
   reply.hijack()
+  const log = (summary: object): void => {
+    request.log.info({ tunnel: { destination: `${destination.host}:${destination.port}`, intercepted: upstream === undefined, ...summary } }, 'tunnel closed')
+  }
+  if (upstream === undefined) {
+    if (provider === null || endpoint === undefined) return
+    countInterceptedTunnel()
+    endpoint.accept({
+      client: client.intercept(),
+      destination,
+      user: request.proxyUser,
+      provider,
+      idleTimeout: runtime.settings.limits.tunnelIdleTimeout,
+      log: request.log,
+      onClose: (summary) => { release(); log(summary) }
+    })
+    return
+  }
   upstream.on('error', () => {})
   runtime.tunnels.track(upstream)
   client.establish(upstream, {
     idleTimeout: runtime.settings.limits.tunnelIdleTimeout,
-    onClose: (summary) => {
-      release()
-      request.log.info({ tunnel: { destination: `${destination.host}:${destination.port}`, ...summary } }, 'tunnel closed')
-    }
+    onClose: (summary) => { release(); log(summary) }
   })
 }
 

@@ -27,6 +27,11 @@ export function http2TunnelClient (request: Http2ServerRequest): TunnelClient {
         ...relay,
         abortClient: () => resetStream(stream, constants.NGHTTP2_CONNECT_ERROR)
       })
+    },
+    intercept () {
+      stream.setTimeout(0)
+      stream.respond({ ':status': 200 })
+      return { input: request, output: stream, head: Buffer.alloc(0), abort: () => resetStream(stream, constants.NGHTTP2_CONNECT_ERROR) }
     }
   }
 }

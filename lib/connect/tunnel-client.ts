@@ -1,6 +1,7 @@
 import type { Socket } from 'node:net'
 import type { Duplex } from 'node:stream'
 import type { TunnelRelayOptions } from './tunnel-relay'
+import type { InterceptedClient } from '../interception/tunnel-transport'
 
 /**
  * The client side of a CONNECT, whatever carries it: a whole HTTP/1.1 connection or one
@@ -16,4 +17,9 @@ export interface TunnelClient {
   onGone (listener: () => void): () => void
   /** Answers 200 and relays bytes both ways between the client and `upstream` until both end. */
   establish (upstream: Socket, relay: TunnelRelayOptions): void
+  /**
+   * Answers 200 for an intercepted tunnel (no destination dialed) and hands over the client's
+   * side: the connection or stream, with any bytes the client sent early, for TLS termination.
+   */
+  intercept (): InterceptedClient
 }

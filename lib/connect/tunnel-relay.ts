@@ -104,7 +104,7 @@ function isFinished (stream: Duplex): boolean {
  * socket, so the peer sees an abort (ECONNRESET), not a clean end it could mistake for
  * a complete transfer.
  */
-function abort (stream: Duplex): void {
+export function abort (stream: Duplex): void {
   if (stream.destroyed) return
   const socket = stream as Partial<Socket>
   if (typeof socket.resetAndDestroy !== 'function' || socket.connecting === true) {

@@ -1,0 +1,119 @@
+import { createSecureServer, type Http2SecureServer, type Http2Session } from 'node:http2'
+import type { TLSSocket } from 'node:tls'
+import type { FastifyBaseLogger, FastifyInstance } from 'fastify'
+import type { ForwardProxyDestination } from '../../types/destination'
+import type { ForwardProxyCertificateProvider, ForwardProxyClientProtocols } from '../../types/interception'
+import type { ForwardProxyUser } from '../../types/user'
+import { attachProxyToServer } from '../attach-server'
+import { countInterceptedRequest } from '../diagnostics/proxy-metrics'
+import { rememberInterceptedConnection, type InterceptedTunnel } from './intercepted-tunnels'
+import { terminateTls } from './tls-termination'
+import { TunnelTransport, type InterceptedClient, type TransportSummary } from './tunnel-transport'
+
+/** The address the in-memory endpoint is listed under (SPEC 4.5.4). */
+export const INTERCEPTION_ADDRESS = 'https://forward-proxy-tls-interception'
+
+/** One tunnel chosen for interception, its 200 already sent. */
+export interface AcceptedTunnel {
+  readonly client: InterceptedClient
+  readonly destination: ForwardProxyDestination
+  /** The user who opened the tunnel; `request.proxyUser` of every request inside. */
+  readonly user: ForwardProxyUser | null
+  readonly provider: ForwardProxyCertificateProvider
+  readonly idleTimeout: number
+  readonly log: FastifyBaseLogger
+  /** Called once when the tunnel has closed, however it ended. */
+  readonly onClose: (summary: TransportSummary) => void
+}
+
+/** Settings of the endpoint. */
+export interface EndpointSettings {
+  readonly clientProtocols: ForwardProxyClientProtocols
+  readonly handshakeTimeout: number
+  /** The proxy's pseudonym, for the answers it makes on the endpoint. */
+  readonly pseudonym: string
+}
+
+// Node HTTP server limits copied from the application's server, so intercepted requests get them too.
+const COPIED_LIMITS = ['keepAliveTimeout', 'headersTimeout', 'requestTimeout', 'maxHeadersCount', 'maxRequestsPerSocket'] as const
+
+/**
+ * The in-memory interception endpoint (SPEC 4.2 rule 5): an HTTP/2 TLS server (HTTP/1.1 too,
+ * per clientProtocols) that is never bound to a port. Each intercepted tunnel gets its TLS
+ * terminated with the provider's certificate for the CONNECT target and is then handed to
+ * this server as a connection, and the server's requests are routed into the same Fastify
+ * instance as the proxy's own: the application's hooks and the proxy route run for them.
+ */
+export class InterceptionEndpoint {
+  readonly #server: Http2SecureServer
+  readonly #settings: EndpointSettings
+  readonly #alpnProtocols: readonly string[]
+  #injecting: InterceptedTunnel | null = null
+
+  constructor (fastify: FastifyInstance, settings: EndpointSettings) {
+    this.#settings = settings
+    const { clientProtocols } = settings
+    this.#alpnProtocols = clientProtocols === 'http1' ? ['http/1.1'] : clientProtocols === 'http2' ? ['h2'] : ['h2', 'http/1.1']
+    this.#server = createSecureServer({
+      allowHTTP1: clientProtocols !== 'http2',
+      // Advertised so that a client attempting WebSockets over HTTP/2 gets a 400 (SPEC 4.3.4)
+      // rather than a protocol error.
+      settings: { enableConnectProtocol: true }
+    })
+    const appServer = fastify.server as unknown as Record<string, unknown>
+    const endpoint = this.#server as unknown as Record<string, unknown>
+    for (const limit of COPIED_LIMITS) {
+      if (typeof appServer[limit] === 'number') endpoint[limit] = appServer[limit]
+    }
+    this.#server.on('session', (session: Http2Session) => {
+      if (this.#injecting !== null) rememberInterceptedConnection(session, this.#injecting)
+      session.on('error', () => {})
+    })
+    this.#server.on('request', countInterceptedRequest)
+    this.#server.on('connect', countInterceptedRequest)
+    attachProxyToServer(this.#server, fastify, settings.pseudonym, { routeRequests: true })
+  }
+
+  /**
+   * Takes over an intercepted tunnel: TLS with the client, then its requests through Fastify.
+   * Everything after this call is reported through `tunnel.onClose`; it never throws.
+   */
+  accept (tunnel: AcceptedTunnel): void {
+    const transport = new TunnelTransport(tunnel.client, tunnel.idleTimeout)
+    transport.on('error', () => {})
+    transport.once('close', () => tunnel.onClose(transport.summary))
+    const state: InterceptedTunnel = {
+      interception: Object.freeze({ destination: tunnel.destination }),
+      user: tunnel.user
+    }
+    void terminateTls({
+      transport,
+      destination: tunnel.destination,
+      provider: tunnel.provider,
+      handshakeTimeout: this.#settings.handshakeTimeout,
+      alpnProtocols: this.#alpnProtocols,
+      server: this.#server,
+      log: tunnel.log
+    }).then((socket) => { if (socket !== null) this.#inject(socket, state) })
+  }
+
+  /**
+   * Hands a terminated TLS connection to the HTTP server, as its TLS listener would: the
+   * server's `'secureConnection'` starts HTTP/2 or (by ALPN) HTTP/1.1 on it. The HTTP/2
+   * session Node makes waits for `secureConnect` while `secureConnecting` is set, which only a
+   * TLS server's own connections clear, and TLS errors after the handshake reach `'error'`
+   * only once control is released, as the server does for its own connections.
+   */
+  #inject (socket: TLSSocket, tunnel: InterceptedTunnel): void {
+    rememberInterceptedConnection(socket, tunnel)
+    const internals = socket as unknown as { secureConnecting: boolean, _releaseControl?: () => boolean }
+    internals._releaseControl?.()
+    internals.secureConnecting = false
+    this.#injecting = tunnel
+    try {
+      this.#server.emit('secureConnection', socket)
+    } finally {
+      this.#injecting = null
+    }
+  }
+}

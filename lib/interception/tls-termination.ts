@@ -1,0 +1,90 @@
+import type { Server } from 'node:net'
+import { TLSSocket } from 'node:tls'
+import type { FastifyBaseLogger } from 'fastify'
+import type { ForwardProxyDestination } from '../../types/destination'
+import type { ForwardProxyCertificate, ForwardProxyCertificateProvider } from '../../types/interception'
+import { secureContextOf } from './secure-contexts'
+import type { TunnelTransport } from './tunnel-transport'
+
+/** One client handshake to run on an intercepted tunnel. */
+export interface TlsTermination {
+  readonly transport: TunnelTransport
+  /** The CONNECT target: the only name a certificate is asked for (never the client's SNI, HOSTILE 26). */
+  readonly destination: ForwardProxyDestination
+  readonly provider: ForwardProxyCertificateProvider
+  /** Covers the provider's time and the handshake (SPEC 2.4 HandshakeTimeout, HOSTILE 33). */
+  readonly handshakeTimeout: number
+  /** ALPN protocols offered, in preference order. */
+  readonly alpnProtocols: readonly string[]
+  /** Set as the TLS socket's `server`, which Node's HTTP servers read from their connections. */
+  readonly server: Server
+  readonly log: FastifyBaseLogger
+}
+
+/**
+ * Terminates the client's TLS on an intercepted tunnel (SPEC 4.2 rule 3): asks the provider
+ * for the certificate of the CONNECT target, then runs the server side of the handshake over
+ * the tunnel. Resolves with the TLS socket once the handshake is done, or null when it failed
+ * and the tunnel was closed: the provider returned null or failed (the client gets a
+ * handshake_failure alert), the client spoke something other than TLS (HOSTILE 29), or
+ * everything took longer than the handshake timeout. Never rejects.
+ */
+export async function terminateTls (termination: TlsTermination): Promise<TLSSocket | null> {
+  const { transport, destination, provider, log } = termination
+  const abort = new AbortController()
+  const timer = setTimeout(() => {
+    log.info({ tunnel: { destination: `${destination.host}:${destination.port}` } }, 'intercepted tunnel closed: TLS handshake timed out')
+    abort.abort()
+    transport.destroy()
+  }, termination.handshakeTimeout)
+  timer.unref()
+  const stop = (): void => { clearTimeout(timer); abort.abort() }
+  transport.once('close', stop)
+
+  let certificate: ForwardProxyCertificate | null
+  try {
+    certificate = await provider.getCertificate(destination, abort.signal)
+  } catch (error) {
+    if (!transport.destroyed) log.error({ err: error }, 'certificate provider failed; the client handshake is refused')
+    certificate = null
+  }
+  if (transport.destroyed) return null
+  if (certificate === null) {
+    stop()
+    transport.refuseHandshake()
+    return null
+  }
+  let secureContext
+  try {
+    secureContext = secureContextOf(certificate)
+  } catch (error) {
+    log.error({ err: error }, 'certificate provider returned unusable PEM material; the client handshake is refused')
+    stop()
+    transport.refuseHandshake()
+    return null
+  }
+
+  const socket = new TLSSocket(transport, {
+    isServer: true,
+    secureContext,
+    ALPNProtocols: [...termination.alpnProtocols],
+    server: termination.server
+  })
+  return await new Promise((resolve) => {
+    const onError = (error: Error & { code?: string }): void => {
+      log.debug({ err: { code: error.code, message: error.message } }, 'intercepted tunnel: client TLS handshake failed')
+      socket.destroy()
+      resolve(null)
+    }
+    socket.once('error', onError)
+    socket.once('close', () => resolve(null))
+    socket.once('secure', () => {
+      clearTimeout(timer)
+      transport.removeListener('close', stop)
+      socket.removeListener('error', onError)
+      // Later failures belong to the HTTP server the socket is handed to; this keeps one from crashing us.
+      socket.on('error', () => {})
+      resolve(socket)
+    })
+  })
+}
