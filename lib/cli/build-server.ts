@@ -12,6 +12,8 @@ import { closeAllConnections, closeIdleConnections } from './connection-shutdown
 import { createHttp2Listener } from './http2-listener'
 import { loadListenerTls, type ListenerTlsFiles } from './listener-tls'
 import { createProxyApp } from './proxy-app'
+import { registerInterceptionFromConfig } from './interception-from-config'
+import { createHeaderRulesTransform } from '../forward/header-rules-transform'
 import { SERVER_TIMEOUTS } from './server-timeouts'
 
 /** A running proxy server. */
@@ -48,7 +50,8 @@ export function pluginOptionsFromConfig (config: ProxyServerConfig): ForwardProx
   return {
     ...(config.users === undefined ? {} : { auth: { users: config.users } }),
     ...(config.destinations === undefined ? {} : { destinations: config.destinations }),
-    ...(config.limits === undefined ? {} : { limits: config.limits })
+    ...(config.limits === undefined ? {} : { limits: config.limits }),
+    ...(config.headers === undefined || config.headers.length === 0 ? {} : { transforms: [createHeaderRulesTransform(config.headers)] })
   }
 }
 
@@ -65,6 +68,7 @@ export async function startProxyServer (config: ProxyServerConfig, options: Star
   const tlsFiles = config.listen.map((listener, index) => listener.tls === undefined ? undefined : loadListenerTls(listener.tls, index))
   const app = createProxyApp(first, tlsFiles[0], config.log.level)
   await app.register(forwardProxy, pluginOptionsFromConfig(config))
+  if (config.interception !== undefined) await registerInterceptionFromConfig(app, config.interception)
 
   const extraServers: ProxyServer[] = []
   let extrasClosed: Promise<unknown> = Promise.resolve()

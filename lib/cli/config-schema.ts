@@ -61,6 +61,39 @@ export const CONFIG_SCHEMA = {
         connectTimeout: { type: 'integer', minimum: 1, maximum: 2147483647 }
       }
     },
+    interception: {
+      type: 'object',
+      additionalProperties: false,
+      required: ['hosts'],
+      properties: {
+        hosts: { type: 'array', minItems: 1, items: { type: 'string', minLength: 1 } },
+        ca: {
+          type: 'object',
+          additionalProperties: false,
+          required: ['cert', 'key'],
+          properties: { cert: { type: 'string', minLength: 1 }, key: { type: 'string', minLength: 1 } }
+        },
+        est: { type: 'object' },
+        trustedDestinationCa: { type: 'string', minLength: 1 },
+        clientProtocols: { enum: ['http1', 'http2', 'http1AndHttp2'] },
+        handshakeTimeout: { type: 'integer', minimum: 1, maximum: 2147483647 }
+      }
+    },
+    headers: {
+      type: 'array',
+      items: {
+        type: 'object',
+        additionalProperties: false,
+        required: ['hosts'],
+        properties: {
+          hosts: { type: 'array', minItems: 1, items: { type: 'string', minLength: 1 } },
+          set: { type: 'object', additionalProperties: { type: 'string' } },
+          remove: { type: 'array', items: { type: 'string', minLength: 1 } },
+          setResponse: { type: 'object', additionalProperties: { type: 'string' } },
+          removeResponse: { type: 'array', items: { type: 'string', minLength: 1 } }
+        }
+      }
+    },
     dataDirectory: { type: 'string', minLength: 1 },
     log: {
       type: 'object',

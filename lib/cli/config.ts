@@ -4,6 +4,10 @@ import Ajv from 'ajv'
 import { CONFIG_SCHEMA } from './config-schema'
 import { ConfigError, describeSchemaError } from './config-error'
 import { rejectNotYetSupported } from './not-yet-supported'
+import type { ForwardProxyHeaderRule } from '../../types/header-rules'
+import type { ForwardProxyClientProtocols } from '../../types/interception'
+import { createHeaderRulesTransform } from '../forward/header-rules-transform'
+import { createHostListSelector, ForwardProxyRuleError } from '../interception/host-list-selector'
 
 export { ConfigError } from './config-error'
 
@@ -28,8 +32,21 @@ export interface ProxyServerConfig {
     allowedNetworks?: string[]
   }
   limits?: { maxConcurrentTunnels?: number, tunnelIdleTimeout?: number, httpActivityTimeout?: number, connectTimeout?: number }
+  interception?: InterceptionConfig
+  headers?: ForwardProxyHeaderRule[]
   dataDirectory: string
   log: { level: string }
+}
+
+/** The `interception` key: which hosts are intercepted and how; paths resolved against the file's folder. */
+export interface InterceptionConfig {
+  hosts: string[]
+  /** The operator CA that signs the leaves presented to clients (PEM files). */
+  ca?: { cert: string, key: string }
+  /** Extra CA certificates (a PEM file) trusted for destinations, beside Node's default roots. */
+  trustedDestinationCa?: string
+  clientProtocols?: ForwardProxyClientProtocols
+  handshakeTimeout?: number
 }
 
 /** The built-in configuration: HTTP/1.1 on 127.0.0.1:8080, no auth, strict policy. */
@@ -49,6 +66,8 @@ export function parseConfig (value: unknown, source: string, baseDirectory: stri
   }
   const config = value as Partial<ProxyServerConfig>
   requireTlsForHttp2(config.listen ?? [], source)
+  checkRules(config, source)
+  const { interception } = config
   return {
     ...config,
     listen: (config.listen ?? [DEFAULT_LISTENER]).map((listener) => ({
@@ -57,6 +76,15 @@ export function parseConfig (value: unknown, source: string, baseDirectory: stri
       ...(listener.tls === undefined ? {} : { tls: { cert: resolve(baseDirectory, listener.tls.cert), key: resolve(baseDirectory, listener.tls.key) } }),
       ...(listener.http2 === true ? { http2: true } : {})
     })),
+    ...(interception === undefined
+      ? {}
+      : {
+          interception: {
+            ...interception,
+            ...(interception.ca === undefined ? {} : { ca: { cert: resolve(baseDirectory, interception.ca.cert), key: resolve(baseDirectory, interception.ca.key) } }),
+            ...(interception.trustedDestinationCa === undefined ? {} : { trustedDestinationCa: resolve(baseDirectory, interception.trustedDestinationCa) })
+          }
+        }),
     dataDirectory: resolve(baseDirectory, config.dataDirectory ?? '.forward-proxy'),
     log: { level: config.log?.level ?? 'info' }
   }
@@ -72,6 +100,20 @@ function requireTlsForHttp2 (listen: readonly ListenerConfig[], source: string):
       throw new ConfigError(`${source}: /listen/${index}/http2: HTTP/2 needs TLS: add "tls" to this listener (a plain-text listener serves HTTP/1.1 only)`)
     }
   })
+}
+
+/**
+ * Host patterns and header rules are checked by the built-ins that will run them, so the file
+ * is refused for exactly what they would refuse (a bad pattern, a header the proxy manages).
+ */
+function checkRules (config: Partial<ProxyServerConfig>, source: string): void {
+  try {
+    if (config.interception !== undefined) createHostListSelector(config.interception.hosts)
+    if (config.headers !== undefined) createHeaderRulesTransform(config.headers)
+  } catch (error) {
+    if (!(error instanceof ForwardProxyRuleError)) throw error
+    throw new ConfigError(`${source}: ${error.message.replace(/^fastify-forward-proxy: /, '')}`)
+  }
 }
 
 /**

@@ -1,19 +1,19 @@
 import { ConfigError } from './config-error'
 
-/** Keys of the configuration contract (DESIGN section 5) that later versions implement. */
-const NOT_YET_SUPPORTED = {
-  interception: 'TLS interception is not supported yet in this version',
-  headers: 'header rules are not supported yet in this version (they come with TLS interception)'
-} as const
-
 /**
- * Refuses the keys of later versions with a message saying so, before schema validation would
- * call them merely "unknown": an operator copying the documented contract learns why.
+ * Refuses the parts of the configuration contract (DESIGN section 5) that later versions
+ * implement, with a message saying so, before schema validation would call them merely
+ * "unknown": an operator copying the documented contract learns why.
  * @throws ConfigError naming the key.
  */
 export function rejectNotYetSupported (value: unknown, source: string): void {
-  if (typeof value !== 'object' || value === null) return
-  for (const key of ['interception', 'headers'] as const) {
-    if (key in value) throw new ConfigError(`${source}: /${key}: ${NOT_YET_SUPPORTED[key]}`)
+  if (typeof value !== 'object' || value === null || !('interception' in value)) return
+  const interception = value.interception
+  if (typeof interception !== 'object' || interception === null) return
+  if ('est' in interception) {
+    throw new ConfigError(`${source}: /interception/est: EST enrollment is not supported yet in this version; give the operator CA as /interception/ca`)
+  }
+  if (!('ca' in interception)) {
+    throw new ConfigError(`${source}: /interception: needs "ca" (the operator CA's certificate and key files) in this version; a development CA created on first start comes later`)
   }
 }

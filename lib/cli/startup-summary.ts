@@ -21,7 +21,10 @@ export function startupSummary (config: ProxyServerConfig, urls: readonly string
     users > 0 ? `  authentication: on (Basic, ${users} user${users === 1 ? '' : 's'})` : '  authentication: OFF (anyone who can reach a listener can use the proxy)',
     `  destinations: hosts ${(d.allowedHosts ?? ['*']).join(', ')}${denied}; ${ports}; ${networks}`,
     `  limits: ${limits.maxConcurrentTunnels} tunnels, tunnel idle ${limits.tunnelIdleTimeout} ms, http activity ${limits.httpActivityTimeout} ms, connect ${limits.connectTimeout} ms`,
-    '  interception: off (not available in this version)',
+    config.interception === undefined
+      ? '  interception: off'
+      : `  interception: ${config.interception.hosts.join(', ')} (leaves signed by ${config.interception.ca?.cert ?? 'no CA'}; clients must trust that CA)`,
+    ...(config.headers === undefined || config.headers.length === 0 ? [] : [`  header rules: ${config.headers.length} (${config.headers.map((rule) => rule.hosts.join(', ')).join('; ')})`]),
     '  health check: GET /healthz on every listener'
   ]
 }
