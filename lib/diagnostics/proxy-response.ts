@@ -44,3 +44,26 @@ export function writeRawProxyError (socket: Socket, pseudonym: string, error: Pr
   socket.end(`${lines.join('\r\n')}\r\n\r\n${body}`)
   socket.destroySoon()
 }
+
+/** The part of a Node response (HTTP/1.1 or HTTP/2 compatibility) {@link writeRawResponseError} uses. */
+export interface RawResponseLike {
+  readonly headersSent: boolean
+  writeHead (status: number, headers: Record<string, string | number>): unknown
+  end (body: string): unknown
+}
+
+/**
+ * Answers a request with `error` on its raw Node response, outside Fastify's lifecycle (a
+ * request the proxy refuses before any hook may see it): status, `Proxy-Status`, short text.
+ */
+export function writeRawResponseError (res: RawResponseLike, pseudonym: string, error: ProxyError): void {
+  if (res.headersSent) return
+  const body = `${error.message}\n`
+  res.writeHead(error.status, {
+    'proxy-status': formatProxyStatus(pseudonym, error),
+    'content-type': 'text/plain; charset=utf-8',
+    'content-length': Buffer.byteLength(body),
+    'cache-control': 'no-store'
+  })
+  res.end(body)
+}

@@ -1,4 +1,5 @@
-import { createSecureServer, type Http2SecureServer, type Http2Session } from 'node:http2'
+import type { IncomingMessage, ServerResponse } from 'node:http'
+import { createSecureServer, type Http2SecureServer, type Http2ServerRequest, type Http2ServerResponse, type Http2Session } from 'node:http2'
 import type { TLSSocket } from 'node:tls'
 import type { FastifyBaseLogger, FastifyInstance } from 'fastify'
 import type { ForwardProxyDestination } from '../../types/destination'
@@ -6,6 +7,9 @@ import type { ForwardProxyCertificateProvider, ForwardProxyClientProtocols } fro
 import type { ForwardProxyUser } from '../../types/user'
 import { attachProxyToServer } from '../attach-server'
 import { countInterceptedRequest } from '../diagnostics/proxy-metrics'
+import { writeRawResponseError } from '../diagnostics/proxy-response'
+import { proxyRequestTargetOf } from '../proxy-request'
+import { inTunnelProblemError } from './in-tunnel-request'
 import { rememberInterceptedConnection, type InterceptedTunnel } from './intercepted-tunnels'
 import { terminateTls } from './tls-termination'
 import { TunnelTransport, type InterceptedClient, type TransportSummary } from './tunnel-transport'
@@ -43,6 +47,7 @@ const COPIED_LIMITS = ['keepAliveTimeout', 'headersTimeout', 'requestTimeout', '
  * terminated with the provider's certificate for the CONNECT target and is then handed to
  * this server as a connection, and the server's requests are routed into the same Fastify
  * instance as the proxy's own: the application's hooks and the proxy route run for them.
+ * Requests the tunnel cannot carry (421, 400) are answered before they reach Fastify.
  */
 export class InterceptionEndpoint {
   readonly #server: Http2SecureServer
@@ -69,9 +74,19 @@ export class InterceptionEndpoint {
       if (this.#injecting !== null) rememberInterceptedConnection(session, this.#injecting)
       session.on('error', () => {})
     })
-    this.#server.on('request', countInterceptedRequest)
     this.#server.on('connect', countInterceptedRequest)
-    attachProxyToServer(this.#server, fastify, settings.pseudonym, { routeRequests: true })
+    attachProxyToServer(this.#server, fastify, settings.pseudonym, { routeRequests: false })
+    this.#server.on('request', (req: Http2ServerRequest | IncomingMessage, res: Http2ServerResponse | ServerResponse) => {
+      countInterceptedRequest()
+      // A misdirected or malformed request is refused before any hook could act on it as a
+      // request for the tunnel's destination (HOSTILE 27 and 28).
+      const target = proxyRequestTargetOf(req)
+      if (target?.kind === 'intercepted' && target.problem !== null) {
+        writeRawResponseError(res, settings.pseudonym, inTunnelProblemError(target.problem))
+        return
+      }
+      fastify.routing(req as IncomingMessage, res as ServerResponse)
+    })
   }
 
   /**

@@ -1,0 +1,103 @@
+import { connect as http2Connect, type ClientHttp2Session, type IncomingHttpHeaders, type OutgoingHttpHeaders } from 'node:http2'
+import { connect as tlsConnect, type TLSSocket } from 'node:tls'
+import type { Duplex } from 'node:stream'
+import type { Test } from 'tap'
+import { openTunnel } from './raw-client'
+
+/** TLS options of a client inside an intercepted tunnel. */
+export interface InnerTlsOptions {
+  /** CA the client trusts: the operator CA in these tests. */
+  ca: Buffer
+  /** ALPN protocols offered (default `['http/1.1']`). */
+  alpn?: string[]
+  /** SNI sent (default none, as for an IP literal). */
+  servername?: string
+}
+
+/**
+ * Runs a client TLS handshake over `transport` (a tunnel socket or an HTTP/2 CONNECT stream)
+ * and resolves once it is done; rejects with the handshake error.
+ */
+export function startInnerTls (transport: Duplex, options: InnerTlsOptions): Promise<TLSSocket> {
+  return new Promise((resolve, reject) => {
+    const socket = tlsConnect({
+      socket: transport,
+      ca: options.ca,
+      ALPNProtocols: options.alpn ?? ['http/1.1'],
+      ...(options.servername === undefined ? { checkServerIdentity: () => undefined } : { servername: options.servername })
+    })
+    socket.once('secureConnect', () => {
+      socket.removeListener('error', reject)
+      socket.on('error', () => {})
+      resolve(socket)
+    })
+    socket.once('error', reject)
+  })
+}
+
+/** Opens an HTTP/1.1 CONNECT to `target` through the proxy and runs TLS inside it; closed at teardown. */
+export async function openInterceptedTls (t: Test, proxyPort: number, target: string, options: InnerTlsOptions, headers: Record<string, string> = {}): Promise<TLSSocket> {
+  const tunnel = await openTunnel(proxyPort, target, headers)
+  if (tunnel.status !== 200) throw new Error(`CONNECT answered ${tunnel.head}`)
+  t.teardown(() => { tunnel.socket.destroy() })
+  return await startInnerTls(tunnel.socket, options)
+}
+
+/** A raw HTTP/1.1 response read from a TLS socket. */
+export interface RawResponse {
+  status: number
+  head: string
+  body: string
+}
+
+/**
+ * Writes `request` verbatim on `socket` and reads until the server closes the connection
+ * (send `Connection: close`, or a request the server answers and closes on).
+ */
+export function rawTlsExchange (socket: TLSSocket, request: string): Promise<RawResponse> {
+  return new Promise((resolve) => {
+    const chunks: Buffer[] = []
+    socket.on('data', (chunk: Buffer) => chunks.push(chunk))
+    socket.once('close', () => {
+      const text = Buffer.concat(chunks).toString('latin1')
+      const end = text.indexOf('\r\n\r\n')
+      const head = end === -1 ? text : text.slice(0, end)
+      resolve({ status: Number(/^HTTP\/1\.[01] (\d{3})/.exec(head)?.[1] ?? 0), head, body: end === -1 ? '' : text.slice(end + 4) })
+    })
+    socket.write(request)
+  })
+}
+
+/** Starts an HTTP/2 client session over an established TLS socket (ALPN h2); closed at teardown. */
+export async function http2OverTls (t: Test, socket: TLSSocket, authority: string): Promise<ClientHttp2Session> {
+  const session = http2Connect(`https://${authority}`, { createConnection: () => socket })
+  session.on('error', () => {})
+  t.teardown(() => { if (!session.destroyed) session.destroy() })
+  await new Promise<void>((resolve, reject) => {
+    session.once('connect', () => resolve())
+    session.once('error', reject)
+  })
+  return session
+}
+
+/** An HTTP/2 response: head and body text. */
+export interface Http2Response {
+  headers: IncomingHttpHeaders
+  status: number
+  body: string
+}
+
+/** Sends one HTTP/2 request on `session` and reads the whole response. */
+export function http2Request (session: ClientHttp2Session, headers: OutgoingHttpHeaders, body?: string): Promise<Http2Response> {
+  return new Promise((resolve, reject) => {
+    const stream = session.request(headers, { endStream: body === undefined })
+    let head: IncomingHttpHeaders = {}
+    let text = ''
+    stream.setEncoding('utf8')
+    stream.on('response', (received) => { head = received })
+    stream.on('data', (chunk: string) => { text += chunk })
+    stream.once('end', () => resolve({ headers: head, status: Number(head[':status']), body: text }))
+    stream.once('error', reject)
+    if (body !== undefined) stream.end(body)
+  })
+}

@@ -1,0 +1,50 @@
+import { test } from 'tap'
+import { makeInterceptionPki } from './helpers/interception-pki'
+import { startInterceptingProxy, startTlsOrigin, staticProvider } from './helpers/intercepting-proxy'
+import { openInterceptedTls, rawTlsExchange } from './helpers/intercepted-client'
+
+test('SPEC 4.3.1 and HOSTILE 27: inside an intercepted HTTP/1.1 tunnel a Host naming another host or port gets 421 with Proxy-Status and is never sent anywhere; equivalent spellings of the CONNECT target are forwarded', async (t) => {
+  const pki = await makeInterceptionPki(t)
+  const origin = await startTlsOrigin(t, pki)
+  const proxy = await startInterceptingProxy(t, pki, {
+    interception: { certificateProvider: staticProvider(pki), selector: { shouldIntercept: () => true } }
+  })
+  const target = `127.0.0.1:${origin.port}`
+
+  for (const host of ['other.example', `other.example:${origin.port}`, '127.0.0.1', `127.0.0.1:${origin.port + 1}`, `localhost:${origin.port}`]) {
+    const socket = await openInterceptedTls(t, proxy.port, target, { ca: pki.operatorCa.cert })
+    const response = await rawTlsExchange(socket, `GET /x HTTP/1.1\r\nHost: ${host}\r\nConnection: close\r\n\r\n`)
+    t.equal(response.status, 421, `Host: ${host}`)
+    t.match(response.head, /\r\nproxy-status: fastify-forward-proxy; error=http_request_error; details="Host does not match the CONNECT target"/i)
+  }
+  t.equal(origin.requests.length, 0, 'nothing was forwarded')
+
+  const socket = await openInterceptedTls(t, proxy.port, target, { ca: pki.operatorCa.cert })
+  const response = await rawTlsExchange(socket, `GET /same HTTP/1.1\r\nHost: 127.0.0.1:${origin.port}\r\nConnection: close\r\n\r\n`)
+  t.equal(response.status, 200)
+  t.equal(origin.requests.length, 1)
+})
+
+test('SPEC 4.3.1: Host comparison normalizes case, a trailing dot and the default port 443; a misdirected request is refused before the app hooks run (a hook answering 204 never sees it)', async (t) => {
+  const pki = await makeInterceptionPki(t)
+  const proxy = await startInterceptingProxy(t, pki, {
+    proxy: { destinations: { allowedHosts: ['api.example'], allowedPorts: [443] } },
+    interception: { certificateProvider: staticProvider(pki), selector: { shouldIntercept: () => true } },
+    setup (app) {
+      // Answer inside the tunnel from a hook: api.example does not exist, and only the Host check matters here.
+      app.addHook('onRequest', async (request, reply) => {
+        if (request.interception !== null) return await reply.code(204).send()
+      })
+    }
+  })
+  for (const host of ['api.example', 'API.Example', 'api.example.', 'api.example:443']) {
+    const socket = await openInterceptedTls(t, proxy.port, 'api.example:443', { ca: pki.operatorCa.cert })
+    const response = await rawTlsExchange(socket, `GET / HTTP/1.1\r\nHost: ${host}\r\nConnection: close\r\n\r\n`)
+    t.equal(response.status, 204, `Host: ${host} reaches the hooks`)
+  }
+  for (const host of ['api.example:8443', 'www.api.example']) {
+    const socket = await openInterceptedTls(t, proxy.port, 'api.example:443', { ca: pki.operatorCa.cert })
+    const response = await rawTlsExchange(socket, `GET / HTTP/1.1\r\nHost: ${host}\r\nConnection: close\r\n\r\n`)
+    t.equal(response.status, 421, `Host: ${host}`)
+  }
+})
