@@ -24,8 +24,11 @@ export function leafName (host: string): LeafName {
   const v4 = parseIPv4(host)
   if (v4 !== null) return { type: 'ip', bytes: v4 }
   if (isIPv6(host)) {
-    const v6 = parseIPv6(host)
-    if (v6 !== null) return { type: 'ip', bytes: v6 }
+    // Only the canonical spelling (compressed, lower case) and never a zone: `fe80::1%eth0`
+    // names a local interface, and another spelling would be cached apart from the canonical one.
+    const v6 = host.includes('%') || canonicalIPv6(host) !== host ? null : parseIPv6(host)
+    if (v6 === null) throw invalid(JSON.stringify(host))
+    return { type: 'ip', bytes: v6 }
   }
   const labels = host.split('.')
   const last = labels[labels.length - 1] ?? ''
@@ -33,6 +36,10 @@ export function leafName (host: string): LeafName {
     throw invalid(JSON.stringify(host.slice(0, MAX_NAME_LENGTH + 1)))
   }
   return { type: 'dns', name: host }
+}
+
+function canonicalIPv6 (host: string): string {
+  return new URL(`http://[${host}]/`).hostname.slice(1, -1)
 }
 
 function invalid (shown: string): ForwardProxyCertificateError {
