@@ -1,0 +1,37 @@
+import { test } from 'tap'
+import { makeInterceptionPki } from './helpers/interception-pki'
+import { startInterceptingProxy, startTlsOrigin } from './helpers/intercepting-proxy'
+import { startInnerTls } from './helpers/intercepted-client'
+import { openTunnel } from './helpers/raw-client'
+import { eventually } from './helpers/eventually'
+
+test('SPEC 2.3.3 and 7.1: a certificate provider returning null fails the client\'s TLS handshake with a handshake_failure alert; the tunnel closes and gives its slot back', async (t) => {
+  const pki = await makeInterceptionPki(t)
+  const origin = await startTlsOrigin(t, pki)
+  const proxy = await startInterceptingProxy(t, pki, {
+    interception: { certificateProvider: { getCertificate: () => null }, selector: { shouldIntercept: () => true } }
+  })
+  const tunnel = await openTunnel(proxy.port, `127.0.0.1:${origin.port}`)
+  t.equal(tunnel.status, 200)
+  const closed = new Promise((resolve) => tunnel.socket.once('close', resolve))
+  const error = await startInnerTls(tunnel.socket, { ca: pki.operatorCa.cert }).then(() => null, (caught: unknown) => caught as Error & { code?: string })
+  t.equal(error?.code, 'ERR_SSL_SSLV3_ALERT_HANDSHAKE_FAILURE')
+  await closed
+  await eventually(() => proxy.app.forwardProxy.activeTunnels === 0)
+  t.equal(origin.requests.length, 0)
+})
+
+test('SPEC 2.3.3: a certificate provider that throws fails the handshake the same way (and the error is not shown to the client)', async (t) => {
+  const pki = await makeInterceptionPki(t)
+  const origin = await startTlsOrigin(t, pki)
+  const proxy = await startInterceptingProxy(t, pki, {
+    interception: { certificateProvider: { getCertificate: async () => { throw new Error('EST service down: secret detail') } }, selector: { shouldIntercept: () => true } }
+  })
+  const tunnel = await openTunnel(proxy.port, `127.0.0.1:${origin.port}`)
+  let received = ''
+  tunnel.socket.on('data', (chunk: Buffer) => { received += chunk.toString('latin1') })
+  const error = await startInnerTls(tunnel.socket, { ca: pki.operatorCa.cert }).then(() => null, (caught: unknown) => caught as Error & { code?: string })
+  t.equal(error?.code, 'ERR_SSL_SSLV3_ALERT_HANDSHAKE_FAILURE')
+  t.notMatch(received, /secret/)
+  await eventually(() => proxy.app.forwardProxy.activeTunnels === 0)
+})
