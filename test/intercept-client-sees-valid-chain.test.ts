@@ -3,7 +3,7 @@ import { promisify } from 'node:util'
 import { test } from 'tap'
 import { makeInterceptionPki } from './helpers/interception-pki'
 import { startInterceptingProxy, startTlsOrigin, staticProvider } from './helpers/intercepting-proxy'
-import { startInnerTls } from './helpers/intercepted-client'
+import { startInnerTls, tunnelTransport } from './helpers/intercepted-client'
 import { openTunnel } from './helpers/raw-client'
 
 const run = promisify(execFile)
@@ -33,7 +33,7 @@ test('SPEC 4.5.6: a Node TLS client trusting only the operator CA authorizes the
   })
   const tunnel = await openTunnel(proxy.port, `localhost:${origin.port}`)
   t.teardown(() => tunnel.socket.destroy())
-  const socket = await startInnerTls(tunnel.socket, { ca: pki.operatorCa.cert, servername: 'localhost' })
+  const socket = await startInnerTls(tunnelTransport(tunnel), { ca: pki.operatorCa.cert, servername: 'localhost' })
   t.equal(socket.authorized, true)
   const leaf = socket.getPeerCertificate()
   t.equal(leaf.issuer.CN, 'Interception Test Operator CA')

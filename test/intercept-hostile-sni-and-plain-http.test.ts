@@ -1,7 +1,7 @@
 import { test } from 'tap'
 import { makeInterceptionPki } from './helpers/interception-pki'
 import { startInterceptingProxy, startTlsOrigin, staticProvider } from './helpers/intercepting-proxy'
-import { rawTlsExchange, startInnerTls } from './helpers/intercepted-client'
+import { rawTlsExchange, startInnerTls, tunnelTransport } from './helpers/intercepted-client'
 import { openTunnel } from './helpers/raw-client'
 import { eventually } from './helpers/eventually'
 
@@ -13,13 +13,13 @@ test('HOSTILE 26: CONNECT to one host then SNI naming another: the provider is o
     interception: { certificateProvider: provider, selector: { shouldIntercept: () => true } }
   })
   const tunnel = await openTunnel(proxy.port, `127.0.0.1:${origin.port}`)
-  const socket = await startInnerTls(tunnel.socket, { ca: pki.operatorCa.cert, servername: 'b.example' }).catch((error: Error) => error)
+  const socket = await startInnerTls(tunnelTransport(tunnel), { ca: pki.operatorCa.cert, servername: 'b.example' }).catch((error: Error) => error)
   // The leaf names 127.0.0.1, so a client checking b.example refuses it: exactly the point.
   t.match(socket, { code: 'ERR_TLS_CERT_ALTNAME_INVALID' })
   t.same(provider.asked, [`127.0.0.1:${origin.port}`], 'no certificate was asked for b.example')
 
   const again = await openTunnel(proxy.port, `127.0.0.1:${origin.port}`)
-  const inner = await startInnerTls(again.socket, { ca: pki.operatorCa.cert })
+  const inner = await startInnerTls(tunnelTransport(again), { ca: pki.operatorCa.cert })
   const response = await rawTlsExchange(inner, 'GET / HTTP/1.1\r\nHost: b.example\r\nConnection: close\r\n\r\n')
   t.equal(response.status, 421)
   t.equal(origin.requests.length, 0)

@@ -20,7 +20,7 @@ test('SPEC 4.3.1: inside an intercepted tunnel absolute-form, asterisk-form and 
   for (const request of requests) {
     const socket = await openInterceptedTls(t, proxy.port, target, { ca: pki.operatorCa.cert })
     const response = await rawTlsExchange(socket, request)
-    t.equal(response.status, 400, request.split('\r\n')[0])
+    t.equal(response.status, 400, request.split('\r\n')[0] ?? '')
     t.match(response.head, /\r\nproxy-status: fastify-forward-proxy; error=http_request_error/i)
   }
   t.equal(origin.requests.length, 0)

@@ -1,7 +1,7 @@
 import { test } from 'tap'
 import { makeInterceptionPki } from './helpers/interception-pki'
 import { startInterceptingProxy, startTlsOrigin } from './helpers/intercepting-proxy'
-import { startInnerTls } from './helpers/intercepted-client'
+import { startInnerTls, tunnelTransport } from './helpers/intercepted-client'
 import { openTunnel } from './helpers/raw-client'
 import { eventually } from './helpers/eventually'
 
@@ -14,7 +14,7 @@ test('SPEC 2.3.3 and 7.1: a certificate provider returning null fails the client
   const tunnel = await openTunnel(proxy.port, `127.0.0.1:${origin.port}`)
   t.equal(tunnel.status, 200)
   const closed = new Promise((resolve) => tunnel.socket.once('close', resolve))
-  const error = await startInnerTls(tunnel.socket, { ca: pki.operatorCa.cert }).then(() => null, (caught: unknown) => caught as Error & { code?: string })
+  const error = await startInnerTls(tunnelTransport(tunnel), { ca: pki.operatorCa.cert }).then(() => null, (caught: unknown) => caught as Error & { code?: string })
   t.equal(error?.code, 'ERR_SSL_SSLV3_ALERT_HANDSHAKE_FAILURE')
   await closed
   await eventually(() => proxy.app.forwardProxy.activeTunnels === 0)
@@ -30,7 +30,7 @@ test('SPEC 2.3.3: a certificate provider that throws fails the handshake the sam
   const tunnel = await openTunnel(proxy.port, `127.0.0.1:${origin.port}`)
   let received = ''
   tunnel.socket.on('data', (chunk: Buffer) => { received += chunk.toString('latin1') })
-  const error = await startInnerTls(tunnel.socket, { ca: pki.operatorCa.cert }).then(() => null, (caught: unknown) => caught as Error & { code?: string })
+  const error = await startInnerTls(tunnelTransport(tunnel), { ca: pki.operatorCa.cert }).then(() => null, (caught: unknown) => caught as Error & { code?: string })
   t.equal(error?.code, 'ERR_SSL_SSLV3_ALERT_HANDSHAKE_FAILURE')
   t.notMatch(received, /secret/)
   await eventually(() => proxy.app.forwardProxy.activeTunnels === 0)

@@ -1,8 +1,8 @@
 import { connect as http2Connect, type ClientHttp2Session, type IncomingHttpHeaders, type OutgoingHttpHeaders } from 'node:http2'
 import { connect as tlsConnect, type TLSSocket } from 'node:tls'
-import type { Duplex } from 'node:stream'
+import { Duplex } from 'node:stream'
 import type { Test } from 'tap'
-import { openTunnel } from './raw-client'
+import { openTunnel, type OpenTunnel } from './raw-client'
 
 /** TLS options of a client inside an intercepted tunnel. */
 export interface InnerTlsOptions {
@@ -35,12 +35,33 @@ export function startInnerTls (transport: Duplex, options: InnerTlsOptions): Pro
   })
 }
 
+/**
+ * The tunnel's socket with any bytes that arrived together with the 200 put back, so TLS
+ * reads them (a server that speaks first, e.g. a handshake_failure alert, can be that fast).
+ */
+export function tunnelTransport (tunnel: OpenTunnel): Duplex {
+  const { socket, rest } = tunnel
+  if (rest.length === 0) return socket
+  // A TLS socket over a net.Socket takes its handle and never sees unshifted bytes: go through JS.
+  const transport = new Duplex({
+    read () { socket.resume() },
+    write (chunk: Buffer, _encoding, callback) { socket.write(chunk, callback) },
+    final (callback) { socket.end(); callback() },
+    destroy (error, callback) { socket.destroy(); callback(error) }
+  })
+  transport.push(rest)
+  socket.on('data', (chunk: Buffer) => { if (!transport.push(chunk)) socket.pause() })
+  socket.once('end', () => transport.push(null))
+  socket.once('close', () => transport.destroy())
+  return transport
+}
+
 /** Opens an HTTP/1.1 CONNECT to `target` through the proxy and runs TLS inside it; closed at teardown. */
 export async function openInterceptedTls (t: Test, proxyPort: number, target: string, options: InnerTlsOptions, headers: Record<string, string> = {}): Promise<TLSSocket> {
   const tunnel = await openTunnel(proxyPort, target, headers)
   if (tunnel.status !== 200) throw new Error(`CONNECT answered ${tunnel.head}`)
   t.teardown(() => { tunnel.socket.destroy() })
-  return await startInnerTls(tunnel.socket, options)
+  return await startInnerTls(tunnelTransport(tunnel), options)
 }
 
 /** A raw HTTP/1.1 response read from a TLS socket. */
