@@ -1,0 +1,60 @@
+import { test } from 'tap'
+import { ProxyAgent, request } from 'undici'
+import { makeInterceptionPki } from './helpers/interception-pki'
+import { HUNDRED_MIB, mib, randomBody, startLargeBodyOrigin, type ReceivedUpload } from './helpers/large-body'
+import { startMemoryProbedProxy, type MemoryGrowth } from './helpers/memory-probed-proxy'
+import { settled } from './helpers/settled'
+
+// Why this fails for real if the proxy buffered the body: midway the origin stops reading.
+// A streaming proxy stops reading the client once the buffers on the way are full, so the
+// client, whose random bytes are made only when undici asks for more, stalls a bounded
+// distance ahead of the origin. A proxy that read the whole request body before sending it
+// (or ignored backpressure anywhere) would drain the client to the end: close to 100 MiB
+// ahead, held in the proxy's memory. The proxy runs in a child process of its own, so its
+// memory is measured apart from the client and origin here, while the transfer is stalled.
+const READ_BEFORE_STALL = 16 * 1024 * 1024
+const MAX_IN_FLIGHT = 40 * 1024 * 1024
+const MAX_PROXY_BUFFERS = 16 * 1024 * 1024
+const MAX_PEAK_RSS_GROWTH = 64 * 1024 * 1024
+
+test('Issue 4 (SPEC 4.2.4): a 100 MiB upload through an intercepted tunnel arrives byte-exact (SHA-256 at both ends); with the origin not reading, the client is held back and the proxy holds no body', { timeout: 30_000 }, async (t) => {
+  const pki = await makeInterceptionPki(t)
+  const body = randomBody(HUNDRED_MIB)
+  let stall: { produced: number, read: number, whileStalled: MemoryGrowth } | undefined
+  let measureStalled: (read: number) => Promise<void> = async () => {}
+  const originPort = await startLargeBodyOrigin(t, pki, {
+    upload: { pauseAfter: READ_BEFORE_STALL, whilePaused: (read) => measureStalled(read) }
+  })
+  const proxy = await startMemoryProbedProxy(t, pki)
+  measureStalled = async (read) => {
+    // Nothing moves once every buffer between client and origin is full: wait for that.
+    const produced = await settled(() => body.produced(), 300, 10_000)
+    stall = { produced, read, whileStalled: await proxy.measure() }
+  }
+  const agent = new ProxyAgent({ uri: proxy.url, requestTls: { ca: pki.operatorCa.cert } })
+  t.teardown(() => agent.close())
+  await proxy.baseline()
+
+  const started = performance.now()
+  const response = await request(`https://127.0.0.1:${originPort}/upload`, {
+    dispatcher: agent,
+    method: 'PUT',
+    headers: { 'content-type': 'application/octet-stream', 'content-length': String(HUNDRED_MIB) },
+    body: body.stream
+  })
+  t.equal(response.statusCode, 200)
+  const received = await response.body.json() as ReceivedUpload
+  const seconds = (performance.now() - started) / 1000
+  const afterwards = await proxy.measure()
+
+  t.equal(received.bytes, HUNDRED_MIB, 'every byte arrived')
+  t.equal(received.sha256, body.digest(), 'the same bytes in the same order (SHA-256 of what the client sent)')
+  if (stall === undefined) throw new Error('the origin never paused')
+  const ahead = stall.produced - stall.read
+  t.comment(`origin stalled after ${mib(stall.read)}; client had produced ${mib(stall.produced)}, ${mib(ahead)} ahead; ` +
+    `proxy growth while stalled: Buffers ${mib(stall.whileStalled.arrayBuffers)}, heap ${mib(stall.whileStalled.heapUsed)}; ` +
+    `peak RSS growth over the transfer ${mib(afterwards.maxRss)} (baseline peak ${mib(afterwards.baselineMaxRss)}); ${seconds.toFixed(2)} s`)
+  t.ok(ahead < MAX_IN_FLIGHT, `the client was held back: ${mib(ahead)} ahead of the origin (bound ${mib(MAX_IN_FLIGHT)})`)
+  t.ok(stall.whileStalled.arrayBuffers < MAX_PROXY_BUFFERS, `the stalled proxy holds ${mib(stall.whileStalled.arrayBuffers)} more Buffers than before (bound ${mib(MAX_PROXY_BUFFERS)})`)
+  t.ok(afterwards.maxRss < MAX_PEAK_RSS_GROWTH, `the proxy's peak RSS grew by ${mib(afterwards.maxRss)} over the whole transfer (bound ${mib(MAX_PEAK_RSS_GROWTH)})`)
+})
