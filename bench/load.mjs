@@ -2,14 +2,21 @@
 // `duration` seconds over keep-alive connections and reports req/s, p99 and MB/s as JSON.
 // Modes: http-direct, http-proxy (absolute-form through the proxy), tunnel-direct,
 // tunnel-proxy (each connection is a CONNECT tunnel), download-direct, download-tunnel.
+// With a sixth argument (a CA file the client trusts) the origin is HTTPS and the modes are
+// https-direct, https-tunnel (TLS to the origin through a CONNECT tunnel: opaque, or
+// intercepted when the proxy intercepts), https-direct-new / https-tunnel-new (a new connection,
+// so a new TLS handshake, per request), download-https-direct, download-https-tunnel.
+import { readFileSync } from 'node:fs'
 import { connect } from 'node:net'
+import { connect as tlsConnect } from 'node:tls'
 import { Pool } from 'undici'
 
-const [mode, originPort, proxyPort, durationText, connectionsText] = process.argv.slice(2)
+const [mode, originPort, proxyPort, durationText, connectionsText, caPath] = process.argv.slice(2)
+const ca = caPath === undefined ? undefined : readFileSync(caPath)
 const duration = Number(durationText) * 1000
 const download = mode.startsWith('download')
 const connections = download ? 1 : Number(connectionsText)
-const origin = `http://127.0.0.1:${originPort}`
+const origin = `${ca === undefined ? 'http' : 'https'}://127.0.0.1:${originPort}`
 
 function tunnelConnector (options, callback) {
   const socket = connect(Number(proxyPort), '127.0.0.1', () => socket.write(`CONNECT 127.0.0.1:${originPort} HTTP/1.1\r\nHost: 127.0.0.1:${originPort}\r\n\r\n`))
@@ -27,11 +34,22 @@ function tunnelConnector (options, callback) {
   socket.once('error', (error) => callback(error, null))
 }
 
+function tlsTunnelConnector (options, callback) {
+  tunnelConnector(options, (error, socket) => {
+    if (error !== null) return callback(error, null)
+    const tls = tlsConnect({ socket, host: '127.0.0.1', ca, ALPNProtocols: ['http/1.1'] }, () => callback(null, tls))
+    tls.once('error', (tlsError) => callback(tlsError, null))
+  })
+}
+
 const viaProxy = mode === 'http-proxy'
+const tunnelled = ['tunnel-proxy', 'download-tunnel', 'https-tunnel', 'https-tunnel-new', 'download-https-tunnel'].includes(mode)
 const pool = new Pool(viaProxy ? `http://127.0.0.1:${proxyPort}` : origin, {
   connections,
   pipelining: 1,
-  ...(mode === 'tunnel-proxy' || mode === 'download-tunnel' ? { connect: tunnelConnector } : {})
+  ...(mode.endsWith('-new') ? { maxRequestsPerClient: 1 } : {}),
+  ...(tunnelled ? { connect: ca === undefined ? tunnelConnector : tlsTunnelConnector } : {}),
+  ...(!tunnelled && ca !== undefined ? { connect: { ca } } : {})
 })
 const path = download ? '/big' : '/small'
 const requestPath = viaProxy ? `${origin}${path}` : path

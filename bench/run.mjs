@@ -4,13 +4,16 @@
 // - base: each scenario direct and through the plain-text proxy, with the ratio;
 // - h2: HTTP/1.1 CONNECT against HTTP/2 CONNECT on one TLS proxy (http2 + allowHTTP1):
 //   tunnels/s, and MB/s of 64 MiB downloads and uploads through 1 and 8 tunnels;
+// - intercept: an HTTPS origin direct, through an opaque tunnel, and through an intercepted
+//   tunnel (leaves from an operator CA, destination validated): keep-alive requests, a new
+//   connection per request, a 64 MiB download;
 // - h2-windows: the HTTP/2 transfers again with raised flow-control windows (the client's for
 //   downloads, a second TLS proxy's for uploads; default 1 MiB per stream, 16 MiB per
 //   connection), against the same HTTP/1.1 figures.
 // BENCH_H2_SESSIONS (default 1): HTTP/2 sessions the tunnel streams are spread over.
 // BENCH_RAW=1 prints every tunnel measurement as JSON on stderr.
 import { execFileSync, spawn } from 'node:child_process'
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs'
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
 import { cpus, tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
@@ -19,9 +22,10 @@ const here = (file) => fileURLToPath(new URL(file, import.meta.url))
 const duration = process.env.BENCH_DURATION ?? '8'
 const connections = process.env.BENCH_CONNECTIONS ?? '32'
 const h2Sessions = Number(process.env.BENCH_H2_SESSIONS ?? '1')
-const groups = (process.env.BENCH_SCENARIOS ?? 'base,h2,h2-windows').split(',').map((g) => g.trim()).filter(Boolean)
+const GROUPS = ['base', 'intercept', 'h2', 'h2-windows']
+const groups = (process.env.BENCH_SCENARIOS ?? GROUPS.join(',')).split(',').map((g) => g.trim()).filter(Boolean)
 for (const group of groups) {
-  if (!['base', 'h2', 'h2-windows'].includes(group)) throw new Error(`BENCH_SCENARIOS: unknown group ${group} (base, h2, h2-windows)`)
+  if (!GROUPS.includes(group)) throw new Error(`BENCH_SCENARIOS: unknown group ${group} (${GROUPS.join(', ')})`)
 }
 // Raised HTTP/2 receive windows (Node's default is 65535 bytes for each stream and for the connection).
 // BENCH_H2_STREAM_WINDOW and BENCH_H2_CONNECTION_WINDOW (bytes) change the raised values.
@@ -39,8 +43,9 @@ function startChild (file, args = []) {
   })
 }
 
-function load (mode, originPort, proxyPort) {
-  const output = execFileSync(process.execPath, [here('./load.mjs'), mode, String(originPort), String(proxyPort), duration, connections], { encoding: 'utf8' })
+function load (mode, originPort, proxyPort, caPath) {
+  const args = [here('./load.mjs'), mode, String(originPort), String(proxyPort), duration, connections, ...(caPath === undefined ? [] : [caPath])]
+  const output = execFileSync(process.execPath, args, { encoding: 'utf8' })
   return JSON.parse(output)
 }
 
@@ -52,6 +57,70 @@ function tunnelLoad (options) {
 function rssMiB (pid) {
   const line = readFileSync(`/proc/${pid}/status`, 'utf8').split('\n').find((l) => l.startsWith('VmRSS:'))
   return line === undefined ? NaN : Number(line.split(/\s+/)[1]) / 1024
+}
+
+/** A P-256 CA (basicConstraints and keyUsage as a CA needs them), made with openssl. */
+function makeCa (directory, name) {
+  const keyPath = join(directory, `${name}.key`)
+  const certPath = join(directory, `${name}.pem`)
+  execFileSync('openssl', [
+    'req', '-x509', '-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:prime256v1', '-nodes',
+    '-subj', `/CN=bench ${name}`, '-days', '2',
+    '-addext', 'basicConstraints=critical,CA:TRUE', '-addext', 'keyUsage=critical,keyCertSign,cRLSign',
+    '-keyout', keyPath, '-out', certPath
+  ], { stdio: 'ignore' })
+  return { keyPath, certPath }
+}
+
+/** A leaf for 127.0.0.1 signed by `ca`, made with openssl. */
+function makeLeaf (directory, name, ca) {
+  const keyPath = join(directory, `${name}.key`)
+  const certPath = join(directory, `${name}.pem`)
+  const csrPath = join(directory, `${name}.csr`)
+  const extPath = join(directory, `${name}.ext`)
+  writeFileSync(extPath, 'subjectAltName=IP:127.0.0.1\nbasicConstraints=critical,CA:FALSE\nkeyUsage=critical,digitalSignature\nextendedKeyUsage=serverAuth\n')
+  execFileSync('openssl', ['req', '-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:prime256v1', '-nodes', '-subj', '/CN=127.0.0.1', '-keyout', keyPath, '-out', csrPath], { stdio: 'ignore' })
+  execFileSync('openssl', ['x509', '-req', '-in', csrPath, '-CA', ca.certPath, '-CAkey', ca.keyPath, '-CAcreateserial', '-days', '1', '-extfile', extPath, '-out', certPath], { stdio: 'ignore' })
+  return { keyPath, certPath }
+}
+
+async function runIntercept () {
+  const directory = mkdtempSync(join(tmpdir(), 'ffp-bench-intercept-'))
+  try {
+    const destinationCa = makeCa(directory, 'destination-ca')
+    const operatorCa = makeCa(directory, 'operator-ca')
+    const originLeaf = makeLeaf(directory, 'origin', destinationCa)
+    const origin = await startChild('./origin.mjs', ['tls', originLeaf.keyPath, originLeaf.certPath])
+    const opaque = await startChild('./proxy-server.mjs')
+    const intercepting = await startChild('./intercepting-proxy-server.mjs', [operatorCa.certPath, operatorCa.keyPath, destinationCa.certPath])
+    const originPort = Number(origin.line)
+    const opaquePort = Number(opaque.line)
+    const interceptPort = Number(intercepting.line)
+    const rows = [
+      ['keep-alive requests, 13 B', 'https-direct', 'https-tunnel', 'reqPerSec'],
+      ['new TLS connection per request, 13 B', 'https-direct-new', 'https-tunnel-new', 'reqPerSec'],
+      ['64 MiB download', 'download-https-direct', 'download-https-tunnel', 'mbPerSec']
+    ].map(([name, directMode, tunnelMode, metric]) => ({
+      name,
+      metric,
+      direct: load(directMode, originPort, opaquePort, destinationCa.certPath),
+      opaque: load(tunnelMode, originPort, opaquePort, destinationCa.certPath),
+      intercepted: load(tunnelMode, originPort, interceptPort, operatorCa.certPath)
+    }))
+    const rss = rssMiB(intercepting.child.pid)
+    for (const child of [origin, opaque, intercepting]) child.child.kill()
+
+    print('Interception: HTTPS origin (Node https, P-256 leaf from a test CA); the client trusts the destination CA (direct, opaque) or the operator CA (intercepted); the intercepting proxy mints P-256 leaves and validates the origin.\n')
+    print('| scenario | direct | opaque tunnel | intercepted | intercepted / direct | p99 ms direct / opaque / intercepted | errors |')
+    print('|---|---|---|---|---|---|---|')
+    for (const { name, metric, direct, opaque: tunnel, intercepted } of rows) {
+      const unit = metric === 'reqPerSec' ? 'req/s' : 'MB/s'
+      print(`| ${name} | ${fmt(direct[metric])} ${unit} | ${fmt(tunnel[metric])} ${unit} | ${fmt(intercepted[metric])} ${unit} | ${fmt(intercepted[metric] / direct[metric], 2)} | ${fmt(direct.p99, 1)} / ${fmt(tunnel.p99, 1)} / ${fmt(intercepted.p99, 1)} | ${direct.errors + tunnel.errors + intercepted.errors} |`)
+    }
+    print(`\nintercepting proxy RSS after the run: ${fmt(rss, 1)} MiB\n`)
+  } finally {
+    rmSync(directory, { recursive: true, force: true })
+  }
 }
 
 /** A self-signed P-256 certificate for 127.0.0.1 (CN and IP SAN), made with openssl. */
@@ -168,6 +237,7 @@ try {
   print(`node ${process.version}, ${cpus().length} cores, duration ${duration}s per measurement, ${connections} connections (downloads: 1), groups: ${groups.join(',')}`)
   print('base: origin Node http (bench/origin.mjs), client undici Pool (bench/load.mjs); h2: client bench/tunnel-load.mjs; each party in its own process\n')
   if (groups.includes('base')) await runBase()
+  if (groups.includes('intercept')) await runIntercept()
   if (groups.includes('h2') || groups.includes('h2-windows')) await runHttp2()
 } finally {
   for (const child of children) if (child.exitCode === null) child.kill()
