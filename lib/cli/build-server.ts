@@ -12,7 +12,7 @@ import { closeAllConnections, closeIdleConnections } from './connection-shutdown
 import { createHttp2Listener } from './http2-listener'
 import { loadListenerTls, type ListenerTlsFiles } from './listener-tls'
 import { createProxyApp } from './proxy-app'
-import { registerInterceptionFromConfig } from './interception-from-config'
+import { registerInterceptionFromConfig, type DevelopmentCaInUse } from './interception-from-config'
 import { createHeaderRulesTransform } from '../forward/header-rules-transform'
 import { SERVER_TIMEOUTS } from './server-timeouts'
 
@@ -26,6 +26,11 @@ export interface RunningProxyServer {
    * with `http2` has an HTTP/2 TLS server (`Http2SecureServer`, HTTP/1.1 allowed).
    */
   readonly servers: ProxyServer[]
+  /**
+   * The development CA signing intercepted leaves (interception without `ca`): its files and
+   * whether this start created it. Undefined with an operator CA or without interception.
+   */
+  readonly developmentCa: DevelopmentCaInUse
   /**
    * Stops accepting, closes open tunnels, lets in-flight requests finish for the shutdown grace
    * period, then closes every remaining connection and listener.
@@ -68,7 +73,7 @@ export async function startProxyServer (config: ProxyServerConfig, options: Star
   const tlsFiles = config.listen.map((listener, index) => listener.tls === undefined ? undefined : loadListenerTls(listener.tls, index))
   const app = createProxyApp(first, tlsFiles[0], config.log.level)
   await app.register(forwardProxy, pluginOptionsFromConfig(config))
-  if (config.interception !== undefined) await registerInterceptionFromConfig(app, config.interception)
+  const developmentCa = config.interception === undefined ? undefined : await registerInterceptionFromConfig(app, config.interception, config.dataDirectory)
 
   const extraServers: ProxyServer[] = []
   let extrasClosed: Promise<unknown> = Promise.resolve()
@@ -112,7 +117,7 @@ export async function startProxyServer (config: ProxyServerConfig, options: Star
       })
       urls.push(listenerUrl(listener, server.address() as AddressInfo))
     }
-    return { app, urls, servers: [app.server, ...extraServers], close }
+    return { app, urls, servers: [app.server, ...extraServers], developmentCa, close }
   } catch (error) {
     await close()
     throw error

@@ -4,28 +4,50 @@ import { tlsInterception } from '../interception-plugin'
 import { createHostListSelector } from '../interception/host-list-selector'
 import { createCaCertificateProvider } from '../certificates/ca-certificate-provider'
 import { ForwardProxyCertificateError } from '../certificates/certificate-error'
+import { openDevelopmentCa, type DevelopmentCa } from '../certificates/development-ca-files'
 import type { ForwardProxyCertificateProvider, TlsInterceptionOptions } from '../../types/interception'
 import { ConfigError } from './config-error'
 import type { InterceptionConfig } from './config'
 
+/** The development CA in use (without `interception.ca`), or undefined with an operator CA. */
+export type DevelopmentCaInUse = Omit<DevelopmentCa, 'provider'> | undefined
+
 /**
  * Registers `tlsInterception` for the configuration file's `interception` key: the built-in
- * host-list selector, a certificate provider backed by the operator CA of `interception.ca`,
- * and the destination trust, client protocols and handshake timeout given there. The CA is
- * read and checked now, so a bad CA stops start-up with the key named (never its content).
+ * host-list selector, a certificate provider backed by the operator CA of `interception.ca` (or,
+ * without it, by the development CA of `dataDirectory`, created on first start), and the
+ * destination trust, client protocols and handshake timeout given there. The CA is read and
+ * checked now, so a bad CA stops start-up with the key named (never its content).
+ * @returns where the development CA is, when one is used, for the start-up summary.
  * @throws ConfigError naming the key of an unreadable or unusable file.
  */
-export async function registerInterceptionFromConfig (app: FastifyInstance, interception: InterceptionConfig): Promise<void> {
+export async function registerInterceptionFromConfig (app: FastifyInstance, interception: InterceptionConfig, dataDirectory: string): Promise<DevelopmentCaInUse> {
   const ca = interception.ca
-  if (ca === undefined) throw new ConfigError('/interception: needs "ca" in this version')
+  const development = ca === undefined ? await loadDevelopmentCa(dataDirectory) : undefined
   const options: TlsInterceptionOptions = {
     selector: createHostListSelector(interception.hosts),
-    certificateProvider: loadCaProvider(ca),
+    certificateProvider: ca === undefined ? (development as DevelopmentCa).provider : loadCaProvider(ca),
     ...(interception.trustedDestinationCa === undefined ? {} : { trustedDestinationCa: readFile(interception.trustedDestinationCa, '/interception/trustedDestinationCa') }),
     ...(interception.clientProtocols === undefined ? {} : { clientProtocols: interception.clientProtocols }),
     ...(interception.handshakeTimeout === undefined ? {} : { handshakeTimeout: interception.handshakeTimeout })
   }
   await app.register(tlsInterception, options)
+  if (development === undefined) return undefined
+  const { provider: _provider, ...files } = development
+  // The paths only: the key itself is never logged.
+  app.log.warn({ caCert: files.certPath, caKey: files.keyPath, created: files.created }, 'TLS interception uses a DEVELOPMENT CA (not for production); clients must trust its certificate')
+  return files
+}
+
+async function loadDevelopmentCa (dataDirectory: string): Promise<DevelopmentCa> {
+  try {
+    return await openDevelopmentCa(dataDirectory)
+  } catch (error) {
+    if (error instanceof ForwardProxyCertificateError) throw new ConfigError(`/interception (development CA): ${error.message.replace(/^fastify-forward-proxy: /, '')}`)
+    const code = (error as NodeJS.ErrnoException).code
+    if (typeof code === 'string') throw new ConfigError(`/dataDirectory: cannot create or read the development CA in "${dataDirectory}" (${code})`)
+    throw error
+  }
 }
 
 function loadCaProvider (ca: { cert: string, key: string }): ForwardProxyCertificateProvider {

@@ -40,7 +40,7 @@ async function main (): Promise<void> {
   process.on('SIGTERM', shutdown)
   // Printed once the signals are handled: a supervisor that stops the proxy as soon as it reads
   // the summary gets a graceful shutdown.
-  process.stdout.write(`${startupSummary(config, server.urls).join('\n')}\n`)
+  process.stdout.write(`${startupSummary(config, server.urls, server.developmentCa).join('\n')}\n`)
 }
 
 main().catch((error: unknown) => {

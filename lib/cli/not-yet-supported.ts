@@ -11,9 +11,6 @@ export function rejectNotYetSupported (value: unknown, source: string): void {
   const interception = value.interception
   if (typeof interception !== 'object' || interception === null) return
   if ('est' in interception) {
-    throw new ConfigError(`${source}: /interception/est: EST enrollment is not supported yet in this version; give the operator CA as /interception/ca`)
-  }
-  if (!('ca' in interception)) {
-    throw new ConfigError(`${source}: /interception: needs "ca" (the operator CA's certificate and key files) in this version; a development CA created on first start comes later`)
+    throw new ConfigError(`${source}: /interception/est: EST enrollment is not supported yet in this version; give the operator CA as /interception/ca (or leave both out for a development CA in dataDirectory)`)
   }
 }

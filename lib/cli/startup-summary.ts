@@ -1,12 +1,15 @@
 import { DEFAULT_LIMITS } from '../options'
 import type { ProxyServerConfig } from './config'
+import { developmentCaNotice } from './development-ca-notice'
+import type { DevelopmentCaInUse } from './interception-from-config'
 
 /**
  * The human-readable lines printed on start: where it listens and with which HTTP versions
  * (`https://127.0.0.1:8443 (HTTP/1.1 + HTTP/2)`), whether authentication is on
- * (user count only, never a password), the destination policy, the limits, and interception.
+ * (user count only, never a password), the destination policy, the limits, and interception;
+ * with a development CA (`developmentCa`), a warning, its path and how clients trust it.
  */
-export function startupSummary (config: ProxyServerConfig, urls: readonly string[]): string[] {
+export function startupSummary (config: ProxyServerConfig, urls: readonly string[], developmentCa?: DevelopmentCaInUse): string[] {
   const users = Object.keys(config.users ?? {}).length
   const d = config.destinations ?? {}
   const ports = d.allowedPorts === '*' ? 'any port' : `ports ${(d.allowedPorts ?? [80, 443]).join(', ')}`
@@ -23,7 +26,8 @@ export function startupSummary (config: ProxyServerConfig, urls: readonly string
     `  limits: ${limits.maxConcurrentTunnels} tunnels, tunnel idle ${limits.tunnelIdleTimeout} ms, http activity ${limits.httpActivityTimeout} ms, connect ${limits.connectTimeout} ms`,
     config.interception === undefined
       ? '  interception: off'
-      : `  interception: ${config.interception.hosts.join(', ')} (leaves signed by ${config.interception.ca?.cert ?? 'no CA'}; clients must trust that CA)`,
+      : `  interception: ${config.interception.hosts.join(', ')} (leaves signed by ${config.interception.ca?.cert ?? developmentCa?.certPath ?? 'no CA'}; clients must trust that CA)`,
+    ...(developmentCa === undefined ? [] : developmentCaNotice(developmentCa)),
     ...(config.headers === undefined || config.headers.length === 0 ? [] : [`  header rules: ${config.headers.length} (${config.headers.map((rule) => rule.hosts.join(', ')).join('; ')})`]),
     '  health check: GET /healthz on every listener'
   ]
