@@ -11,3 +11,6 @@ export { createHostListSelector, ForwardProxyRuleError } from './interception/ho
 export { createHeaderRulesTransform } from './forward/header-rules-transform'
 export { createCaCertificateProvider, CA_PROVIDER_DEFAULTS } from './certificates/ca-certificate-provider'
 export { ForwardProxyCertificateError, type ForwardProxyCertificateErrorReason } from './certificates/certificate-error'
+export { createEstCertificateProvider } from './certificates/est-certificate-provider'
+export { EST_PROVIDER_DEFAULTS } from './certificates/est-options'
+export { ForwardProxyEstError, type ForwardProxyEstErrorReason } from './certificates/est-error'

@@ -35,3 +35,4 @@ export type {
   ForwardProxyIssuedLeaf,
   ForwardProxyLeafKeyType
 } from './certificates'
+export type { ForwardProxyEstProviderOptions, ForwardProxyEstCertificateProvider } from './est'

@@ -1,7 +1,7 @@
 import { createSecureContext } from 'node:tls'
 import { fromBER, Integer, Utf8String } from 'asn1js'
 import { AttributeTypeAndValue, Certificate, PublicKeyInfo, RelativeDistinguishedNames, Time } from 'pkijs'
-import type { ForwardProxyIssuedLeaf } from '../../types/certificates'
+import type { ForwardProxyIssuedLeaf, ForwardProxyLeafKeyType } from '../../types/certificates'
 import type { CertificateAuthority } from './certificate-authority'
 import { ForwardProxyCertificateError } from './certificate-error'
 import { nodeCryptoEngine } from './crypto-engine'
@@ -17,14 +17,23 @@ const UTC_TIME = 0
 const GENERALIZED_TIME = 1
 const UTC_TIME_END = Date.UTC(2050, 0, 1) // RFC 5280 4.1.2.5: UTCTime through 2049
 
+/** A leaf certificate signed by the CA, without its private key. */
+export interface SignedLeaf {
+  /** The certificate (PEM). */
+  readonly cert: string
+  /** Serial number as upper-case hex. */
+  readonly serialNumber: string
+}
+
 /**
- * Mints a leaf for `host` signed by `ca` (SPEC 2.3 rule 5) with PKI.js over WebCrypto, and
- * builds its secure context once: the leaf, then the CA chain, with the leaf's key.
+ * Signs a leaf certificate for `host` over the public key `spki` (DER SubjectPublicKeyInfo)
+ * with `ca` (SPEC 2.3 rule 5), with PKI.js over WebCrypto. `keyType` picks the key usage bits.
+ * Used by `mintLeaf` and by signers of requests whose private key lives elsewhere (EST).
  * @throws ForwardProxyCertificateError (`invalid_host`, `mint_failed`).
  */
-export async function mintLeaf (ca: CertificateAuthority, host: string, keyPair: LeafKeyPair, validity: LeafValidity): Promise<ForwardProxyIssuedLeaf> {
+export async function signLeaf (ca: CertificateAuthority, host: string, spki: Uint8Array, keyType: ForwardProxyLeafKeyType, validity: LeafValidity): Promise<SignedLeaf> {
   const name = leafName(host)
-  const publicKeyInfo = PublicKeyInfo.fromBER(keyPair.spki)
+  const publicKeyInfo = PublicKeyInfo.fromBER(spki)
   const serial = randomSerialNumber()
   const certificate = new Certificate({
     version: 2,
@@ -38,7 +47,7 @@ export async function mintLeaf (ca: CertificateAuthority, host: string, keyPair:
     subjectPublicKeyInfo: publicKeyInfo,
     extensions: leafExtensions({
       name,
-      keyType: keyPair.type,
+      keyType,
       leafPublicKeyBits: publicKeyInfo.subjectPublicKey.valueBlock.valueHexView,
       caKeyIdentifier: ca.keyIdentifier
     })
@@ -52,13 +61,22 @@ export async function mintLeaf (ca: CertificateAuthority, host: string, keyPair:
   } catch {
     throw new ForwardProxyCertificateError('mint_failed', `signing the leaf certificate for ${host} failed`)
   }
-  const cert = derToPem(new Uint8Array(der), 'CERTIFICATE')
+  return { cert: derToPem(new Uint8Array(der), 'CERTIFICATE'), serialNumber: Buffer.from(serial).toString('hex').toUpperCase() }
+}
+
+/**
+ * Mints a leaf for `host` signed by `ca` (SPEC 2.3 rule 5) with PKI.js over WebCrypto, and
+ * builds its secure context once: the leaf, then the CA chain, with the leaf's key.
+ * @throws ForwardProxyCertificateError (`invalid_host`, `mint_failed`).
+ */
+export async function mintLeaf (ca: CertificateAuthority, host: string, keyPair: LeafKeyPair, validity: LeafValidity): Promise<ForwardProxyIssuedLeaf> {
+  const { cert, serialNumber } = await signLeaf(ca, host, keyPair.spki, keyPair.type, validity)
   return {
     host,
     cert,
     key: keyPair.privateKeyPem,
     chain: ca.chainPem,
-    serialNumber: Buffer.from(serial).toString('hex').toUpperCase(),
+    serialNumber,
     notBefore: validity.notBefore,
     notAfter: validity.notAfter,
     secureContext: createSecureContext({ cert: cert + ca.chainPem, key: keyPair.privateKeyPem })
