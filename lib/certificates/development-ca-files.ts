@@ -107,6 +107,8 @@ function writeNewFile (path: string, text: string, mode: number): void {
 
 /** Refuses a key file that group or others may read, write or run (ssh's rule for private keys). */
 function checkKeyFileMode (keyPath: string): void {
+  // Windows reports no POSIX permission bits (its ACLs are not checked here).
+  if (process.platform === 'win32') return
   const mode = statSync(keyPath).mode & 0o777
   if ((mode & 0o077) !== 0) {
     throw new ForwardProxyCertificateError('bad_ca_key', `permissions ${mode.toString(8).padStart(4, '0')} for the development CA key ${keyPath} are too open: it must be readable by the proxy's user only. Run "chmod 600 ${keyPath}" if nobody else could have read it; otherwise treat the key as exposed and remove both files to have a new CA created`)
