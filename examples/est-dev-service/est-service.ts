@@ -100,7 +100,10 @@ export async function buildEstService (options: EstDevServiceOptions): Promise<F
 }
 
 function authenticated (request: FastifyRequest, users: Readonly<Record<string, string>> | undefined): boolean {
-  if ((request.raw.socket as TLSSocket).authorized) return true
+  const socket = request.raw.socket as TLSSocket
+  // `authorized` alone is not enough: on a resumed TLS session without a client certificate
+  // Node reports it true (the stored verify result is OK), so a certificate must be present.
+  if (socket.authorized && Object.keys(socket.getPeerCertificate()).length > 0) return true
   const match = /^Basic ([A-Za-z0-9+/=]+)$/.exec(request.headers.authorization ?? '')
   if (match === null || users === undefined) return false
   const decoded = Buffer.from(match[1] ?? '', 'base64').toString('utf8')
