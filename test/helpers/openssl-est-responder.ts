@@ -25,6 +25,8 @@ export interface OpensslEstResponderOptions {
   issueForName?: string
   /** Sign leaves with this CA instead of the one /cacerts announces (an untrusted leaf). */
   rogueSigner?: CaFixture
+  /** Refuse every enrollment with 403 and a body echoing the Authorization header (a careless service). */
+  echoAuthorization?: boolean
   /** Hold every answer this long, in milliseconds (a slow service). */
   delayMs?: number
 }
@@ -70,6 +72,7 @@ export async function startOpensslEstResponder (t: Test, options: OpensslEstResp
     if (req.method !== 'POST' || req.url !== '/.well-known/est/simpleenroll') return answer(res, 404, 'text/plain', 'not found')
     state.enrollments++
     state.authorizations.push(String(req.headers.authorization ?? ''))
+    if (options.echoAuthorization === true) return answer(res, 403, 'text/plain', `refused for Authorization: ${String(req.headers.authorization)}`)
     if (req.headers['content-type'] !== 'application/pkcs10') return answer(res, 415, 'text/plain', 'expected application/pkcs10')
     if (pendingLeft > 0) {
       pendingLeft--
