@@ -39,6 +39,14 @@ declare module 'fastify' {
     /**
      * `{ destination }` for a request that came through an intercepted tunnel (SPEC 2.2), `null`
      * for every other request. Hooks that change intercepted traffic check it first.
+     *
+     * What the application's hooks leave in `request.headers` is what is forwarded, for
+     * intercepted and `http://` requests alike (SPEC 4.3.5): headers they add, replace or delete
+     * are sent so, the rest keep their names, order and repeats as received. Hop-by-hop and
+     * `Connection`-listed names are dropped whoever set them; `Content-Length` and `Host` stay
+     * the proxy's (a different `Content-Length`, or a `Host` naming another authority than the
+     * target, gets 500 `proxy_internal_error` with nothing sent; an equivalent `Host` changes
+     * nothing: a request never goes anywhere but its tunnel's or absolute target).
      */
     readonly interception: ForwardProxyInterception | null
   }

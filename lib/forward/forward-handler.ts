@@ -7,6 +7,8 @@ import { formatAuthority, formatHostHeader } from '../security/canonical-host'
 import type { AbsoluteTarget, AbsoluteTargetProblem } from './absolute-target'
 import { decideMaxForwards } from './max-forwards'
 import { buildOutgoingRequestHeaders } from './request-headers'
+import { receivedHeaderObject } from './received-headers'
+import { hookHeaderEdits } from './hook-header-edits'
 import { buildClientResponseHeaders } from './response-headers'
 import { viaEntry, viaListsPseudonym } from './via'
 import { hasBody } from './request-body'
@@ -57,9 +59,9 @@ export async function forwardAbsoluteRequest (
 
 /**
  * Forwards one request to `target` and streams the response back: loop and policy checks,
- * Max-Forwards when asked, the header rebuild (hop-by-hop, `Connection`-listed names and
- * `Proxy-Authorization` removed, `Host` from the target with the scheme's default port
- * omitted, `Via` added), the transforms' `transformRequest`, the request and its body over
+ * Max-Forwards when asked, the header rebuild (the application hooks' changes to
+ * `request.headers` applied, hop-by-hop, `Connection`-listed names and `Proxy-Authorization`
+ * removed, `Host` from the target with the scheme's default port omitted, `Via` added), the transforms' `transformRequest`, the request and its body over
  * undici (validated TLS for `https`), the response head filtered the same way, the transforms'
  * `transformResponse`, then the body with an inactivity timer (tunnelIdleTimeout for
  * `text/event-stream`, httpActivityTimeout otherwise). Requests always leave over HTTP/1.1.
@@ -98,7 +100,9 @@ export async function forwardRequest (
   const via = viaEntry(raw.httpVersion, pseudonym)
   const defaultPort = scheme === 'https' ? 443 : 80
   const host = formatHostHeader(destination.host, destination.port, defaultPort)
-  const built = buildOutgoingRequestHeaders(raw.rawHeaders, { host, via, maxForwards })
+  const received = receivedHeaderObject(raw.rawHeaders, raw.httpVersionMajor)
+  const edits = hookHeaderEdits(received, request.headers, { destination, defaultPort })
+  const built = buildOutgoingRequestHeaders(raw.rawHeaders, { host, via, maxForwards }, edits)
 
   const abort = new AbortController()
   reply.raw.once('close', () => { if (!reply.raw.writableFinished) abort.abort() })
@@ -116,7 +120,7 @@ export async function forwardRequest (
     path: pathAndQuery,
     method: request.method,
     headers,
-    body: hasBody(request) ? raw : null,
+    body: hasBody(request, received) ? raw : null,
     signal: abort.signal
   }).catch((error: unknown) => { throw fromDispatchError(error) })
 

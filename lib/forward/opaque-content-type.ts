@@ -7,7 +7,8 @@ import type { preParsingHookHandler } from 'fastify'
  * are (the destination decides), so for the proxy route only the header is swapped for a media
  * type that lands in the proxy's catch-all parser, which puts the original back at once. The
  * application's preParsing hooks run before the swap and its later hooks after the restore, so
- * none of them sees the placeholder. Forwarding copies `rawHeaders`, which are never touched.
+ * none of them sees the placeholder; it is back before forwarding compares `request.headers`
+ * with the headers as received.
  */
 const PLACEHOLDER_MEDIA_TYPE = 'application/x-fastify-forward-proxy-opaque'
 

@@ -14,6 +14,8 @@ export interface SeenRequest {
   url: string
   httpVersion: string
   headers: Record<string, string | string[] | undefined>
+  /** Names and values as received, in order. */
+  rawHeaders: string[]
   body: string
 }
 
@@ -34,7 +36,7 @@ export async function startTlsOrigin (t: Test, pki: InterceptionPki, handler?: (
     const chunks: Buffer[] = []
     req.on('data', (chunk: Buffer) => chunks.push(chunk))
     req.on('end', () => {
-      const seen = { method: req.method ?? '', url: req.url ?? '', httpVersion: req.httpVersion, headers: req.headers, body: Buffer.concat(chunks).toString() }
+      const seen = { method: req.method ?? '', url: req.url ?? '', httpVersion: req.httpVersion, headers: req.headers, rawHeaders: req.rawHeaders, body: Buffer.concat(chunks).toString() }
       requests.push(seen)
       if (handler !== undefined) return handler(req, res, seen.body)
       res.setHeader('content-type', 'application/json')
