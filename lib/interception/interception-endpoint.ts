@@ -8,10 +8,12 @@ import type { ForwardProxyUser } from '../../types/user'
 import { attachProxyToServer } from '../attach-server'
 import { countInterceptedRequest } from '../diagnostics/proxy-metrics'
 import { writeRawResponseError } from '../diagnostics/proxy-response'
+import { createProxyClientErrorHandler } from '../diagnostics/client-error-handler'
 import { proxyRequestTargetOf } from '../proxy-request'
 import { inTunnelProblemError } from './in-tunnel-request'
 import { rememberInterceptedConnection, type InterceptedTunnel } from './intercepted-tunnels'
 import { terminateTls } from './tls-termination'
+import { applyServerLimits } from './endpoint-limits'
 import { TunnelTransport, type InterceptedClient, type TransportSummary } from './tunnel-transport'
 
 /** The address the in-memory endpoint is listed under (SPEC 4.5.4). */
@@ -38,9 +40,6 @@ export interface EndpointSettings {
   readonly pseudonym: string
 }
 
-// Node HTTP server limits copied from the application's server, so intercepted requests get them too.
-const COPIED_LIMITS = ['keepAliveTimeout', 'headersTimeout', 'requestTimeout', 'maxHeadersCount', 'maxRequestsPerSocket'] as const
-
 /**
  * The in-memory interception endpoint (SPEC 4.2 rule 5): an HTTP/2 TLS server (HTTP/1.1 too,
  * per clientProtocols) that is never bound to a port. Each intercepted tunnel gets its TLS
@@ -65,11 +64,10 @@ export class InterceptionEndpoint {
       // rather than a protocol error.
       settings: { enableConnectProtocol: true }
     })
-    const appServer = fastify.server as unknown as Record<string, unknown>
-    const endpoint = this.#server as unknown as Record<string, unknown>
-    for (const limit of COPIED_LIMITS) {
-      if (typeof appServer[limit] === 'number') endpoint[limit] = appServer[limit]
-    }
+    // HTTP/1.1 heads Node's parser refuses or that time out (408) get the proxy's answer.
+    this.#server.on('clientError', createProxyClientErrorHandler(settings.pseudonym))
+    fastify.addHook('onReady', async () => applyServerLimits(this.#server, fastify.server))
+    fastify.addHook('onClose', async () => { this.#server.close() })
     this.#server.on('session', (session: Http2Session) => {
       if (this.#injecting !== null) rememberInterceptedConnection(session, this.#injecting)
       session.on('error', () => {})
