@@ -14,6 +14,7 @@ import { inTunnelProblemError } from './in-tunnel-request'
 import { rememberInterceptedConnection, type InterceptedTunnel } from './intercepted-tunnels'
 import { terminateTls } from './tls-termination'
 import { applyServerLimits } from './endpoint-limits'
+import { createInTunnelUpgradeListener } from './in-tunnel-upgrade'
 import { TunnelTransport, type InterceptedClient, type TransportSummary } from './tunnel-transport'
 
 /** The address the in-memory endpoint is listed under (SPEC 4.5.4). */
@@ -74,6 +75,7 @@ export class InterceptionEndpoint {
     })
     this.#server.on('connect', countInterceptedRequest)
     attachProxyToServer(this.#server, fastify, settings.pseudonym, { routeRequests: false })
+    this.#server.on('upgrade', createInTunnelUpgradeListener(fastify, settings.pseudonym))
     this.#server.on('request', (req: Http2ServerRequest | IncomingMessage, res: Http2ServerResponse | ServerResponse) => {
       countInterceptedRequest()
       // A misdirected or malformed request is refused before any hook could act on it as a

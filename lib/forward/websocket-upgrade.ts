@@ -1,0 +1,169 @@
+import type { Socket } from 'node:net'
+import type { FastifyReply, FastifyRequest } from 'fastify'
+import type { ForwardProxyDestination } from '../../types/destination'
+import type { ProxyRuntime } from '../proxy-runtime'
+import { ProxyError } from '../diagnostics/proxy-error'
+import { formatHostHeader } from '../security/canonical-host'
+import { relayTunnel } from '../connect/tunnel-relay'
+import type { HeaderRecord } from './header-validity'
+import { hookHeaderEdits } from './hook-header-edits'
+import { withInactivityTimeout } from './inactivity-timeout'
+import { receivedHeaderObject, type ReceivedHeaders } from './received-headers'
+import { buildOutgoingRequestHeaders } from './request-headers'
+import { buildClientResponseHeaders } from './response-headers'
+import { connectTls } from './tls-destination-dispatcher'
+import { transformIncomingResponse, transformOutgoingRequest } from './transforms'
+import { exchangeUpgradeHead } from './upgrade-exchange'
+import { viaEntry, viaListsPseudonym } from './via'
+
+/** The client's side of a WebSocket upgrade: its connection and the bytes after its head. */
+export interface UpgradeClient {
+  readonly socket: Socket
+  readonly head: Buffer
+}
+
+/**
+ * True for an HTTP/1.1 WebSocket opening handshake as received (RFC 6455 section 4.1): a GET
+ * with `upgrade` among the `Connection` tokens and `websocket` among the `Upgrade` ones.
+ */
+export function isWebSocketUpgrade (method: string, httpVersion: string, received: ReceivedHeaders): boolean {
+  if (method !== 'GET' || httpVersion !== '1.1') return false
+  return tokens(received.connection).includes('upgrade') && tokens(received.upgrade).includes('websocket')
+}
+
+/**
+ * True when the request head announces a body (Content-Length above 0 or Transfer-Encoding).
+ * Node does not parse the body of an upgrade request, so such a request cannot be forwarded.
+ */
+export function upgradeRequestHasBody (received: ReceivedHeaders): boolean {
+  const length = received['content-length']
+  return received['transfer-encoding'] !== undefined || (length !== undefined && length !== '0')
+}
+
+/**
+ * Relays a WebSocket upgrade inside an intercepted tunnel (SPEC 4.3.4, HOSTILE 41). The request
+ * head is built like any forwarded request (hooks' edits, hop-by-hop removal, `Host` from the
+ * target, `Via`, transforms), then `Connection: Upgrade` and the client's `Upgrade` are added
+ * back. A new TLS connection to the destination is opened through the policy-checked connector
+ * and the destination certificate check (`connectTls`, as every in-tunnel request). On a 101 the
+ * response head (hop-by-hop removed, `Via` added, transforms run) is written to the client with
+ * `Connection: Upgrade` and `Upgrade`, and bytes are relayed both ways (half-close carried, a
+ * failure on either side tears both down, closed after tunnelIdleTimeout without traffic); the
+ * bytes the client sent after its head reach the destination only then. Any other answer is
+ * relayed as an ordinary response and the client's connection closes after it, its early bytes
+ * never forwarded. Throws ProxyError for anything the proxy answers itself.
+ */
+export async function forwardWebSocketUpgrade (
+  request: FastifyRequest,
+  reply: FastifyReply,
+  runtime: ProxyRuntime,
+  target: { readonly destination: ForwardProxyDestination, readonly pathAndQuery: string },
+  client: UpgradeClient
+): Promise<void> {
+  const { pseudonym, limits } = runtime.settings
+  if (viaListsPseudonym(request.headers.via, pseudonym)) {
+    throw new ProxyError('proxy_loop_detected', 'The request has already passed through this proxy.')
+  }
+  const { destination, pathAndQuery } = target
+  runtime.policy.checkDestination(destination)
+
+  const raw = request.raw
+  const received = receivedHeaderObject(raw.rawHeaders, raw.httpVersionMajor)
+  if (upgradeRequestHasBody(received)) {
+    throw new ProxyError('http_request_error', 'Upgrade requests with a body are not supported inside an intercepted tunnel.', { details: 'upgrade request with a body' })
+  }
+  const via = viaEntry(raw.httpVersion, pseudonym)
+  const host = formatHostHeader(destination.host, destination.port, 443)
+  const edits = hookHeaderEdits(received, request.headers, { destination, defaultPort: 443 })
+  const built = buildOutgoingRequestHeaders(raw.rawHeaders, { host, via, maxForwards: 'as-received' }, edits)
+
+  const abort = new AbortController()
+  const onClientClose = (): void => abort.abort()
+  client.socket.once('close', onClientClose)
+  if (client.socket.destroyed) throw clientLeft()
+  const headers = await transformOutgoingRequest(runtime.transforms, request, destination, {
+    method: request.method, path: pathAndQuery, headers: built, defaultPort: 443
+  }, abort.signal)
+  if (abort.signal.aborted) throw clientLeft()
+
+  const upgradeValue = firstValue(received.upgrade) ?? 'websocket'
+  const connection = await connectTls(destination, runtime.connector, runtime.destinationTls)
+  // Failures are reported by the HTTP client and the relay; this covers the gaps between them.
+  connection.on('error', () => {})
+  if (abort.signal.aborted) {
+    connection.destroy()
+    throw clientLeft()
+  }
+  const answer = await exchangeUpgradeHead(connection, {
+    method: request.method,
+    path: pathAndQuery,
+    headers: [...flatHeaders(headers), 'Connection', 'Upgrade', 'Upgrade', upgradeValue]
+  }, limits.httpActivityTimeout, abort.signal)
+  client.socket.removeListener('close', onClientClose)
+
+  const upstream = answer.kind === 'switched' ? answer.socket : answer.response.socket
+  let head
+  try {
+    head = await transformIncomingResponse(runtime.transforms, request, destination, {
+      statusCode: answer.response.statusCode ?? 502,
+      headers: buildClientResponseHeaders(answer.response.headers, via)
+    }, abort.signal)
+  } catch (error) {
+    upstream.destroy()
+    throw error
+  }
+
+  if (client.socket.destroyed) {
+    upstream.destroy()
+    reply.hijack()
+    return
+  }
+  if (answer.kind === 'switched' && head.statusCode === 101) {
+    if (answer.socket.destroyed) throw new ProxyError('connection_terminated', 'The destination closed the connection after its 101.')
+    reply.hijack()
+    const switchedTo = firstValue(answer.response.headers.upgrade) ?? upgradeValue
+    client.socket.write(switchingProtocolsHead(head.headers, switchedTo))
+    if (answer.head.length > 0) client.socket.write(answer.head)
+    if (client.head.length > 0) answer.socket.write(client.head)
+    relayTunnel({ input: client.socket, output: client.socket }, answer.socket, {
+      idleTimeout: limits.tunnelIdleTimeout,
+      onClose: (summary) => request.log.info({ websocket: { destination: `${destination.host}:${destination.port}`, ...summary } }, 'intercepted WebSocket closed')
+    })
+    return
+  }
+  if (answer.kind === 'switched') {
+    // A transform turned the 101 into another status: nothing is relayed.
+    upstream.destroy()
+    reply.code(head.statusCode).headers(head.headers).send()
+    return
+  }
+  reply.code(head.statusCode).headers(head.headers)
+  reply.send(withInactivityTimeout(answer.response, limits.httpActivityTimeout))
+}
+
+function switchingProtocolsHead (headers: HeaderRecord, upgrade: string): string {
+  const lines = ['HTTP/1.1 101 Switching Protocols']
+  for (const [name, value] of Object.entries(headers)) {
+    for (const item of Array.isArray(value) ? value : [value]) lines.push(`${name}: ${item}`)
+  }
+  lines.push('Connection: Upgrade', `Upgrade: ${upgrade}`)
+  return `${lines.join('\r\n')}\r\n\r\n`
+}
+
+function flatHeaders (headers: string[] | HeaderRecord): string[] {
+  if (Array.isArray(headers)) return headers
+  return Object.entries(headers).flatMap(([name, value]) => (Array.isArray(value) ? value : [value]).flatMap((item) => [name, item]))
+}
+
+function tokens (value: string | string[] | undefined): string[] {
+  const values = value === undefined ? [] : Array.isArray(value) ? value : [value]
+  return values.flatMap((item) => item.split(',')).map((token) => token.trim().toLowerCase())
+}
+
+function firstValue (value: string | string[] | undefined): string | undefined {
+  return Array.isArray(value) ? value[0] : value
+}
+
+function clientLeft (): ProxyError {
+  return new ProxyError('connection_terminated', 'The client went away before the request was forwarded.')
+}
