@@ -36,6 +36,8 @@ export function describeSchemaError (errors: readonly ErrorObject[]): string {
       return `${where}: missing required key "${String(params.missingProperty)}"`
     case 'minItems':
       return `${where} must list at least ${String(params.limit)} item${params.limit === 1 ? '' : 's'}`
+    case 'dependencies':
+      return `${where}: "${String(params.property)}" needs "${String(params.missingProperty)}" too`
     case 'propertyNames':
       return `${where}: key "${String(params.propertyName)}" is not allowed (user names must be non-empty and contain no ":")`
     default:

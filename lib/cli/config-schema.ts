@@ -73,7 +73,22 @@ export const CONFIG_SCHEMA = {
           required: ['cert', 'key'],
           properties: { cert: { type: 'string', minLength: 1 }, key: { type: 'string', minLength: 1 } }
         },
-        est: { type: 'object' },
+        est: {
+          type: 'object',
+          additionalProperties: false,
+          required: ['url'],
+          dependencies: { username: ['password'], password: ['username'], clientCert: ['clientKey'], clientKey: ['clientCert'] },
+          properties: {
+            url: { type: 'string', pattern: '^https://', description: 'an https:// URL of the EST server (https://host[:port])' },
+            label: { type: 'string', pattern: '^[A-Za-z0-9_-]{1,64}$', description: '1 to 64 letters, digits, "-" or "_"' },
+            username: { type: 'string', minLength: 1, pattern: '^[^:]*$', description: 'a non-empty user name without ":"' },
+            password: { type: 'string', minLength: 1 },
+            clientCert: { type: 'string', minLength: 1 },
+            clientKey: { type: 'string', minLength: 1 },
+            ca: { type: 'string', minLength: 1 },
+            timeout: { type: 'integer', minimum: 1, maximum: 600000 }
+          }
+        },
         trustedDestinationCa: { type: 'string', minLength: 1 },
         clientProtocols: { enum: ['http1', 'http2', 'http1AndHttp2'] },
         handshakeTimeout: { type: 'integer', minimum: 1, maximum: 2147483647 }

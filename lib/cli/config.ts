@@ -3,7 +3,6 @@ import { dirname, resolve } from 'node:path'
 import Ajv from 'ajv'
 import { CONFIG_SCHEMA } from './config-schema'
 import { ConfigError, describeSchemaError } from './config-error'
-import { rejectNotYetSupported } from './not-yet-supported'
 import type { ForwardProxyHeaderRule } from '../../types/header-rules'
 import type { ForwardProxyClientProtocols } from '../../types/interception'
 import { createHeaderRulesTransform } from '../forward/header-rules-transform'
@@ -43,10 +42,32 @@ export interface InterceptionConfig {
   hosts: string[]
   /** The operator CA that signs the leaves presented to clients (PEM files). */
   ca?: { cert: string, key: string }
+  /** The EST service (RFC 7030) that issues the leaves instead; never together with `ca`. */
+  est?: EstConfig
   /** Extra CA certificates (a PEM file) trusted for destinations, beside Node's default roots. */
   trustedDestinationCa?: string
   clientProtocols?: ForwardProxyClientProtocols
   handshakeTimeout?: number
+}
+
+/** The `interception.est` key; file paths resolved against the configuration file's folder. */
+export interface EstConfig {
+  /** The EST server's origin, `https://host[:port]`. */
+  url: string
+  /** CA label (RFC 7030 3.2.2): endpoints under `/.well-known/est/<label>/`. */
+  label?: string
+  /** HTTP Basic user name toward the EST server; given with `password`. */
+  username?: string
+  /** HTTP Basic password; never logged nor shown in messages. */
+  password?: string
+  /** Client certificate (PEM file) for TLS client authentication; given with `clientKey`. */
+  clientCert?: string
+  /** Private key (PEM file) of `clientCert`. */
+  clientKey?: string
+  /** CA certificates (PEM file) trusted for the EST server's TLS certificate instead of Node's roots. */
+  ca?: string
+  /** Time allowed for one enrollment, in milliseconds. */
+  timeout?: number
 }
 
 /** The built-in configuration: HTTP/1.1 on 127.0.0.1:8080, no auth, strict policy. */
@@ -60,12 +81,12 @@ const validate = new Ajv({ allErrors: false, strict: true, verbose: true }).comp
  * @throws ConfigError naming the bad key and what was expected.
  */
 export function parseConfig (value: unknown, source: string, baseDirectory: string): ProxyServerConfig {
-  rejectNotYetSupported(value, source)
   if (!validate(value)) {
     throw new ConfigError(`${source}: ${describeSchemaError(validate.errors ?? [])}`)
   }
   const config = value as Partial<ProxyServerConfig>
   requireTlsForHttp2(config.listen ?? [], source)
+  requireOneLeafSource(config.interception, source)
   checkRules(config, source)
   const { interception } = config
   return {
@@ -82,11 +103,31 @@ export function parseConfig (value: unknown, source: string, baseDirectory: stri
           interception: {
             ...interception,
             ...(interception.ca === undefined ? {} : { ca: { cert: resolve(baseDirectory, interception.ca.cert), key: resolve(baseDirectory, interception.ca.key) } }),
+            ...(interception.est === undefined ? {} : { est: resolveEstPaths(interception.est, baseDirectory) }),
             ...(interception.trustedDestinationCa === undefined ? {} : { trustedDestinationCa: resolve(baseDirectory, interception.trustedDestinationCa) })
           }
         }),
     dataDirectory: resolve(baseDirectory, config.dataDirectory ?? '.forward-proxy'),
     log: { level: config.log?.level ?? 'info' }
+  }
+}
+
+function resolveEstPaths (est: EstConfig, baseDirectory: string): EstConfig {
+  return {
+    ...est,
+    ...(est.clientCert === undefined ? {} : { clientCert: resolve(baseDirectory, est.clientCert) }),
+    ...(est.clientKey === undefined ? {} : { clientKey: resolve(baseDirectory, est.clientKey) }),
+    ...(est.ca === undefined ? {} : { ca: resolve(baseDirectory, est.ca) })
+  }
+}
+
+/**
+ * One source of leaves: an operator CA (`ca`) or an EST service (`est`), or neither (the
+ * development CA). Both at once is refused rather than one silently winning.
+ */
+function requireOneLeafSource (interception: InterceptionConfig | undefined, source: string): void {
+  if (interception?.ca !== undefined && interception.est !== undefined) {
+    throw new ConfigError(`${source}: /interception: give either "ca" (leaves signed by a local CA key) or "est" (leaves enrolled from an EST service), not both`)
   }
 }
 

@@ -1,4 +1,3 @@
-import { readFileSync } from 'node:fs'
 import type { FastifyInstance } from 'fastify'
 import { tlsInterception } from '../interception-plugin'
 import { createHostListSelector } from '../interception/host-list-selector'
@@ -7,6 +6,8 @@ import { ForwardProxyCertificateError } from '../certificates/certificate-error'
 import { openDevelopmentCa, type DevelopmentCa } from '../certificates/development-ca-files'
 import type { ForwardProxyCertificateProvider, TlsInterceptionOptions } from '../../types/interception'
 import { ConfigError } from './config-error'
+import { createEstProviderFromConfig } from './est-from-config'
+import { readConfigFile } from './read-config-file'
 import type { InterceptionConfig } from './config'
 
 /** The development CA in use (without `interception.ca`), or undefined with an operator CA. */
@@ -14,20 +15,32 @@ export type DevelopmentCaInUse = Omit<DevelopmentCa, 'provider'> | undefined
 
 /**
  * Registers `tlsInterception` for the configuration file's `interception` key: the built-in
- * host-list selector, a certificate provider backed by the operator CA of `interception.ca` (or,
- * without it, by the development CA of `dataDirectory`, created on first start), and the
- * destination trust, client protocols and handshake timeout given there. The CA is read and
- * checked now, so a bad CA stops start-up with the key named (never its content).
+ * host-list selector, a certificate provider (leaves signed by the operator CA of
+ * `interception.ca`, enrolled from the EST service of `interception.est`, or, with neither,
+ * signed by the development CA of `dataDirectory`, created on first start), and the destination
+ * trust, client protocols and handshake timeout given there. The files are read and checked
+ * now, so a bad CA or EST setting stops start-up with the key named (never its content). The
+ * EST provider's connections are closed with the app.
  * @returns where the development CA is, when one is used, for the start-up summary.
  * @throws ConfigError naming the key of an unreadable or unusable file.
  */
 export async function registerInterceptionFromConfig (app: FastifyInstance, interception: InterceptionConfig, dataDirectory: string): Promise<DevelopmentCaInUse> {
-  const ca = interception.ca
-  const development = ca === undefined ? await loadDevelopmentCa(dataDirectory) : undefined
+  const { ca, est } = interception
+  const development = ca === undefined && est === undefined ? await loadDevelopmentCa(dataDirectory) : undefined
+  let certificateProvider: ForwardProxyCertificateProvider
+  if (development !== undefined) {
+    certificateProvider = development.provider
+  } else if (est !== undefined) {
+    const provider = createEstProviderFromConfig(est, app.log)
+    app.addHook('onClose', async () => { await provider.close() })
+    certificateProvider = provider
+  } else {
+    certificateProvider = loadCaProvider(ca as { cert: string, key: string })
+  }
   const options: TlsInterceptionOptions = {
     selector: createHostListSelector(interception.hosts),
-    certificateProvider: ca === undefined ? (development as DevelopmentCa).provider : loadCaProvider(ca),
-    ...(interception.trustedDestinationCa === undefined ? {} : { trustedDestinationCa: readFile(interception.trustedDestinationCa, '/interception/trustedDestinationCa') }),
+    certificateProvider,
+    ...(interception.trustedDestinationCa === undefined ? {} : { trustedDestinationCa: readConfigFile(interception.trustedDestinationCa, '/interception/trustedDestinationCa') }),
     ...(interception.clientProtocols === undefined ? {} : { clientProtocols: interception.clientProtocols }),
     ...(interception.handshakeTimeout === undefined ? {} : { handshakeTimeout: interception.handshakeTimeout })
   }
@@ -51,21 +64,13 @@ async function loadDevelopmentCa (dataDirectory: string): Promise<DevelopmentCa>
 }
 
 function loadCaProvider (ca: { cert: string, key: string }): ForwardProxyCertificateProvider {
-  const cert = readFile(ca.cert, '/interception/ca/cert')
-  const key = readFile(ca.key, '/interception/ca/key')
+  const cert = readConfigFile(ca.cert, '/interception/ca/cert')
+  const key = readConfigFile(ca.key, '/interception/ca/key')
   try {
     return createCaCertificateProvider({ cert, key })
   } catch (error) {
     // Its messages are written to be safe to show: they never hold key material.
     if (error instanceof ForwardProxyCertificateError) throw new ConfigError(`/interception/ca: ${error.message.replace(/^fastify-forward-proxy: /, '')}`)
     throw error
-  }
-}
-
-function readFile (path: string, key: string): Buffer {
-  try {
-    return readFileSync(path)
-  } catch (error) {
-    throw new ConfigError(`${key}: cannot read "${path}" (${(error as NodeJS.ErrnoException).code ?? 'error'})`)
   }
 }

@@ -1,6 +1,6 @@
-import { readFileSync } from 'node:fs'
 import { createSecureContext } from 'node:tls'
 import { ConfigError } from './config-error'
+import { readConfigFile } from './read-config-file'
 
 /** PEM certificate chain and private key of a TLS listener. */
 export interface ListenerTlsFiles {
@@ -15,19 +15,11 @@ export interface ListenerTlsFiles {
  * @throws ConfigError naming `listen[index].tls.cert`/`.key` or `listen[index].tls`.
  */
 export function loadListenerTls (tls: { cert: string, key: string }, index: number): ListenerTlsFiles {
-  const files = { cert: readPem(tls.cert, `/listen/${index}/tls/cert`), key: readPem(tls.key, `/listen/${index}/tls/key`) }
+  const files = { cert: readConfigFile(tls.cert, `/listen/${index}/tls/cert`), key: readConfigFile(tls.key, `/listen/${index}/tls/key`) }
   try {
     createSecureContext(files)
   } catch (error) {
     throw new ConfigError(`/listen/${index}/tls: the certificate and key cannot be used together (${(error as Error).message})`)
   }
   return files
-}
-
-function readPem (path: string, key: string): Buffer {
-  try {
-    return readFileSync(path)
-  } catch (error) {
-    throw new ConfigError(`${key}: cannot read "${path}" (${(error as NodeJS.ErrnoException).code ?? 'error'})`)
-  }
 }

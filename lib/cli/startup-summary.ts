@@ -1,6 +1,7 @@
 import { DEFAULT_LIMITS } from '../options'
-import type { ProxyServerConfig } from './config'
+import type { InterceptionConfig, ProxyServerConfig } from './config'
 import { developmentCaNotice } from './development-ca-notice'
+import { estEndpoint } from './est-from-config'
 import type { DevelopmentCaInUse } from './interception-from-config'
 
 /**
@@ -24,11 +25,17 @@ export function startupSummary (config: ProxyServerConfig, urls: readonly string
     users > 0 ? `  authentication: on (Basic, ${users} user${users === 1 ? '' : 's'})` : '  authentication: OFF (anyone who can reach a listener can use the proxy)',
     `  destinations: hosts ${(d.allowedHosts ?? ['*']).join(', ')}${denied}; ${ports}; ${networks}`,
     `  limits: ${limits.maxConcurrentTunnels} tunnels, tunnel idle ${limits.tunnelIdleTimeout} ms, http activity ${limits.httpActivityTimeout} ms, connect ${limits.connectTimeout} ms`,
-    config.interception === undefined
-      ? '  interception: off'
-      : `  interception: ${config.interception.hosts.join(', ')} (leaves signed by ${config.interception.ca?.cert ?? developmentCa?.certPath ?? 'no CA'}; clients must trust that CA)`,
+    config.interception === undefined ? '  interception: off' : interceptionLine(config.interception, developmentCa),
     ...(developmentCa === undefined ? [] : developmentCaNotice(developmentCa)),
     ...(config.headers === undefined || config.headers.length === 0 ? [] : [`  header rules: ${config.headers.length} (${config.headers.map((rule) => rule.hosts.join(', ')).join('; ')})`]),
     '  health check: GET /healthz on every listener'
   ]
+}
+
+function interceptionLine (interception: InterceptionConfig, developmentCa: DevelopmentCaInUse): string {
+  const hosts = interception.hosts.join(', ')
+  if (interception.est !== undefined) {
+    return `  interception: ${hosts} (leaves enrolled from EST ${estEndpoint(interception.est)}; clients must trust the EST service's CA)`
+  }
+  return `  interception: ${hosts} (leaves signed by ${interception.ca?.cert ?? developmentCa?.certPath ?? 'no CA'}; clients must trust that CA)`
 }
