@@ -20,6 +20,8 @@ export interface WebSocketOrigin {
   server: Server
   port: number
   upgrades: SeenUpgrade[]
+  /** Upgraded (101) connections that have closed on the origin's side. */
+  closed: number
 }
 
 /** The Sec-WebSocket-Accept value for a key (RFC 6455 section 4.2.2). */
@@ -53,11 +55,19 @@ export function readFrames (buffer: Buffer): string[] {
   return texts
 }
 
+/** Non-101 answers the origin gives to an upgrade request, by path. */
+const REFUSALS: Record<string, string> = {
+  '/426': 'HTTP/1.1 426 Upgrade Required\r\nContent-Type: text/plain\r\nContent-Length: 13\r\nUpgrade: websocket\r\nConnection: close\r\n\r\nnot upgrading',
+  '/302': 'HTTP/1.1 302 Found\r\nLocation: https://127.0.0.1/elsewhere\r\nContent-Length: 0\r\n\r\n',
+  '/200': 'HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\nTransfer-Encoding: chunked\r\n\r\n6\r\nplain \r\n4\r\npage\r\n0\r\n\r\n'
+}
+
 /**
  * Starts a minimal RFC 6455 origin on node:https (certificate from the destination CA): an
- * upgrade to `/426` is answered 426 with a body, any other one 101 after `answerDelayMs`, then
- * every text frame is echoed and, when the client half-closes, a `bye` frame is sent before the
- * origin ends its side. Closed at teardown.
+ * upgrade to `/426`, `/302` or `/200` is answered with that status and no upgrade (426 and 200
+ * with a body, 302 with a Location), any other one 101 after `answerDelayMs`, then every text
+ * frame is echoed and, when the client half-closes, a `bye` frame is sent before the origin ends
+ * its side. `closed` counts upgraded connections the origin saw close. Closed at teardown.
  */
 export async function startWebSocketOrigin (t: Test, pki: InterceptionPki, answerDelayMs = 100): Promise<WebSocketOrigin> {
   const upgrades: SeenUpgrade[] = []
@@ -73,10 +83,12 @@ export async function startWebSocketOrigin (t: Test, pki: InterceptionPki, answe
     socket.on('data', countEarly)
     setTimeout(() => {
       socket.removeListener('data', countEarly)
-      if (req.url === '/426') {
-        socket.end('HTTP/1.1 426 Upgrade Required\r\nContent-Type: text/plain\r\nContent-Length: 13\r\nUpgrade: websocket\r\nConnection: close\r\n\r\nnot upgrading')
+      const refusal = REFUSALS[req.url ?? '']
+      if (refusal !== undefined) {
+        socket.end(refusal)
         return
       }
+      socket.once('close', () => { origin.closed += 1 })
       const key = String(req.headers['sec-websocket-key'])
       socket.write(`HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Accept: ${acceptKey(key)}\r\nX-Origin: ws\r\n\r\n`)
       let buffered = Buffer.alloc(0)
@@ -96,5 +108,6 @@ export async function startWebSocketOrigin (t: Test, pki: InterceptionPki, answe
     server.closeAllConnections()
     server.close(() => resolve())
   }))
-  return { server, port: (server.address() as AddressInfo).port, upgrades }
+  const origin: WebSocketOrigin = { server, port: (server.address() as AddressInfo).port, upgrades, closed: 0 }
+  return origin
 }
