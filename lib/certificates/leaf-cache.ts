@@ -19,7 +19,16 @@ export interface LeafCacheSettings {
 interface Entry {
   current: CachedLeaf | null
   pending: Promise<CachedLeaf> | null
+  /** Background renewals that failed in a row since the current leaf was minted. */
+  renewalFailures: number
+  /** No background renewal before this time (backoff after failures). */
+  renewalRetryAt: number
 }
+
+/** First wait after a failed background renewal; doubled after each further failure. */
+export const RENEWAL_RETRY_BASE_MS = 1000
+/** Longest wait between background renewal attempts. */
+export const RENEWAL_RETRY_MAX_MS = 300_000
 
 /**
  * Leaves per host (ports do not matter: a leaf names the host only), in memory:
@@ -27,6 +36,8 @@ interface Entry {
  * - single-flight: concurrent requests for a host share one mint;
  * - renewed before expiry: past `renewAt` the current leaf is still served while a new one is
  *   minted in the background; an expired leaf is never served, the caller waits for a new one;
+ * - failed renewals back off (1 s, doubling, at most 5 min between attempts), so a CA or EST
+ *   service that is down is not asked again on every handshake while a valid leaf remains;
  * - a caller's abort ends its own wait only, never the mint others share.
  */
 export class LeafCache {
@@ -54,7 +65,7 @@ export class LeafCache {
     const now = this.#settings.now()
     const current = entry.current
     if (current !== null && now < current.leaf.notAfter.getTime()) {
-      if (now >= current.renewAt && entry.pending === null) this.#renewInBackground(host, entry)
+      if (now >= current.renewAt && now >= entry.renewalRetryAt && entry.pending === null) this.#renewInBackground(host, entry)
       return current.leaf
     }
     const pending = entry.pending ?? this.#startMint(host, entry)
@@ -68,7 +79,7 @@ export class LeafCache {
       this.#entries.set(host, existing)
       return existing
     }
-    const entry: Entry = { current: null, pending: null }
+    const entry: Entry = { current: null, pending: null, renewalFailures: 0, renewalRetryAt: 0 }
     this.#entries.set(host, entry)
     for (const oldest of this.#entries.keys()) {
       if (this.#entries.size <= this.#settings.maxEntries) break
@@ -82,6 +93,8 @@ export class LeafCache {
     entry.pending = pending
     pending.then((minted) => {
       entry.current = minted
+      entry.renewalFailures = 0
+      entry.renewalRetryAt = 0
     }, () => {
       // No negative caching: the next request for the host tries again.
       if (entry.current === null && this.#entries.get(host) === entry) this.#entries.delete(host)
@@ -93,6 +106,9 @@ export class LeafCache {
 
   #renewInBackground (host: string, entry: Entry): void {
     this.#startMint(host, entry).catch((error: unknown) => {
+      entry.renewalFailures += 1
+      const wait = Math.min(RENEWAL_RETRY_BASE_MS * 2 ** (entry.renewalFailures - 1), RENEWAL_RETRY_MAX_MS)
+      entry.renewalRetryAt = this.#settings.now() + wait
       this.#settings.onRenewalError(host, error instanceof Error ? error : new Error(String(error)))
     })
   }
