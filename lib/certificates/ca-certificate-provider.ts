@@ -6,6 +6,7 @@ import { LeafKeyPool } from './leaf-keys'
 import { leafName } from './leaf-name'
 import { leafValidity } from './leaf-validity'
 import { mintLeaf } from './mint-leaf'
+import { nameConstraintViolation } from './name-constraints'
 
 const DAY_MS = 86_400_000
 const KNOWN_OPTIONS = ['cert', 'key', 'passphrase', 'keyType', 'validityDays', 'cacheSize', 'keyPoolSize', 'now', 'onLeafIssued', 'onRenewalError']
@@ -31,7 +32,9 @@ export const CA_PROVIDER_DEFAULTS = {
  * The options object is not kept; the key is held only as a non-extractable WebCrypto key.
  * @throws ForwardProxyCertificateError when an option is invalid (`invalid_option`), the
  * certificate is not a valid CA (`bad_ca_certificate`), the key is unreadable or unsupported
- * (`bad_ca_key`), or the key is not the certificate's (`key_mismatch`). Messages never hold
+ * (`bad_ca_key`), or the key is not the certificate's (`key_mismatch`). `getLeaf` and
+ * `getCertificate` reject a host the CA's nameConstraints do not allow (`name_not_permitted`),
+ * since clients would refuse that leaf anyway. Messages never hold
  * the key or the passphrase.
  */
 export function createCaCertificateProvider (options: ForwardProxyCaProviderOptions): ForwardProxyCaCertificateProvider {
@@ -72,7 +75,9 @@ export function createCaCertificateProvider (options: ForwardProxyCaProviderOpti
   })
 
   const getLeaf = async (host: string, signal?: AbortSignal): Promise<ForwardProxyIssuedLeaf> => {
-    leafName(host) // refuse a host no leaf may name before it takes a cache slot
+    // Refuse a host no leaf may name before it takes a cache slot.
+    const violation = nameConstraintViolation(host, leafName(host), ca.nameConstraints)
+    if (violation !== null) throw new ForwardProxyCertificateError('name_not_permitted', `no leaf certificate is issued for host ${host}: ${violation}`)
     return await cache.get(host, signal)
   }
   return {

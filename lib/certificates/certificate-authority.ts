@@ -3,6 +3,7 @@ import { BitString, OctetString } from 'asn1js'
 import { BasicConstraints, Certificate, type RelativeDistinguishedNames } from 'pkijs'
 import { caKeyAlgorithm, importCaSigningKey, readCaPrivateKey, type CaSigningKey } from './ca-key'
 import { ForwardProxyCertificateError } from './certificate-error'
+import { readNameConstraints, type NameSubtrees } from './name-constraints'
 import { parseCertificates, pemCertificateBlocks } from './pem'
 
 const BASIC_CONSTRAINTS = '2.5.29.19'
@@ -21,6 +22,8 @@ export interface CertificateAuthority {
   readonly notAfter: number
   /** PEM sent after each leaf: the issuing CA, then its own intermediates. */
   readonly chainPem: string
+  /** The nameConstraints of the CA and its intermediates, which every leaf name must satisfy. */
+  readonly nameConstraints: readonly NameSubtrees[]
   /** Resolves to the WebCrypto signing key (imported once, in the background). */
   readonly signingKey: Promise<CaSigningKey>
 }
@@ -72,6 +75,7 @@ export function loadCertificateAuthority (material: CertificateAuthorityMaterial
     notBefore,
     notAfter,
     chainPem: blocks.map((block) => `${block}\n`).join(''),
+    nameConstraints: chainNameConstraints(parsed, certificates.slice(1)),
     signingKey
   }
 }
@@ -99,6 +103,12 @@ function checkChainOrder (certificates: readonly X509Certificate[]): void {
       throw new ForwardProxyCertificateError('bad_ca_certificate', `certificate ${index + 1} of "cert" is not the CA that issued certificate ${index}; list the issuing CA first, then each issuer in turn`)
     }
   }
+}
+
+function chainNameConstraints (ca: Certificate, intermediates: readonly X509Certificate[]): NameSubtrees[] {
+  return [ca, ...intermediates.map((certificate) => Certificate.fromBER(certificate.raw))]
+    .map(readNameConstraints)
+    .filter((constraints): constraints is NameSubtrees => constraints !== null)
 }
 
 function subjectKeyIdentifier (parsed: Certificate): Uint8Array {

@@ -21,6 +21,7 @@ export class ForwardProxyCertificateError extends Error {
  * - `bad_ca_key`: the key is not PEM, is encrypted without (or with a wrong) passphrase, or is of an unsupported type;
  * - `key_mismatch`: the key is not the CA certificate's;
  * - `invalid_host`: the host is not a canonical host name or IP address (wildcards included);
+ * - `name_not_permitted`: the nameConstraints of the CA (or an intermediate) do not allow the host;
  * - `mint_failed`: signing or encoding the leaf failed.
  */
 export type ForwardProxyCertificateErrorReason =
@@ -29,4 +30,5 @@ export type ForwardProxyCertificateErrorReason =
   | 'bad_ca_key'
   | 'key_mismatch'
   | 'invalid_host'
+  | 'name_not_permitted'
   | 'mint_failed'
