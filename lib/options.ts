@@ -1,4 +1,4 @@
-import type { ForwardProxyLimitOptions, ForwardProxyOptions, ForwardProxyResolver } from '../types/options'
+import type { ForwardProxyAuthOptions, ForwardProxyLimitOptions, ForwardProxyOptions, ForwardProxyResolver } from '../types/options'
 import type { ForwardProxyCredentialCheck } from '../types/user'
 import type { ForwardProxyRequestTransform } from '../types/interception'
 import { parseCidr } from './security/cidr'
@@ -6,6 +6,7 @@ import { compileHostPattern, type HostPattern } from './security/host-pattern'
 import { credentialCheckFromUsers } from './security/credential-check'
 import { systemResolver } from './security/default-resolver'
 import type { DestinationPolicySettings } from './security/destination-policy'
+import { DEFAULT_AUTH_FAILURE_LIMIT, type AuthFailureLimitSettings } from './security/auth-failure-limit'
 
 /** Default limits (DESIGN section 4), in milliseconds where they are durations. */
 export const DEFAULT_LIMITS = {
@@ -33,7 +34,12 @@ export class ForwardProxyOptionsError extends TypeError {
 /** The validated options every part of the proxy reads. */
 export interface ResolvedProxySettings {
   readonly pseudonym: string
-  readonly auth: { readonly realm: string, readonly check: ForwardProxyCredentialCheck } | null
+  readonly auth: {
+    readonly realm: string
+    readonly check: ForwardProxyCredentialCheck
+    /** Brute-force guard; null when `auth.failureLimit` is `false`. */
+    readonly failureLimit: AuthFailureLimitSettings | null
+  } | null
   readonly destinations: DestinationPolicySettings
   readonly limits: Readonly<Required<ForwardProxyLimitOptions>>
   readonly resolver: ForwardProxyResolver
@@ -42,7 +48,8 @@ export interface ResolvedProxySettings {
 
 const KNOWN_KEYS: Record<string, readonly string[]> = {
   '': ['auth', 'destinations', 'limits', 'via', 'resolver', 'transforms'],
-  auth: ['realm', 'users', 'validate'],
+  auth: ['realm', 'users', 'validate', 'failureLimit'],
+  'auth.failureLimit': ['maxFailures', 'window'],
   destinations: ['allowedHosts', 'deniedHosts', 'allowedPorts', 'allowPrivateNetworks', 'allowedNetworks'],
   limits: ['maxConcurrentTunnels', 'tunnelIdleTimeout', 'httpActivityTimeout', 'connectTimeout']
 }
@@ -116,7 +123,7 @@ function resolveAuth (auth: ForwardProxyOptions['auth']): ResolvedProxySettings[
   }
   if (auth.validate !== undefined) {
     if (typeof auth.validate !== 'function') throw new ForwardProxyOptionsError('auth.validate', 'must be a function (username, password, request) => boolean | user')
-    return { realm, check: auth.validate }
+    return { realm, check: auth.validate, failureLimit: resolveFailureLimit(auth.failureLimit) }
   }
   const users = auth.users
   if (typeof users !== 'object' || users === null || Array.isArray(users)) {
@@ -130,7 +137,13 @@ function resolveAuth (auth: ForwardProxyOptions['auth']): ResolvedProxySettings[
       throw new ForwardProxyOptionsError(`auth.users.${name}`, 'must have a non-empty string password')
     }
   }
-  return { realm, check: credentialCheckFromUsers({ ...users }) }
+  return { realm, check: credentialCheckFromUsers({ ...users }), failureLimit: resolveFailureLimit(auth.failureLimit) }
+}
+
+function resolveFailureLimit (limit: ForwardProxyAuthOptions['failureLimit']): AuthFailureLimitSettings | null {
+  if (limit === false) return null
+  if (limit !== undefined && (typeof limit !== 'object' || limit === null)) throw new ForwardProxyOptionsError('auth.failureLimit', 'must be false or an object { maxFailures, window }')
+  return positiveIntegers('auth.failureLimit', DEFAULT_AUTH_FAILURE_LIMIT, limit, new Set(['maxFailures']))
 }
 
 function resolveDestinations (destinations: ForwardProxyOptions['destinations']): DestinationPolicySettings {
@@ -176,13 +189,17 @@ function asArray (option: string, value: unknown): unknown[] {
 }
 
 function resolveLimits (limits: ForwardProxyOptions['limits']): ResolvedProxySettings['limits'] {
-  const value = limits ?? {}
-  if (typeof value !== 'object' || value === null) throw new ForwardProxyOptionsError('limits', 'must be an object')
-  rejectUnknownKeys('limits', value)
-  const resolved = { ...DEFAULT_LIMITS, ...value }
-  for (const [name, limit] of Object.entries(resolved)) {
-    if (typeof limit !== 'number' || !Number.isInteger(limit) || limit < 1 || limit > 2_147_483_647) {
-      throw new ForwardProxyOptionsError(`limits.${name}`, `must be a positive integer${name === 'maxConcurrentTunnels' ? '' : ' of milliseconds'} no larger than 2147483647: ${String(limit)}`)
+  if (limits !== undefined && (typeof limits !== 'object' || limits === null)) throw new ForwardProxyOptionsError('limits', 'must be an object')
+  return positiveIntegers('limits', DEFAULT_LIMITS, limits, new Set(['maxConcurrentTunnels']))
+}
+
+/** Fills `defaults` in `value` and checks every entry is an integer from 1 to 2^31 - 1 (milliseconds unless a count). */
+function positiveIntegers<T extends object> (path: string, defaults: T, value: object | undefined, counts: ReadonlySet<string>): T {
+  rejectUnknownKeys(path, value ?? {})
+  const resolved = { ...defaults, ...value }
+  for (const [name, number] of Object.entries(resolved)) {
+    if (typeof number !== 'number' || !Number.isInteger(number) || number < 1 || number > 2_147_483_647) {
+      throw new ForwardProxyOptionsError(`${path}.${name}`, `must be a positive integer${counts.has(name) ? '' : ' of milliseconds'} no larger than 2147483647: ${String(number)}`)
     }
   }
   return resolved

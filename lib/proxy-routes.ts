@@ -24,7 +24,7 @@ export function proxyRoutes (runtime: ProxyRuntime) {
     })
     instance.setErrorHandler(createProxyErrorHandler(runtime.settings))
     const { auth } = runtime.settings
-    const authenticate = auth === null ? undefined : unlessIntercepted(await registerProxyAuthentication(instance, auth.realm, auth.check))
+    const authenticate = auth === null ? undefined : unlessIntercepted(await registerProxyAuthentication(instance, auth.realm, auth.check, auth.failureLimit))
 
     instance.route({
       method: instance.supportedMethods as HTTPMethods[],

@@ -6,6 +6,7 @@ export type { ForwardProxyUser, ForwardProxyCredentialCheck } from './user'
 export type {
   ForwardProxyOptions,
   ForwardProxyAuthOptions,
+  ForwardProxyAuthFailureLimit,
   ForwardProxyDestinationOptions,
   ForwardProxyLimitOptions,
   ForwardProxyResolver,

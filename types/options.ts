@@ -12,6 +12,22 @@ export interface ForwardProxyAuthOptions {
   users?: Readonly<Record<string, string>>
   /** Custom credential check (database, LDAP, ...). */
   validate?: ForwardProxyCredentialCheck
+  /**
+   * Brute-force guard: a client address (the TCP peer) that sends `maxFailures` wrong
+   * credentials within `window` milliseconds of its first failure gets 429 with
+   * `Proxy-Status: ...; error=http_request_denied` for every attempt, right or wrong, until
+   * that window ends. Missing or malformed credentials are not counted. Clients behind one NAT
+   * share a count. `false` turns it off. Default `{ maxFailures: 10, window: 60000 }`.
+   */
+  failureLimit?: ForwardProxyAuthFailureLimit | false
+}
+
+/** `auth.failureLimit`: wrong credentials allowed per client address and per window. */
+export interface ForwardProxyAuthFailureLimit {
+  /** Wrong credentials allowed per client address within a window. Default 10. */
+  maxFailures?: number
+  /** Window length in milliseconds, from the client's first counted failure. Default 60000. */
+  window?: number
 }
 
 /** One resolved address, as `dns.lookup(..., { all: true })` returns it. */

@@ -53,7 +53,7 @@ export interface StartOptions {
 /** Maps the configuration file onto the plugin's options. */
 export function pluginOptionsFromConfig (config: ProxyServerConfig): ForwardProxyOptions {
   return {
-    ...(config.users === undefined ? {} : { auth: { users: config.users } }),
+    ...(config.users === undefined ? {} : { auth: { users: config.users, ...(config.authFailureLimit === undefined ? {} : { failureLimit: config.authFailureLimit }) } }),
     ...(config.destinations === undefined ? {} : { destinations: config.destinations }),
     ...(config.limits === undefined ? {} : { limits: config.limits }),
     ...(config.headers === undefined || config.headers.length === 0 ? {} : { transforms: [createHeaderRulesTransform(config.headers)] })

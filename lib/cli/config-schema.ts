@@ -34,6 +34,20 @@ export const CONFIG_SCHEMA = {
       propertyNames: { minLength: 1, pattern: '^[^:]*$' },
       additionalProperties: { type: 'string', minLength: 1 }
     },
+    authFailureLimit: {
+      description: 'false, or { maxFailures, window } (wrong credentials per client address per window of milliseconds)',
+      oneOf: [
+        { const: false },
+        {
+          type: 'object',
+          additionalProperties: false,
+          properties: {
+            maxFailures: { type: 'integer', minimum: 1, maximum: 2147483647 },
+            window: { type: 'integer', minimum: 1, maximum: 2147483647 }
+          }
+        }
+      ]
+    },
     destinations: {
       type: 'object',
       additionalProperties: false,

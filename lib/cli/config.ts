@@ -23,6 +23,8 @@ export interface ListenerConfig {
 export interface ProxyServerConfig {
   listen: ListenerConfig[]
   users?: Record<string, string>
+  /** Brute-force guard of `users` (the plugin's `auth.failureLimit`). */
+  authFailureLimit?: { maxFailures?: number, window?: number } | false
   destinations?: {
     allowedHosts?: string[]
     deniedHosts?: string[]
