@@ -6,38 +6,30 @@
 // https-direct, https-tunnel (TLS to the origin through a CONNECT tunnel: opaque, or
 // intercepted when the proxy intercepts), https-direct-new / https-tunnel-new (a new connection,
 // so a new TLS handshake, per request), download-https-direct, download-https-tunnel.
+// BENCH_ORIGIN_HOST (default 127.0.0.1) is the origin's address (CONNECT target, TLS name).
+// BENCH_WARMUP_MS (default 1000): warm-up before measuring (not for downloads).
+// Output: requests, reqPerSec, p50 and p99 (ms), mbPerSec, errors.
 import { readFileSync } from 'node:fs'
-import { connect } from 'node:net'
 import { connect as tlsConnect } from 'node:tls'
 import { Pool } from 'undici'
+import { openTunnel } from './compare/connect-tunnel.mjs'
 
 const [mode, originPort, proxyPort, durationText, connectionsText, caPath] = process.argv.slice(2)
 const ca = caPath === undefined ? undefined : readFileSync(caPath)
 const duration = Number(durationText) * 1000
 const download = mode.startsWith('download')
 const connections = download ? 1 : Number(connectionsText)
-const origin = `${ca === undefined ? 'http' : 'https'}://127.0.0.1:${originPort}`
+const originHost = process.env.BENCH_ORIGIN_HOST ?? '127.0.0.1'
+const origin = `${ca === undefined ? 'http' : 'https'}://${originHost}:${originPort}`
 
 function tunnelConnector (options, callback) {
-  const socket = connect(Number(proxyPort), '127.0.0.1', () => socket.write(`CONNECT 127.0.0.1:${originPort} HTTP/1.1\r\nHost: 127.0.0.1:${originPort}\r\n\r\n`))
-  let head = Buffer.alloc(0)
-  const onData = (chunk) => {
-    head = Buffer.concat([head, chunk])
-    const end = head.indexOf('\r\n\r\n')
-    if (end === -1) return
-    socket.removeListener('data', onData)
-    if (!head.subarray(0, 12).toString().includes('200')) return callback(new Error(`CONNECT failed: ${head.toString()}`), null)
-    socket.pause()
-    callback(null, socket)
-  }
-  socket.on('data', onData)
-  socket.once('error', (error) => callback(error, null))
+  openTunnel(Number(proxyPort), originHost, originPort).then((socket) => callback(null, socket), (error) => callback(error, null))
 }
 
 function tlsTunnelConnector (options, callback) {
   tunnelConnector(options, (error, socket) => {
     if (error !== null) return callback(error, null)
-    const tls = tlsConnect({ socket, host: '127.0.0.1', ca, ALPNProtocols: ['http/1.1'] }, () => callback(null, tls))
+    const tls = tlsConnect({ socket, host: originHost, ca, ALPNProtocols: ['http/1.1'] }, () => callback(null, tls))
     tls.once('error', (tlsError) => callback(tlsError, null))
   })
 }
@@ -59,9 +51,10 @@ let bytes = 0
 let completed = 0
 let errors = 0
 let measuring = false
-const stopAt = Date.now() + 1000 + duration
-setTimeout(() => { measuring = true; bytes = 0; completed = 0; latencies.length = 0 }, download ? 0 : 1000)
-const startedMeasuring = Date.now() + (download ? 0 : 1000)
+const warmup = download ? 0 : Number(process.env.BENCH_WARMUP_MS ?? 1000)
+const stopAt = Date.now() + warmup + duration
+setTimeout(() => { measuring = true; bytes = 0; completed = 0; latencies.length = 0 }, warmup)
+const startedMeasuring = Date.now() + warmup
 
 async function worker () {
   while (Date.now() < stopAt) {
@@ -78,6 +71,6 @@ async function worker () {
 await Promise.all(Array.from({ length: connections }, worker))
 const seconds = (Date.now() - startedMeasuring) / 1000
 latencies.sort((a, b) => a - b)
-const p99 = latencies[Math.min(latencies.length - 1, Math.floor(latencies.length * 0.99))] ?? 0
-process.stdout.write(JSON.stringify({ mode, requests: completed, reqPerSec: completed / seconds, p99, mbPerSec: bytes / 1048576 / seconds, errors }) + '\n')
+const quantile = (q) => latencies[Math.min(latencies.length - 1, Math.floor(latencies.length * q))] ?? 0
+process.stdout.write(JSON.stringify({ mode, requests: completed, reqPerSec: completed / seconds, p50: quantile(0.5), p99: quantile(0.99), mbPerSec: bytes / 1048576 / seconds, errors }) + '\n')
 await pool.close()

@@ -13,10 +13,11 @@
 // BENCH_H2_SESSIONS (default 1): HTTP/2 sessions the tunnel streams are spread over.
 // BENCH_RAW=1 prints every tunnel measurement as JSON on stderr.
 import { execFileSync, spawn } from 'node:child_process'
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs'
 import { cpus, tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
+import { makeCa, makeLeaf, makeSelfSigned as makeCertificate } from './pki.mjs'
 
 const here = (file) => fileURLToPath(new URL(file, import.meta.url))
 const duration = process.env.BENCH_DURATION ?? '8'
@@ -59,31 +60,6 @@ function rssMiB (pid) {
   return line === undefined ? NaN : Number(line.split(/\s+/)[1]) / 1024
 }
 
-/** A P-256 CA (basicConstraints and keyUsage as a CA needs them), made with openssl. */
-function makeCa (directory, name) {
-  const keyPath = join(directory, `${name}.key`)
-  const certPath = join(directory, `${name}.pem`)
-  execFileSync('openssl', [
-    'req', '-x509', '-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:prime256v1', '-nodes',
-    '-subj', `/CN=bench ${name}`, '-days', '2',
-    '-addext', 'basicConstraints=critical,CA:TRUE', '-addext', 'keyUsage=critical,keyCertSign,cRLSign',
-    '-keyout', keyPath, '-out', certPath
-  ], { stdio: 'ignore' })
-  return { keyPath, certPath }
-}
-
-/** A leaf for 127.0.0.1 signed by `ca`, made with openssl. */
-function makeLeaf (directory, name, ca) {
-  const keyPath = join(directory, `${name}.key`)
-  const certPath = join(directory, `${name}.pem`)
-  const csrPath = join(directory, `${name}.csr`)
-  const extPath = join(directory, `${name}.ext`)
-  writeFileSync(extPath, 'subjectAltName=IP:127.0.0.1\nbasicConstraints=critical,CA:FALSE\nkeyUsage=critical,digitalSignature\nextendedKeyUsage=serverAuth\n')
-  execFileSync('openssl', ['req', '-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:prime256v1', '-nodes', '-subj', '/CN=127.0.0.1', '-keyout', keyPath, '-out', csrPath], { stdio: 'ignore' })
-  execFileSync('openssl', ['x509', '-req', '-in', csrPath, '-CA', ca.certPath, '-CAkey', ca.keyPath, '-CAcreateserial', '-days', '1', '-extfile', extPath, '-out', certPath], { stdio: 'ignore' })
-  return { keyPath, certPath }
-}
-
 async function runIntercept () {
   const directory = mkdtempSync(join(tmpdir(), 'ffp-bench-intercept-'))
   try {
@@ -121,18 +97,6 @@ async function runIntercept () {
   } finally {
     rmSync(directory, { recursive: true, force: true })
   }
-}
-
-/** A self-signed P-256 certificate for 127.0.0.1 (CN and IP SAN), made with openssl. */
-function makeCertificate (directory) {
-  const keyPath = join(directory, 'key.pem')
-  const certPath = join(directory, 'cert.pem')
-  execFileSync('openssl', [
-    'req', '-x509', '-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:prime256v1', '-nodes',
-    '-subj', '/CN=127.0.0.1', '-addext', 'subjectAltName=IP:127.0.0.1', '-days', '1',
-    '-keyout', keyPath, '-out', certPath
-  ], { stdio: 'ignore' })
-  return { keyPath, certPath }
 }
 
 const fmt = (n, digits = 0) => n.toFixed(digits)

@@ -1,0 +1,66 @@
+// Opens one HTTP/1.1 CONNECT tunnel through a plain-text proxy on 127.0.0.1, and optionally TLS
+// inside it: shared by the idle-tunnel, leaf and SSE clients of the comparison.
+import { connect } from 'node:net'
+import { connect as tlsConnect } from 'node:tls'
+
+/** Resolves with the socket once the proxy answered 2xx to `CONNECT host:port`; rejects otherwise. */
+export function openTunnel (proxyPort, host, port) {
+  return new Promise((resolve, reject) => {
+    const socket = connect(proxyPort, '127.0.0.1', () => socket.write(`CONNECT ${host}:${port} HTTP/1.1\r\nHost: ${host}:${port}\r\n\r\n`))
+    let head = Buffer.alloc(0)
+    const onData = (chunk) => {
+      head = Buffer.concat([head, chunk])
+      const end = head.indexOf('\r\n\r\n')
+      if (end === -1) return
+      socket.removeListener('data', onData)
+      socket.removeListener('error', reject)
+      if (!/^HTTP\/1\.[01] 2\d\d/.test(head.toString('latin1'))) {
+        socket.destroy()
+        return reject(new Error(`CONNECT refused: ${head.subarray(0, end).toString('latin1').split('\r\n')[0]}`))
+      }
+      socket.pause()
+      resolve(socket)
+    }
+    socket.on('data', onData)
+    socket.once('error', reject)
+  })
+}
+
+/** TLS (HTTP/1.1 ALPN) over `socket`, checking the certificate for `host` against `ca`. */
+export function startTls (socket, host, ca) {
+  return new Promise((resolve, reject) => {
+    const tls = tlsConnect({ socket, host, ca, ALPNProtocols: ['http/1.1'] }, () => { tls.removeListener('error', reject); resolve(tls) })
+    tls.once('error', reject)
+  })
+}
+
+/** Writes `GET path` (keep-alive) on `stream` and resolves when the response head has arrived. */
+export function getHead (stream, host, path) {
+  return new Promise((resolve, reject) => {
+    let received = ''
+    const onData = (chunk) => {
+      received += chunk.toString('latin1')
+      if (!received.includes('\r\n\r\n')) return
+      stream.removeListener('data', onData)
+      stream.removeListener('error', reject)
+      resolve(received)
+    }
+    stream.on('data', onData)
+    stream.once('error', reject)
+    stream.write(`GET ${path} HTTP/1.1\r\nHost: ${host}\r\n\r\n`)
+  })
+}
+
+/** Runs `task(i)` for i in 0..count-1 with at most `concurrency` at a time; resolves with the failures. */
+export async function runPool (count, concurrency, task) {
+  let next = 0
+  const failures = []
+  const worker = async () => {
+    while (next < count) {
+      const i = next++
+      try { await task(i) } catch (error) { failures.push(error) }
+    }
+  }
+  await Promise.all(Array.from({ length: Math.min(concurrency, count) }, worker))
+  return failures
+}

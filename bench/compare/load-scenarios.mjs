@@ -1,0 +1,36 @@
+// The load scenarios of the comparison, each measured direct and through every proxy with the
+// same client (bench/load.mjs: undici, 32 keep-alive connections; downloads over 1).
+import { execFile } from 'node:child_process'
+import { fileURLToPath } from 'node:url'
+import { PLAIN_HOST, TLS_HOST } from './origin.mjs'
+
+const LOAD = fileURLToPath(new URL('../load.mjs', import.meta.url))
+
+/** Scenario id → label (as in the issue's table), metric, load.mjs modes, and which origin it uses. */
+export const SCENARIOS = {
+  http: { label: 'http:// forwarding, keep-alive, small responses', metric: 'reqPerSec', direct: 'http-direct', proxied: 'http-proxy', tls: false, target: 0.5 },
+  tunnel: { label: 'opaque CONNECT, keep-alive inside, small responses', metric: 'reqPerSec', direct: 'tunnel-direct', proxied: 'tunnel-proxy', tls: false, target: 0.8 },
+  intercept: { label: 'intercepted, keep-alive, small responses', metric: 'reqPerSec', direct: 'https-direct', proxied: 'https-tunnel', tls: true, target: 0.45 },
+  'intercept-new': { label: 'intercepted, new TLS connection per request', metric: 'reqPerSec', direct: 'https-direct-new', proxied: 'https-tunnel-new', tls: true, target: 0.6 },
+  download: { label: '64 MiB download, opaque tunnel', metric: 'mbPerSec', direct: 'download-direct', proxied: 'download-tunnel', tls: false, target: 0.95 },
+  'download-intercept': { label: '64 MiB download, intercepted', metric: 'mbPerSec', direct: 'download-https-direct', proxied: 'download-https-tunnel', tls: true, target: 0.5 }
+}
+
+/**
+ * Runs bench/load.mjs once for `scenario` against `origin`, direct when `proxyPort` is undefined.
+ * The client trusts the destination CA direct and the operator CA through a proxy (interception).
+ */
+export function runLoad (scenario, origin, pki, settings, proxyPort) {
+  const spec = SCENARIOS[scenario]
+  const mode = proxyPort === undefined ? spec.direct : spec.proxied
+  const port = spec.tls ? origin.httpsPort : origin.httpPort
+  const ca = !spec.tls ? [] : [proxyPort === undefined ? pki.destinationCa.certPath : pki.operatorCa.certPath]
+  const args = [LOAD, mode, String(port), String(proxyPort ?? 0), String(settings.duration), String(settings.connections), ...ca]
+  const env = { ...process.env, BENCH_ORIGIN_HOST: spec.tls ? TLS_HOST : PLAIN_HOST, BENCH_WARMUP_MS: String(settings.warmupMs) }
+  return new Promise((resolve, reject) => {
+    execFile(process.execPath, args, { env, encoding: 'utf8', timeout: (settings.duration + 120) * 1000 }, (error, stdout, stderr) => {
+      if (error !== null) return reject(new Error(`bench/load.mjs ${mode}: ${error.message}\n${stderr}`))
+      resolve(JSON.parse(stdout))
+    })
+  })
+}

@@ -1,0 +1,112 @@
+// Child processes of the comparison harness: start, wait until a port accepts connections,
+// stop, and read CPU time and memory of a process and its descendants from /proc.
+import { spawn } from 'node:child_process'
+import { readdirSync, readFileSync } from 'node:fs'
+import { connect, createServer } from 'node:net'
+import { setTimeout as delay } from 'node:timers/promises'
+
+const started = new Set()
+process.once('exit', () => { for (const child of started) if (child.exitCode === null) child.kill('SIGKILL') })
+
+/** Spawns `command`, keeping the last 4000 characters of its output for error messages. */
+export function startProcess (command, args, options = {}) {
+  const child = spawn(command, args, { stdio: ['ignore', 'pipe', 'pipe'], ...options })
+  let output = ''
+  const keep = (chunk) => { output = (output + chunk.toString()).slice(-4000) }
+  child.stdout.on('data', keep)
+  child.stderr.on('data', keep)
+  started.add(child)
+  child.once('exit', () => started.delete(child))
+  return { child, output: () => output }
+}
+
+/** Resolves once `host:port` accepts a TCP connection; rejects if `child` exits first or after `timeoutMs`. */
+export async function waitForPort (host, port, { child, output, name }, timeoutMs = 30_000) {
+  const deadline = Date.now() + timeoutMs
+  while (Date.now() < deadline) {
+    if (child.exitCode !== null) throw new Error(`${name} exited (${child.exitCode}) before listening:\n${output()}`)
+    const ok = await new Promise((resolve) => {
+      const socket = connect(port, host, () => { socket.destroy(); resolve(true) })
+      socket.once('error', () => resolve(false))
+    })
+    if (ok) return
+    await delay(100)
+  }
+  throw new Error(`${name} did not listen on ${host}:${port} within ${timeoutMs} ms:\n${output()}`)
+}
+
+/** Stops a started process (SIGTERM, then SIGKILL after 5 s) and resolves when it has exited. */
+export async function stopProcess ({ child }) {
+  if (child.exitCode !== null || child.signalCode !== null) return
+  const exited = new Promise((resolve) => child.once('exit', resolve))
+  child.kill('SIGTERM')
+  const timer = setTimeout(() => child.kill('SIGKILL'), 5000)
+  await exited
+  clearTimeout(timer)
+}
+
+/** A free TCP port on `host` (closed again at once; peers that cannot listen on port 0 get it). */
+export function freePort (host = '127.0.0.1') {
+  return new Promise((resolve, reject) => {
+    const server = createServer()
+    server.once('error', reject)
+    server.listen(0, host, () => {
+      const { port } = server.address()
+      server.close(() => resolve(port))
+    })
+  })
+}
+
+const CLOCK_TICKS = 100 // USER_HZ on Linux
+
+function readStat (pid) {
+  try {
+    const text = readFileSync(`/proc/${pid}/stat`, 'utf8')
+    const fields = text.slice(text.lastIndexOf(')') + 2).split(' ')
+    return { ppid: Number(fields[1]), cpuTicks: Number(fields[11]) + Number(fields[12]) }
+  } catch {
+    return undefined
+  }
+}
+
+/** `pid` and every live descendant (Squid's certificate helpers, for instance). */
+export function processTree (pid) {
+  const parents = new Map()
+  for (const entry of readdirSync('/proc')) {
+    if (!/^\d+$/.test(entry)) continue
+    const stat = readStat(entry)
+    if (stat !== undefined) parents.set(Number(entry), stat.ppid)
+  }
+  const tree = [pid]
+  for (let i = 0; i < tree.length; i++) {
+    for (const [child, parent] of parents) if (parent === tree[i]) tree.push(child)
+  }
+  return tree
+}
+
+/** User + system CPU seconds used so far by `pid` and its live descendants. */
+export function cpuSeconds (pid) {
+  let ticks = 0
+  for (const member of processTree(pid)) ticks += readStat(member)?.cpuTicks ?? 0
+  return ticks / CLOCK_TICKS
+}
+
+function statusKiB (pid, field) {
+  try {
+    const line = readFileSync(`/proc/${pid}/status`, 'utf8').split('\n').find((l) => l.startsWith(`${field}:`))
+    return line === undefined ? 0 : Number(line.split(/\s+/)[1])
+  } catch {
+    return 0
+  }
+}
+
+/** Resident memory (MiB) of `pid` and its live descendants: `VmRSS` now, and the sum of their `VmHWM` peaks. */
+export function memoryMiB (pid) {
+  let rss = 0
+  let peak = 0
+  for (const member of processTree(pid)) {
+    rss += statusKiB(member, 'VmRSS')
+    peak += statusKiB(member, 'VmHWM')
+  }
+  return { rss: rss / 1024, peak: peak / 1024 }
+}
