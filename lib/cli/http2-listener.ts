@@ -21,11 +21,19 @@ export const HTTP2_RECEIVE_WINDOWS = {
 } as const
 
 /**
+ * Streams one HTTP/2 connection may have open at once (`SETTINGS_MAX_CONCURRENT_STREAMS`);
+ * a stream beyond it is refused with RST_STREAM REFUSED_STREAM before the proxy sees it.
+ * Node's default is unlimited, which let one client hold every tunnel slot
+ * (`maxConcurrentTunnels`) on a single connection; 100 is what HTTP/2 recommends as a minimum.
+ */
+export const HTTP2_MAX_CONCURRENT_STREAMS = 100
+
+/**
  * Node options of a TLS listener with `http2: true`: ALPN offers `h2` and `http/1.1`
  * (`allowHTTP1`), so one port serves HTTP/2 CONNECT streams and HTTP/1.1 clients.
  */
 export function http2ServerOptions (files: ListenerTlsFiles): SecureServerOptions {
-  return { ...files, allowHTTP1: true, settings: { initialWindowSize: HTTP2_RECEIVE_WINDOWS.stream } }
+  return { ...files, allowHTTP1: true, settings: { initialWindowSize: HTTP2_RECEIVE_WINDOWS.stream, maxConcurrentStreams: HTTP2_MAX_CONCURRENT_STREAMS } }
 }
 
 /**

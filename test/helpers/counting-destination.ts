@@ -1,0 +1,35 @@
+import { createServer, type AddressInfo, type Socket } from 'node:net'
+import type { Test } from 'tap'
+
+/** A TCP destination that counts the connections it accepted and those still open. */
+export interface CountingDestination {
+  port: number
+  /** Connections accepted so far. */
+  readonly accepted: number
+  /** Connections accepted and not yet closed (by the proxy, as the destination never closes). */
+  readonly open: number
+}
+
+/**
+ * Starts a TCP destination on 127.0.0.1 that reads and discards whatever it gets and never
+ * closes a connection itself, so `open` counts the upstream sockets the proxy still holds.
+ * Closed at teardown.
+ */
+export async function startCountingDestination (t: Test): Promise<CountingDestination> {
+  const sockets = new Set<Socket>()
+  let accepted = 0
+  const server = createServer((socket) => {
+    accepted++
+    sockets.add(socket)
+    socket.on('error', () => {})
+    socket.on('close', () => sockets.delete(socket))
+    socket.resume()
+  })
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve))
+  t.teardown(() => new Promise<void>((resolve) => { for (const socket of sockets) socket.destroy(); server.close(() => resolve()) }))
+  return {
+    port: (server.address() as AddressInfo).port,
+    get accepted () { return accepted },
+    get open () { return sockets.size }
+  }
+}

@@ -1,0 +1,43 @@
+import { test } from 'tap'
+import { startBundledHttp2 } from './helpers/bundled-http2'
+import { startCountingDestination } from './helpers/counting-destination'
+import { eventually } from './helpers/eventually'
+import { FLAG, FRAME, connectRawHttp2, frame, headerBlock, rstStream } from './helpers/raw-http2'
+
+/** HEADERS of a CONNECT to `authority` immediately followed by RST_STREAM CANCEL, for `count` streams. */
+function cancelledConnects (authority: string, count: number): Buffer {
+  const block = headerBlock([[':method', 'CONNECT'], [':authority', authority]])
+  const frames: Buffer[] = []
+  for (let index = 0; index < count; index++) {
+    const streamId = 1 + 2 * index
+    frames.push(frame(FRAME.HEADERS, FLAG.END_HEADERS, streamId, block), rstStream(streamId))
+  }
+  return Buffer.concat(frames)
+}
+
+test('HOSTILE 35 rapid reset (CVE-2023-44487): 2,000 cancelled CONNECT streams get a GOAWAY, every upstream socket closed, no slot held', async (t) => {
+  const destination = await startCountingDestination(t)
+  const proxy = await startBundledHttp2(t)
+  const attacker = await connectRawHttp2(proxy.port, proxy.ca)
+  attacker.socket.write(cancelledConnects(`127.0.0.1:${destination.port}`, 2000))
+  await attacker.frameMatching((received) => received.type === FRAME.GOAWAY)
+  t.pass('the attacking connection got a GOAWAY')
+  await eventually(() => destination.open === 0 && proxy.server.app.forwardProxy.activeTunnels === 0, 10_000)
+  t.ok(destination.accepted < 2000, `the attack was cut short: ${destination.accepted} of 2000 streams dialed, all closed again`)
+  t.equal(await proxy.tunnelStatus(`127.0.0.1:${destination.port}`), 200, 'a new client still gets its tunnel')
+  attacker.socket.destroy()
+})
+
+test('HOSTILE 38 over HTTP/2 (Envoy CVE-2021-43826): CONNECT streams cancelled while their upstream is being dialed leave no upstream socket open and no tunnel slot taken', async (t) => {
+  const destination = await startCountingDestination(t)
+  const proxy = await startBundledHttp2(t)
+  const attacker = await connectRawHttp2(proxy.port, proxy.ca)
+  // 200 stays under nghttp2's reset rate limit: the streams are served, then cancelled mid-dial.
+  attacker.socket.write(cancelledConnects(`127.0.0.1:${destination.port}`, 200))
+  await eventually(() => destination.accepted > 0 && destination.open === 0 && proxy.server.app.forwardProxy.activeTunnels === 0, 10_000)
+  t.pass(`${destination.accepted} upstream sockets were dialed and all are closed`)
+  t.equal(attacker.goawayCode(), undefined, 'the connection itself was not refused')
+  t.equal(await proxy.tunnelStatus(`127.0.0.1:${destination.port}`), 200, 'the server serves on')
+  await eventually(() => destination.open === 0 && proxy.server.app.forwardProxy.activeTunnels === 0, 10_000)
+  attacker.socket.destroy()
+})
