@@ -3,6 +3,7 @@ import { ProxyError, isProxyError } from './diagnostics/proxy-error'
 import { sendProxyError } from './diagnostics/proxy-response'
 import { proxyAuthenticateChallenge } from './security/proxy-auth'
 import type { ResolvedProxySettings } from './options'
+import { recordProxyFailure } from './diagnostics/failure-metrics'
 
 /**
  * Turns anything thrown while handling a proxy request into the response the client sees: the
@@ -24,6 +25,7 @@ export function createProxyErrorHandler (settings: ResolvedProxySettings) {
   return function proxyErrorHandler (error: unknown, request: FastifyRequest, reply: FastifyReply): void {
     const proxyError = toProxyError(error)
     logProxyError(request, proxyError)
+    recordProxyFailure(proxyError, error)
     if (reply.raw.headersSent) {
       // The head is out: the only honest signal left is an aborted message.
       reply.raw.destroy()

@@ -1,4 +1,5 @@
 import type { ForwardProxyIssuedLeaf } from '../../types/certificates'
+import { recordCertificateLookup, startCertificateIssue } from '../diagnostics/certificate-metrics'
 
 /** A cached leaf and when it is due for renewal, in milliseconds since the epoch. */
 export interface CachedLeaf {
@@ -66,8 +67,10 @@ export class LeafCache {
     const current = entry.current
     if (current !== null && now < current.leaf.notAfter.getTime()) {
       if (now >= current.renewAt && now >= entry.renewalRetryAt && entry.pending === null) this.#renewInBackground(host, entry)
+      recordCertificateLookup(true)
       return current.leaf
     }
+    recordCertificateLookup(false)
     const pending = entry.pending ?? this.#startMint(host, entry)
     return (await waitUnlessAborted(pending, signal)).leaf
   }
@@ -89,13 +92,16 @@ export class LeafCache {
   }
 
   #startMint (host: string, entry: Entry): Promise<CachedLeaf> {
+    const issued = startCertificateIssue()
     const pending = this.#settings.mint(host)
     entry.pending = pending
     pending.then((minted) => {
+      issued(true)
       entry.current = minted
       entry.renewalFailures = 0
       entry.renewalRetryAt = 0
     }, () => {
+      issued(false)
       // No negative caching: the next request for the host tries again.
       if (entry.current === null && this.#entries.get(host) === entry) this.#entries.delete(host)
     }).finally(() => {

@@ -12,6 +12,7 @@ import type { Socket } from 'node:net'
 import type { ForwardProxyCertificateProvider } from '../../types/interception'
 import { decideInterception } from '../interception/tunnel-decision'
 import { countInterceptedTunnel } from '../diagnostics/proxy-metrics'
+import { recordTunnelOpen } from '../diagnostics/tunnel-metrics'
 
 /**
  * Opens a CONNECT tunnel, over HTTP/1.1 or HTTP/2 (SPEC 4.1 rules 1 to 4 and 8, 4.2).
@@ -77,6 +78,7 @@ export async function openConnectTunnel (
   if (upstream === undefined) {
     if (provider === null || endpoint === undefined) return
     countInterceptedTunnel()
+    const recordClose = recordTunnelOpen('intercepted', client.http2)
     endpoint.accept({
       client: client.intercept(),
       destination,
@@ -84,15 +86,16 @@ export async function openConnectTunnel (
       provider,
       idleTimeout: runtime.settings.limits.tunnelIdleTimeout,
       log: request.log,
-      onClose: (summary) => { release(); log(summary) }
+      onClose: (summary) => { release(); recordClose(summary); log(summary) }
     })
     return
   }
   upstream.on('error', () => {})
   runtime.tunnels.track(upstream)
+  const recordClose = recordTunnelOpen(client.http2 ? 'http2' : 'opaque', client.http2)
   client.establish(upstream, {
     idleTimeout: runtime.settings.limits.tunnelIdleTimeout,
-    onClose: (summary) => { release(); log(summary) }
+    onClose: (summary) => { release(); recordClose(summary); log(summary) }
   })
 }
 

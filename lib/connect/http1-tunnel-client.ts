@@ -10,6 +10,7 @@ import { abort, relayTunnel, type TunnelRelayOptions } from './tunnel-relay'
 export function http1TunnelClient (context: Http1ConnectContext): TunnelClient {
   const { socket, head, response } = context
   return {
+    http2: false,
     get gone () { return socket.destroyed },
     closable: socket,
     onGone (listener) {

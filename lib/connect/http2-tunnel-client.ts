@@ -14,6 +14,7 @@ import { relayTunnel, type TunnelRelayOptions } from './tunnel-relay'
 export function http2TunnelClient (request: Http2ServerRequest): TunnelClient {
   const { stream } = request
   return {
+    http2: true,
     get gone () { return stream.destroyed || stream.closed },
     closable: stream,
     onGone (listener) {

@@ -9,6 +9,8 @@ import type { InterceptedClient } from '../interception/tunnel-transport'
  * whether the client is still there, and how to answer 200 and start relaying.
  */
 export interface TunnelClient {
+  /** True when the CONNECT came on an HTTP/2 stream, false for an HTTP/1.1 connection. */
+  readonly http2: boolean
   /** True once the client's connection or stream is gone. */
   readonly gone: boolean
   /** The stream closed when the client leaves (tracked so that server shutdown ends it). */

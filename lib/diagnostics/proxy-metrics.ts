@@ -1,4 +1,5 @@
-import { metrics, type Attributes, type Counter, type MeterProvider } from '@opentelemetry/api'
+import type { Attributes } from '@opentelemetry/api'
+import { proxyInstruments } from './proxy-instruments'
 
 /**
  * The proxy's diagnostic counters (SPEC 6) through the OpenTelemetry metrics API.
@@ -15,11 +16,7 @@ import { metrics, type Attributes, type Counter, type MeterProvider } from '@ope
  * @packageDocumentation
  */
 
-/** The meter's name (the instrumentation scope): the package name. */
-export const PROXY_METER_NAME = 'fastify-forward-proxy'
-
-/** The meter's version (the instrumentation scope version): the package version. */
-export const PROXY_METER_VERSION: string = packageVersion()
+export { PROXY_METER_NAME, PROXY_METER_VERSION } from './proxy-meter'
 
 /** The counter of SPEC 6: one instrument, told apart by its attributes. */
 export const PROXY_REQUESTS_COUNTER = 'forward_proxy.requests'
@@ -34,22 +31,6 @@ const CONNECT_ATTRIBUTES: Attributes = Object.freeze({ [PROXY_KIND_ATTRIBUTE]: '
 const INTERCEPTED_TUNNEL_ATTRIBUTES: Attributes = Object.freeze({ [PROXY_OUTCOME_ATTRIBUTE]: 'intercepted' })
 const INTERCEPTED_REQUEST_ATTRIBUTES: Attributes = Object.freeze({ [PROXY_KIND_ATTRIBUTE]: 'intercepted' })
 
-let resolvedFor: MeterProvider | undefined
-let requestsCounter: Counter | undefined
-
-/** The `forward_proxy.requests` counter of the global MeterProvider installed now. */
-function requests (): Counter {
-  const provider = metrics.getMeterProvider()
-  if (provider !== resolvedFor || requestsCounter === undefined) {
-    requestsCounter = provider.getMeter(PROXY_METER_NAME, PROXY_METER_VERSION).createCounter(PROXY_REQUESTS_COUNTER, {
-      description: 'Requests that reached the forward proxy, by kind (connect, intercepted) or outcome (intercepted).',
-      unit: '{request}'
-    })
-    resolvedFor = provider
-  }
-  return requestsCounter
-}
-
 /**
  * Counts a CONNECT tunnel request that reached the proxy: `forward_proxy.requests` +1 with
  * `forward_proxy.kind=connect` (SPEC 6). Called once per CONNECT, over HTTP/1.1 or HTTP/2,
@@ -57,7 +38,7 @@ function requests (): Counter {
  * CONNECT (`:protocol`) is not a tunnel request and is not counted.
  */
 export function countConnectRequest (): void {
-  requests().add(1, CONNECT_ATTRIBUTES)
+  proxyInstruments().requests.add(1, CONNECT_ATTRIBUTES)
 }
 
 /**
@@ -67,7 +48,7 @@ export function countConnectRequest (): void {
  * already counted by {@link countConnectRequest}.
  */
 export function countInterceptedTunnel (): void {
-  requests().add(1, INTERCEPTED_TUNNEL_ATTRIBUTES)
+  proxyInstruments().requests.add(1, INTERCEPTED_TUNNEL_ATTRIBUTES)
 }
 
 /**
@@ -76,15 +57,5 @@ export function countInterceptedTunnel (): void {
  * receives, whatever its answer (421, 400, a forwarded response or an error).
  */
 export function countInterceptedRequest (): void {
-  requests().add(1, INTERCEPTED_REQUEST_ATTRIBUTES)
-}
-
-/**
- * The package version, read through the package's own name (its `exports` lists
- * `./package.json`), so it resolves the same from the TypeScript sources and from `dist/`.
- */
-function packageVersion (): string {
-  // eslint-disable-next-line @typescript-eslint/no-require-imports
-  const manifest = require('fastify-forward-proxy/package.json') as { version?: unknown }
-  return typeof manifest.version === 'string' ? manifest.version : '0.0.0'
+  proxyInstruments().requests.add(1, INTERCEPTED_REQUEST_ATTRIBUTES)
 }

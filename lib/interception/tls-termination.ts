@@ -5,6 +5,7 @@ import type { ForwardProxyDestination } from '../../types/destination'
 import type { ForwardProxyCertificate, ForwardProxyCertificateProvider } from '../../types/interception'
 import { secureContextOf } from './secure-contexts'
 import type { TunnelTransport } from './tunnel-transport'
+import { recordHandshake, recordHandshakeFailure, type HandshakeFailure } from '../diagnostics/handshake-metrics'
 
 /** One client handshake to run on an intercepted tunnel. */
 export interface TlsTermination {
@@ -31,8 +32,11 @@ export interface TlsTermination {
  */
 export async function terminateTls (termination: TlsTermination): Promise<TLSSocket | null> {
   const { transport, destination, provider, log } = termination
+  const started = performance.now()
   const abort = new AbortController()
+  let timedOut = false
   const timer = setTimeout(() => {
+    timedOut = true
     log.info({ tunnel: { destination: `${destination.host}:${destination.port}` } }, 'intercepted tunnel closed: TLS handshake timed out')
     abort.abort()
     transport.destroy()
@@ -48,8 +52,12 @@ export async function terminateTls (termination: TlsTermination): Promise<TLSSoc
     if (!transport.destroyed) log.error({ err: error }, 'certificate provider failed; the client handshake is refused')
     certificate = null
   }
-  if (transport.destroyed) return null
+  if (transport.destroyed) {
+    recordHandshakeFailure(timedOut ? 'timeout' : 'client_closed')
+    return null
+  }
   if (certificate === null) {
+    recordHandshakeFailure('certificate_unavailable')
     stop()
     transport.refuseHandshake()
     return null
@@ -59,6 +67,7 @@ export async function terminateTls (termination: TlsTermination): Promise<TLSSoc
     secureContext = secureContextOf(certificate)
   } catch (error) {
     log.error({ err: error }, 'certificate provider returned unusable PEM material; the client handshake is refused')
+    recordHandshakeFailure('certificate_unavailable')
     stop()
     transport.refuseHandshake()
     return null
@@ -71,14 +80,23 @@ export async function terminateTls (termination: TlsTermination): Promise<TLSSoc
     server: termination.server
   })
   return await new Promise((resolve) => {
+    let settled = false
+    const fail = (failure: HandshakeFailure): void => {
+      if (settled) return
+      settled = true
+      recordHandshakeFailure(timedOut ? 'timeout' : failure)
+      resolve(null)
+    }
     const onError = (error: Error & { code?: string }): void => {
       log.debug({ err: { code: error.code, message: error.message } }, 'intercepted tunnel: client TLS handshake failed')
       socket.destroy()
-      resolve(null)
+      fail('tls_error')
     }
     socket.once('error', onError)
-    socket.once('close', () => resolve(null))
+    socket.once('close', () => fail('client_closed'))
     socket.once('secure', () => {
+      settled = true
+      recordHandshake(started, socket.getProtocol())
       clearTimeout(timer)
       transport.removeListener('close', stop)
       socket.removeListener('error', onError)

@@ -2,6 +2,7 @@ import type { FastifyRequest } from 'fastify'
 import type { ForwardProxyDestination } from '../../types/destination'
 import type { ForwardProxyCertificateProvider } from '../../types/interception'
 import { ProxyError } from '../diagnostics/proxy-error'
+import { policyRefusal } from '../diagnostics/policy-refusal'
 import type { InterceptionRuntime } from './interception-runtime'
 
 /**
@@ -20,7 +21,7 @@ export async function decideInterception (
 ): Promise<ForwardProxyCertificateProvider | null> {
   for (const filter of interception.settings.destinationFilters) {
     if (await filter.allowTunnel(request, destination, signal) !== true) {
-      throw new ProxyError('http_request_denied', 'The proxy refuses tunnels to this destination.', { details: 'refused by a destination filter' })
+      throw policyRefusal('filter', new ProxyError('http_request_denied', 'The proxy refuses tunnels to this destination.', { details: 'refused by a destination filter' }))
     }
   }
   const { selector: selectorSource, certificateProvider: providerSource } = interception

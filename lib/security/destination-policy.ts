@@ -1,5 +1,6 @@
 import type { ForwardProxyDestination } from '../../types/destination'
 import { ProxyError } from '../diagnostics/proxy-error'
+import { policyRefusal } from '../diagnostics/policy-refusal'
 import { cidrContains, type Cidr } from './cidr'
 import { parseIP } from './ip-address'
 import { matchesAny, type HostPattern } from './host-pattern'
@@ -35,10 +36,10 @@ export class DestinationPolicy {
   checkDestination (destination: ForwardProxyDestination): void {
     const { allowedHosts, deniedHosts, allowedPorts } = this.#settings
     if (matchesAny(deniedHosts, destination.host) || !matchesAny(allowedHosts, destination.host)) {
-      throw new ProxyError('http_request_denied', 'Destination host is not allowed by the proxy policy.', { details: 'host not allowed' })
+      throw policyRefusal('host', new ProxyError('http_request_denied', 'Destination host is not allowed by the proxy policy.', { details: 'host not allowed' }))
     }
     if (allowedPorts !== null && !allowedPorts.has(destination.port)) {
-      throw new ProxyError('http_request_denied', 'Destination port is not allowed by the proxy policy.', { details: 'port not allowed' })
+      throw policyRefusal('port', new ProxyError('http_request_denied', 'Destination port is not allowed by the proxy policy.', { details: 'port not allowed' }))
     }
     if (parseIP(destination.host) !== null) this.checkAddress(destination.host)
   }

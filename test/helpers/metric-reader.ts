@@ -23,10 +23,29 @@ export interface CollectedMetric {
   points: SumPoint[]
 }
 
+/** One data point of a histogram: how many values, their sum, and its exact attributes. */
+export interface HistogramPoint {
+  count: number
+  sum: number
+  min: number | undefined
+  max: number | undefined
+  attributes: Record<string, unknown>
+}
+
+/** What one collection saw of a histogram. */
+export interface CollectedHistogram {
+  descriptor: MetricData['descriptor']
+  points: HistogramPoint[]
+}
+
 /** An in-memory metrics SDK installed as the global MeterProvider. */
 export interface InstalledMetrics {
   /** Collects now and returns the named instrument, or undefined when nothing was recorded on it. */
   collect (name: string): Promise<CollectedMetric | undefined>
+  /** Collects now and returns the named histogram, or undefined when nothing was recorded on it. */
+  collectHistogram (name: string): Promise<CollectedHistogram | undefined>
+  /** Collects now and returns the points of the named sum as `{ "<attributes JSON>": value }`. */
+  sums (name: string): Promise<Record<string, number>>
   /** Removes the global provider and shuts this SDK down (also done at teardown). */
   uninstall (): Promise<void>
 }
@@ -47,8 +66,34 @@ export function installMetrics (t: Test): InstalledMetrics {
     await provider.shutdown()
   }
   t.teardown(uninstall)
-  return {
+  const find = async (name: string): Promise<{ metric: MetricData, scope: { name: string, version: string | undefined } } | undefined> => {
+    const { resourceMetrics, errors } = await reader.collect()
+    if (errors.length > 0) throw new AggregateError(errors, 'metric collection failed')
+    for (const scopeMetrics of resourceMetrics.scopeMetrics) {
+      for (const metric of scopeMetrics.metrics) {
+        if (metric.descriptor.name === name) return { metric, scope: { name: scopeMetrics.scope.name, version: scopeMetrics.scope.version } }
+      }
+    }
+    return undefined
+  }
+  const installedMetrics: InstalledMetrics = {
     uninstall,
+    async collectHistogram (name) {
+      const found = await find(name)
+      if (found === undefined) return undefined
+      const { metric } = found
+      if (metric.dataPointType !== DataPointType.HISTOGRAM) throw new Error(`${name} is not a histogram`)
+      return {
+        descriptor: metric.descriptor,
+        points: metric.dataPoints.map((point) => ({ count: point.value.count, sum: point.value.sum ?? 0, min: point.value.min, max: point.value.max, attributes: { ...point.attributes } }))
+      }
+    },
+    async sums (name) {
+      const metric = await installedMetrics.collect(name)
+      const result: Record<string, number> = {}
+      for (const point of metric?.points ?? []) result[JSON.stringify(sortedAttributes(point.attributes))] = point.value
+      return result
+    },
     async collect (name) {
       const { resourceMetrics, errors } = await reader.collect()
       if (errors.length > 0) throw new AggregateError(errors, 'metric collection failed')
@@ -67,4 +112,10 @@ export function installMetrics (t: Test): InstalledMetrics {
       return undefined
     }
   }
+  return installedMetrics
+}
+
+/** The attributes with their keys sorted, so their JSON is a stable key. */
+export function sortedAttributes (attributes: Record<string, unknown>): Record<string, unknown> {
+  return Object.fromEntries(Object.entries(attributes).sort(([a], [b]) => a.localeCompare(b)))
 }
