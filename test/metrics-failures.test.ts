@@ -39,6 +39,22 @@ test('Metrics: forward_proxy.auth.failures counts 407 answers by reason (missing
   })
 })
 
+test('Metrics: forward_proxy.auth.failures counts the brute-force guard\'s 429 answers as rate_limited', async (t) => {
+  const installed = installMetrics(t)
+  const proxy = await startProxy(t, { auth: { users: { alice: 's3cret' }, failureLimit: { maxFailures: 1, window: 600_000 } } })
+  const statuses: number[] = []
+  for (const password of ['wrong', 's3cret']) {
+    const tunnel = await openTunnel(proxy.port, '127.0.0.1:9', { 'Proxy-Authorization': basic('alice', password) })
+    statuses.push(tunnel.status)
+    tunnel.socket.destroy()
+  }
+  t.same(statuses, [407, 429])
+  t.same(await installed.sums('forward_proxy.auth.failures'), {
+    '{"forward_proxy.auth.reason":"invalid_credentials"}': 1,
+    '{"forward_proxy.auth.reason":"rate_limited"}': 1
+  })
+})
+
 test('Metrics: forward_proxy.policy.refusals counts 403 refusals by reason: host, port, address (an IP literal and a name resolving to loopback) and filter', async (t) => {
   const installed = installMetrics(t)
   const pki = await makeInterceptionPki(t)

@@ -32,7 +32,8 @@ function attributesOf (key: string, value: string): Attributes {
 }
 
 /**
- * Counts a failure the proxy answered: an authentication failure (407), a policy refusal by
+ * Counts a failure the proxy answered: an authentication failure (407, or 429 from the
+ * brute-force guard), a policy refusal by
  * reason, or a failed connection to the destination by `Proxy-Status` error type. `original`
  * is what was thrown, before it became `error` (an authentication failure from
  * @fastify/basic-auth is not a ProxyError).
@@ -41,6 +42,11 @@ export function recordProxyFailure (error: ProxyError, original: unknown): void 
   const instruments = proxyInstruments()
   if (error.status === 407) {
     instruments.authFailures.add(1, attributesOf(AUTH_FAILURE_REASON_ATTRIBUTE, isProxyError(original) ? 'invalid_credentials' : 'missing_or_malformed'))
+    return
+  }
+  // The brute-force guard's answer (auth.failureLimit): the only 429 the proxy makes.
+  if (error.status === 429) {
+    instruments.authFailures.add(1, attributesOf(AUTH_FAILURE_REASON_ATTRIBUTE, 'rate_limited'))
     return
   }
   const reason: PolicyRefusalReason | undefined = policyRefusalReasonOf(error)
