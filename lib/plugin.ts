@@ -9,6 +9,7 @@ import { proxyRoutes } from './proxy-routes'
 import { attachProxyToServer, secondaryServersOf, type ProxyServer } from './attach-server'
 import { TunnelRegistry } from './connect/tunnel-registry'
 import { DestinationPolicy } from './security/destination-policy'
+import { OwnListeners } from './security/own-listeners'
 import { createDestinationDispatcher } from './forward/destination-dispatcher'
 import { createTlsDestinationDispatcher } from './forward/tls-destination-dispatcher'
 import { DEFAULT_DESTINATION_TLS } from './forward/destination-tls-settings'
@@ -22,7 +23,8 @@ import { INTERCEPTION_ADDRESS } from './interception/interception-endpoint'
 async function forwardProxyPlugin (fastify: FastifyInstance, options: ForwardProxyOptions): Promise<void> {
   const settings = resolveProxySettings(options)
   const policy = new DestinationPolicy(settings.destinations)
-  const connector = { policy, resolver: settings.resolver, connectTimeout: settings.limits.connectTimeout }
+  const ownListeners = new OwnListeners()
+  const connector = { policy, resolver: settings.resolver, connectTimeout: settings.limits.connectTimeout, ownListeners }
   const runtime: ProxyRuntime = {
     settings,
     policy,
@@ -46,8 +48,10 @@ async function forwardProxyPlugin (fastify: FastifyInstance, options: ForwardPro
     getter (this: { raw: Parameters<typeof proxyDestinationOf>[0] }) { return proxyDestinationOf(this.raw) }
   })
 
-  const attach = (server: ProxyServer, routeRequests: boolean): void =>
+  const attach = (server: ProxyServer, routeRequests: boolean): void => {
+    ownListeners.add(server)
     attachProxyToServer(server, fastify, settings.pseudonym, { routeRequests })
+  }
   const control: ForwardProxyControl = {
     get activeTunnels () { return runtime.tunnels.active },
     get interceptionAddress () { return runtime.interception === undefined ? null : INTERCEPTION_ADDRESS },

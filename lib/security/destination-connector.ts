@@ -4,12 +4,15 @@ import type { ForwardProxyResolver, ResolvedAddress } from '../../types/options'
 import { ProxyError } from '../diagnostics/proxy-error'
 import { proxyErrorFromNetworkError } from '../diagnostics/network-error'
 import type { DestinationPolicy } from './destination-policy'
+import type { OwnListeners } from './own-listeners'
 
 /** What a connect needs: the policy, a resolver and the time allowed for DNS plus TCP. */
 export interface DestinationConnectorSettings {
   readonly policy: DestinationPolicy
   readonly resolver: ForwardProxyResolver
   readonly connectTimeout: number
+  /** The proxy's own listeners, never dialed (508 `proxy_loop_detected`). */
+  readonly ownListeners?: OwnListeners
 }
 
 /**
@@ -19,6 +22,7 @@ export interface DestinationConnectorSettings {
  * finish within `connectTimeout`. `signal` aborts the attempt when the client goes away.
  *
  * Throws a ProxyError: `destination_ip_prohibited` when no resolved address is allowed,
+ * `proxy_loop_detected` when an allowed address is one of the proxy's own listeners,
  * `dns_error`/`dns_timeout`, `connection_refused`, `connection_timeout` and so on.
  */
 export async function connectToDestination (
@@ -29,6 +33,9 @@ export async function connectToDestination (
   const deadline = AbortSignal.timeout(settings.connectTimeout)
   const abort = signal === undefined ? deadline : AbortSignal.any([signal, deadline])
   const addresses = await resolveAllowed(destination, settings, abort, deadline)
+  if (addresses.some(({ address }) => settings.ownListeners?.includes(address, destination.port) === true)) {
+    throw new ProxyError('proxy_loop_detected', 'The destination is this proxy itself.', { details: 'the destination is this proxy' })
+  }
   let lastError: unknown
   for (const { address, family } of addresses) {
     try {
