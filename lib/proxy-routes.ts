@@ -7,6 +7,7 @@ import { registerProxyAuthentication } from './security/proxy-auth'
 import { openConnectTunnel } from './connect/connect-handler'
 import { forwardAbsoluteRequest } from './forward/forward-handler'
 import { forwardInterceptedRequest } from './interception/intercepted-request'
+import { refuseOversizedHead } from './forward/request-head-limits'
 import { hideContentTypeFromFastify, restoreContentType } from './forward/opaque-content-type'
 
 /**
@@ -31,7 +32,7 @@ export function proxyRoutes (runtime: ProxyRuntime) {
       url: '*',
       exposeHeadRoute: false,
       constraints: { [PROXY_CONSTRAINT]: PROXY_CONSTRAINT_VALUE },
-      ...(authenticate === undefined ? {} : { onRequest: authenticate }),
+      onRequest: authenticate === undefined ? [refuseOversizedHead] : [refuseOversizedHead, authenticate],
       preParsing: hideContentTypeFromFastify,
       // Returning the reply tells Fastify the response is under way (it may still be streaming).
       handler: async (request: FastifyRequest, reply: FastifyReply) => {
