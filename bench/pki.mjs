@@ -1,7 +1,8 @@
 // Test PKI for the benchmarks, made with the openssl command: P-256 CAs and leaves for loopback
-// addresses. Shared by bench/run.mjs and bench/compare.mjs.
+// addresses and names. Shared by bench/run.mjs, bench/compare.mjs and bench/soak.mjs.
 import { execFileSync } from 'node:child_process'
 import { writeFileSync } from 'node:fs'
+import { isIP } from 'node:net'
 import { join } from 'node:path'
 
 /** A P-256 CA (basicConstraints and keyUsage as a CA needs them) in `directory`. */
@@ -17,14 +18,14 @@ export function makeCa (directory, name) {
   return { keyPath, certPath }
 }
 
-/** A P-256 server leaf signed by `ca` for the IP addresses `ips` (default 127.0.0.1). */
-export function makeLeaf (directory, name, ca, ips = ['127.0.0.1']) {
+/** A P-256 server leaf signed by `ca` for `names`: IP addresses and DNS names (default 127.0.0.1). */
+export function makeLeaf (directory, name, ca, names = ['127.0.0.1']) {
   const keyPath = join(directory, `${name}.key`)
   const certPath = join(directory, `${name}.pem`)
   const csrPath = join(directory, `${name}.csr`)
   const extPath = join(directory, `${name}.ext`)
-  writeFileSync(extPath, `subjectAltName=${ips.map((ip) => `IP:${ip}`).join(',')}\nbasicConstraints=critical,CA:FALSE\nkeyUsage=critical,digitalSignature\nextendedKeyUsage=serverAuth\n`)
-  execFileSync('openssl', ['req', '-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:prime256v1', '-nodes', '-subj', `/CN=${ips[0]}`, '-keyout', keyPath, '-out', csrPath], { stdio: 'ignore' })
+  writeFileSync(extPath, `subjectAltName=${names.map((n) => `${isIP(n) === 0 ? 'DNS' : 'IP'}:${n}`).join(',')}\nbasicConstraints=critical,CA:FALSE\nkeyUsage=critical,digitalSignature\nextendedKeyUsage=serverAuth\n`)
+  execFileSync('openssl', ['req', '-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:prime256v1', '-nodes', '-subj', `/CN=${names[0]}`, '-keyout', keyPath, '-out', csrPath], { stdio: 'ignore' })
   execFileSync('openssl', ['x509', '-req', '-in', csrPath, '-CA', ca.certPath, '-CAkey', ca.keyPath, '-CAcreateserial', '-days', '1', '-extfile', extPath, '-out', certPath], { stdio: 'ignore' })
   return { keyPath, certPath }
 }
