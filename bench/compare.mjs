@@ -38,6 +38,11 @@ async function main () {
   print(`settings: ${settings.rounds} rounds, ${settings.duration} s per run, ${settings.connections} connections (downloads: 1), scenarios ${settings.scenarios.join(',')}, peers ${settings.peers.join(',')}`)
   if (tools.missing.length > 0) print(`not installed: ${tools.missing.join(', ')} (install with: ${tools.installHint}); their peers are skipped${tools.found.nginx === undefined ? ', the origin is bench/origin.mjs' : ''}`)
 
+  if (settings.httpClient === 'hey') {
+    if (tools.found.hey === undefined) print('http:// forwarding uses bench/load.mjs: hey is not installed')
+    else settings.heyPath = tools.found.hey
+  }
+  print(`client: ${settings.heyPath === undefined ? 'bench/load.mjs (undici)' : 'hey for http:// forwarding, bench/load.mjs (undici) for the rest'}`)
   const peers = []
   for (const name of settings.peers) {
     const peer = PEERS.find((p) => p.name === name)
@@ -156,7 +161,7 @@ async function attempt (rows, measurement, path, run) {
   } catch (error) {
     rows.push({ measurement, path, result: `failed: ${error.message.split('\n')[0]}`, errors: 1 })
     print(`${measurement} ${path}: failed: ${error.message}`)
-    if (path === 'ours' || settings.smoke) problems.push(`${measurement} ${path} failed`)
+    if (path.startsWith('ours') || settings.smoke) problems.push(`${measurement} ${path} failed`)
   }
 }
 
@@ -165,8 +170,8 @@ async function runExtras (origin, pki, running, context, idleCount) {
   const rows = []
   const want = (name) => settings.scenarios.includes(name)
   if (want('sse')) {
-    for (const path of [{ peer: { name: 'direct' } }, ...running]) {
-      await attempt(rows, 'SSE first byte, http:// forwarding', path.peer.name, async () => {
+    for (const path of [{ peer: { name: 'direct', label: 'direct' } }, ...running]) {
+      await attempt(rows, 'SSE first byte, http:// forwarding', path.peer.label, async () => {
         const r = await sseFirstByte(origin.ssePort, path.port, settings.sseSamples)
         return { ...r, result: `p50 ${fixed(r.p50, 1)} ms, p99 ${fixed(r.p99, 1)} ms (${r.samples} samples)` }
       })
@@ -176,7 +181,7 @@ async function runExtras (origin, pki, running, context, idleCount) {
     if (!want(name)) continue
     for (const proxy of running) {
       const measurement = intercepted ? `${count} idle intercepted tunnels (TLS both sides, one request each)` : `${count} idle opaque tunnels`
-      await attempt(rows, measurement, proxy.peer.name, async () => {
+      await attempt(rows, measurement, proxy.peer.label, async () => {
         const r = await idleTunnels({
           pid: proxy.pid,
           proxyPort: proxy.port,

@@ -1,7 +1,9 @@
 // The load scenarios of the comparison, each measured direct and through every proxy with the
-// same client (bench/load.mjs: undici, 32 keep-alive connections; downloads over 1).
+// same client: bench/load.mjs (undici, 32 keep-alive connections; downloads over 1), or hey for
+// http:// forwarding when `settings.heyPath` is set.
 import { execFile } from 'node:child_process'
 import { fileURLToPath } from 'node:url'
+import { runHey } from './hey.mjs'
 import { PLAIN_HOST, TLS_HOST } from './origin.mjs'
 
 const LOAD = fileURLToPath(new URL('../load.mjs', import.meta.url))
@@ -22,6 +24,9 @@ export const SCENARIOS = {
  */
 export function runLoad (scenario, origin, pki, settings, proxyPort) {
   const spec = SCENARIOS[scenario]
+  if (scenario === 'http' && settings.heyPath !== undefined) {
+    return runHey(settings.heyPath, `http://${PLAIN_HOST}:${origin.httpPort}/small`, proxyPort, settings.duration, settings.connections)
+  }
   const mode = proxyPort === undefined ? spec.direct : spec.proxied
   const port = spec.tls ? origin.httpsPort : origin.httpPort
   const ca = !spec.tls ? [] : [proxyPort === undefined ? pki.destinationCa.certPath : pki.operatorCa.certPath]

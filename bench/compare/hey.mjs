@@ -1,0 +1,29 @@
+// `hey` (Debian package hey) as the client of the http:// forwarding scenario: the same client
+// direct and through every proxy (`-x`), keep-alive, `connections` workers for `duration` s.
+import { execFile } from 'node:child_process'
+
+/** Parses hey's text summary: 2xx responses per second, p50/p99 in ms, non-2xx and transport errors. */
+export function parseHeySummary (text) {
+  const seconds = Number(text.match(/Total:\s+([\d.]+) secs/)?.[1])
+  const quantile = (q) => Number(text.match(new RegExp(`\\s${q}% in ([\\d.]+) secs`))?.[1]) * 1000
+  const statusSection = text.split('Status code distribution:')[1]?.split('Error distribution:') ?? ['', '']
+  let ok = 0
+  let failed = 0
+  for (const [, status, count] of statusSection[0].matchAll(/\[(\d+)\]\s+(\d+) responses/g)) {
+    if (status.startsWith('2')) ok += Number(count)
+    else failed += Number(count)
+  }
+  for (const [, count] of (statusSection[1] ?? '').matchAll(/\[(\d+)\]\s/g)) failed += Number(count)
+  return { requests: ok, reqPerSec: ok / seconds, p50: quantile(50), p99: quantile(99), mbPerSec: NaN, errors: failed, client: 'hey' }
+}
+
+/** Runs hey against `url`, through the proxy on 127.0.0.1:`proxyPort` when given. */
+export function runHey (heyPath, url, proxyPort, duration, connections) {
+  const args = ['-z', `${duration}s`, '-c', String(connections), ...(proxyPort === undefined ? [] : ['-x', `http://127.0.0.1:${proxyPort}`]), url]
+  return new Promise((resolve, reject) => {
+    execFile(heyPath, args, { encoding: 'utf8', timeout: (duration + 120) * 1000, maxBuffer: 16 << 20 }, (error, stdout, stderr) => {
+      if (error !== null) return reject(new Error(`hey: ${error.message}\n${stderr}`))
+      resolve(parseHeySummary(stdout))
+    })
+  })
+}

@@ -1,0 +1,76 @@
+import { join } from 'node:path'
+import { pathToFileURL } from 'node:url'
+import { test } from 'tap'
+
+// The comparison harness (bench/compare.mjs) is plain JavaScript outside the package; its parsers
+// and medians are checked here because CI may lack hey, and the smoke run only shows that they
+// do not throw.
+interface HeyResult { requests: number, reqPerSec: number, p50: number, p99: number, errors: number }
+interface Bench {
+  parseHeySummary: (text: string) => HeyResult
+  median: (values: number[]) => number
+  summarize: (runs: Record<string, Record<string, Array<Record<string, number>>>>, peers: string[]) => Record<string, { ratios: Record<string, number>, paths: Record<string, { rate: number, errors: number }> }>
+}
+async function load (): Promise<Bench> {
+  const root = join(__dirname, '..', 'bench', 'compare')
+  const hey = await import(pathToFileURL(join(root, 'hey.mjs')).href) as Pick<Bench, 'parseHeySummary'>
+  const report = await import(pathToFileURL(join(root, 'report.mjs')).href) as Pick<Bench, 'median' | 'summarize'>
+  return { ...hey, ...report }
+}
+
+// The layout hey 0.1.4 (Debian) prints; histogram and details shortened.
+const HEY_OUTPUT = `
+Summary:
+  Total:\t2.0000 secs
+  Slowest:\t0.0400 secs
+  Fastest:\t0.0001 secs
+  Average:\t0.0011 secs
+  Requests/sec:\t1060.0000
+
+Latency distribution:
+  10% in 0.0002 secs
+  50% in 0.0007 secs
+  90% in 0.0014 secs
+  99% in 0.0250 secs
+
+Status code distribution:
+  [200]\t2000 responses
+  [502]\t20 responses
+
+Error distribution:
+  [100]\tGet "http://127.0.0.1:1/small": dial tcp 127.0.0.1:1: connect: connection refused
+`
+
+test('bench compare: the hey summary counts only 2xx responses per second, and 5xx plus transport errors as errors', async (t) => {
+  const { parseHeySummary } = await load()
+  const result = parseHeySummary(HEY_OUTPUT)
+  t.equal(result.requests, 2000)
+  t.equal(result.reqPerSec, 1000, '2xx responses / Total, not hey\'s Requests/sec')
+  t.equal(result.p50, 0.7)
+  t.equal(result.p99, 25)
+  t.equal(result.errors, 120, '20 responses 502 + 100 connection errors')
+})
+
+test('bench compare: a hey summary without a 99% line (few requests) gives p99 NaN, shown as "-"', async (t) => {
+  const { parseHeySummary } = await load()
+  const result = parseHeySummary(HEY_OUTPUT.replace('  99% in 0.0250 secs\n', ''))
+  t.ok(Number.isNaN(result.p99))
+  t.equal(result.requests, 2000)
+})
+
+test('bench compare: ratios are the median of per-round proxy / direct, and a failed round does not count', async (t) => {
+  const { median, summarize } = await load()
+  t.equal(median([3, 1, 2]), 2)
+  t.equal(median([4, 1, 2, 3]), 2.5)
+  t.ok(Number.isNaN(median([NaN])))
+  const runs = {
+    http: {
+      direct: [{ reqPerSec: 1000, p50: 1, p99: 2, errors: 0 }, { reqPerSec: 2000, p50: 1, p99: 2, errors: 0 }, { reqPerSec: 1000, p50: 1, p99: 2, errors: 0 }],
+      ours: [{ reqPerSec: 500, p50: 1, p99: 2, errors: 0 }, { reqPerSec: 1800, p50: 1, p99: 2, errors: 0 }, { reqPerSec: NaN, p50: NaN, p99: NaN, errors: 1 }]
+    }
+  }
+  const summary = summarize(runs, ['ours'])
+  t.equal(summary.http?.ratios.ours, 0.7, 'median of 0.5 and 0.9; the failed third round is left out')
+  t.equal(summary.http?.paths.ours?.errors, 1)
+  t.equal(summary.http?.paths.direct?.rate, 1000)
+})
