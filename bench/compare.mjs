@@ -64,7 +64,7 @@ async function main () {
       origin: makeLeaf(directory, 'origin', destinationCa, [TLS_HOST, PLAIN_HOST]),
       proxy: makeLeaf(directory, 'proxy', destinationCa, [PLAIN_HOST])
     }
-    const origin = await startOrigin(tools.found.nginx, directory, pki.origin)
+    const origin = await startOrigin(settings.origin === 'nginx' ? tools.found.nginx : undefined, directory, pki.origin)
     processes.push(...origin.processes)
     const versions = { origin: origin.kind === 'nginx' ? versionOf(tools.found.nginx, ['-v']) : `bench/origin.mjs (Node ${process.version})` }
     const context = { directory, pki, tools: tools.found, maxTunnels: 20_000 }
@@ -177,18 +177,25 @@ async function runExtras (origin, pki, running, context, idleCount) {
       })
     }
   }
+  // Each idle measurement runs on a fresh instance: memory a proxy freed after the load
+  // scenarios or an earlier measurement would otherwise hide the tunnels' cost.
   for (const [name, count, intercepted] of [['idle', idleCount, false], ['idle-intercept', settings.idleIntercepted, true]]) {
     if (!want(name)) continue
     for (const proxy of running) {
       const measurement = intercepted ? `${count} idle intercepted tunnels (TLS both sides, one request each)` : `${count} idle opaque tunnels`
       await attempt(rows, measurement, proxy.peer.label, async () => {
-        const r = await idleTunnels({
-          pid: proxy.pid,
-          proxyPort: proxy.port,
-          count,
-          ...(intercepted ? { host: TLS_HOST, port: origin.httpsPort, ca: pki.operatorCa.certPath } : { host: PLAIN_HOST, port: origin.httpPort })
-        })
-        return { ...r, result: `${fixed(r.kibPerTunnel, 1)} KiB per tunnel (RSS ${fixed(r.rssBefore)} → ${fixed(r.rssWith)} MiB, ${r.opened} open in ${fixed(r.seconds, 1)} s)` }
+        const fresh = await startPeer(proxy.peer, context)
+        try {
+          const r = await idleTunnels({
+            pid: fresh.pid,
+            proxyPort: fresh.port,
+            count,
+            ...(intercepted ? { host: TLS_HOST, port: origin.httpsPort, ca: pki.operatorCa.certPath } : { host: PLAIN_HOST, port: origin.httpPort })
+          })
+          return { ...r, result: `${fixed(r.kibPerTunnel, 1)} KiB per tunnel (fresh instance; RSS ${fixed(r.rssBefore)} MiB with the first tenth open → ${fixed(r.rssWith)} MiB with all ${r.opened}, opened in ${fixed(r.seconds, 1)} s)` }
+        } finally {
+          await stopProcess(fresh.started)
+        }
       })
     }
   }

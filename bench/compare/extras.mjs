@@ -2,6 +2,7 @@
 // HTTP/2 CONNECT tunnels and leaves for new hosts. Each runs its client in a child process.
 import { execFile, spawn } from 'node:child_process'
 import { once } from 'node:events'
+import { createInterface } from 'node:readline'
 import { fileURLToPath } from 'node:url'
 import { memoryMiB } from './processes.mjs'
 
@@ -23,26 +24,33 @@ export function sseFirstByte (ssePort, proxyPort, samples) {
 }
 
 /**
- * Opens `count` idle tunnels through the proxy on `proxyPort` (process `pid`) and measures its
- * resident memory before and with them open: { opened, errors, firstError, seconds, kibPerTunnel }.
+ * Opens `count` idle tunnels through the proxy on `proxyPort` (process `pid`): a tenth first,
+ * then the rest. The cost per tunnel is the growth of the proxy's resident memory over the rest,
+ * divided by their number: { opened, errors, firstError, seconds, rssBefore, rssWith, kibPerTunnel }.
  */
 export async function idleTunnels ({ pid, proxyPort, host, port, count, ca, timeoutMs = 300_000 }) {
-  const before = memoryMiB(pid).rss
-  const child = spawn(process.execPath, [here('./idle-client.mjs'), JSON.stringify({ proxyPort, host, port, count, ca })], { stdio: ['pipe', 'pipe', 'inherit'] })
+  const first = Math.max(1, Math.floor(count / 10))
+  const child = spawn(process.execPath, [here('./idle-client.mjs'), JSON.stringify({ proxyPort, host, port, first, count, ca })], { stdio: ['pipe', 'pipe', 'inherit'] })
   const timer = setTimeout(() => child.kill('SIGKILL'), timeoutMs)
+  const lines = createInterface({ input: child.stdout })[Symbol.asyncIterator]()
+  const exited = once(child, 'exit')
+  const nextLine = async () => {
+    const line = await Promise.race([lines.next(), exited.then(([code]) => { throw new Error(`idle client exited (${code}) before its tunnels were open`) })])
+    if (line.done) throw new Error('idle client ended its output early')
+    return JSON.parse(line.value)
+  }
   try {
-    const [line] = await Promise.race([
-      once(child.stdout, 'data'),
-      once(child, 'exit').then(([code]) => { throw new Error(`idle client exited (${code}) before every tunnel was open`) })
-    ])
-    const opened = JSON.parse(line.toString())
-    const during = memoryMiB(pid).rss
-    return { ...opened, rssBefore: before, rssWith: during, kibPerTunnel: opened.opened === 0 ? NaN : (during - before) * 1024 / opened.opened }
+    const early = await nextLine()
+    const before = memoryMiB(pid).rss
+    child.stdin.write('go\n')
+    const all = await nextLine()
+    const rssWith = memoryMiB(pid).rss
+    const later = all.opened - early.opened
+    return { ...all, seconds: early.seconds + all.seconds, rssBefore: before, rssWith, kibPerTunnel: later <= 0 ? NaN : (rssWith - before) * 1024 / later }
   } finally {
     clearTimeout(timer)
-    const exited = child.exitCode === null ? once(child, 'exit') : Promise.resolve()
     child.stdin.end()
-    await exited
+    if (child.exitCode === null && child.signalCode === null) await exited
   }
 }
 

@@ -3,10 +3,10 @@
 // Squid with ssl_bump and mitmproxy (mitmdump). Every one forwards http://, relays CONNECT
 // tunnels opaquely, and intercepts tunnels to 127.0.0.2 only (leaves signed by the same operator
 // CA, destinations verified against the test destination CA).
-import { chmodSync, chownSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs'
+import { chmodSync, chownSync, mkdirSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs'
 import { execFileSync } from 'node:child_process'
 import { userInfo } from 'node:os'
-import { join } from 'node:path'
+import { dirname, join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { TLS_HOST } from './origin.mjs'
 import { freePort, startProcess, waitForPort } from './processes.mjs'
@@ -80,7 +80,8 @@ async function squid ({ directory, pki, tools }) {
   if (userInfo().uid === 0) {
     // Squid started by root runs as the "proxy" user: let it reach its files.
     const { uid, gid } = userIds('proxy')
-    for (const path of [directory, join(directory, 'squid-ssl-db'), pki.operatorCa.keyPath]) chownSync(path, uid, gid)
+    chmodSync(dirname(directory), 0o711)
+    for (const path of [directory, pki.operatorCa.keyPath]) chownSync(path, uid, gid)
     execFileSync('chown', ['-R', `${uid}:${gid}`, join(directory, 'squid-ssl-db')])
   }
   const started = startProcess(tools.squid, ['-N', '-f', configPath])
@@ -120,9 +121,13 @@ export const PEERS = [
   { name: 'mitmproxy', label: 'mitmproxy', needs: ['mitmdump'], start: mitmproxy }
 ]
 
-/** Starts `peer` and resolves with its port and process once it accepts connections. */
+/**
+ * Starts `peer` (its files in a new folder under `context.directory`, so several instances can
+ * run) and resolves with its port and process once it accepts connections.
+ */
 export async function startPeer (peer, context) {
-  const { port, started } = await peer.start(context)
+  const directory = mkdtempSync(join(context.directory, `${peer.name}-`))
+  const { port, started } = await peer.start({ ...context, directory })
   await waitForPort('127.0.0.1', port, { ...started, name: peer.label }, 60_000)
   return { peer, port, started, pid: started.child.pid }
 }
