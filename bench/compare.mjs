@@ -14,7 +14,7 @@ import { runLoad, SCENARIOS } from './compare/load-scenarios.mjs'
 import { PLAIN_HOST, startOrigin, TLS_HOST } from './compare/origin.mjs'
 import { PEERS, startOurs, startPeer } from './compare/peers.mjs'
 import { cpuSeconds, memoryMiB, startProcess, stopProcess } from './compare/processes.mjs'
-import { detailTable, extrasTable, median, ratioTable, summarize } from './compare/report.mjs'
+import { detailTable, extrasTable, median, ratioTable, roundsTable, summarize } from './compare/report.mjs'
 import { readSettings } from './compare/settings.mjs'
 import { detectTools, versionOf } from './compare/tools.mjs'
 
@@ -92,6 +92,8 @@ async function main () {
     if (Object.keys(summary).length > 0 || running.length > 0) {
       print('## Through proxy / direct (median of the per-round ratios)\n')
       print(ratioTable(summary, headings, memory))
+      print('\n## Ratio of each round (in run order)\n')
+      print(roundsTable(summary, headings))
       print('\n## Medians\n')
       print(detailTable(summary, [{ name: 'direct', heading: 'direct' }, ...headings]))
     }
@@ -99,6 +101,8 @@ async function main () {
       print('\n## Extra measurements\n')
       print(extrasTable(extras))
     }
+    host.loadAverageEnd = loadavg().map((n) => Number(n.toFixed(2)))
+    print(`\nload average at the end: ${host.loadAverageEnd.join(' ')}`)
     if (settings.jsonPath !== '') {
       mkdirSync(dirname(settings.jsonPath), { recursive: true })
       writeFileSync(settings.jsonPath, JSON.stringify({ date: new Date().toISOString(), machine: host, settings, versions, summary, memory, extras, runs }, null, 2) + '\n')

@@ -30,10 +30,12 @@ export function summarize (runs, peerNames) {
         rounds: rounds.length
       }
     }
+    entry.roundRatios = {}
     for (const peer of peerNames) {
       const direct = byPath.direct ?? []
       const proxied = byPath[peer] ?? []
-      entry.ratios[peer] = median(proxied.map((r, i) => r[metric] / direct[i]?.[metric]))
+      entry.roundRatios[peer] = proxied.map((r, i) => r[metric] / direct[i]?.[metric])
+      entry.ratios[peer] = median(entry.roundRatios[peer])
     }
     summary[scenario] = entry
   }
@@ -67,6 +69,15 @@ export function detailTable (summary, paths) {
       if (values === undefined) continue
       lines.push(`| ${SCENARIOS[scenario].label} | ${path.heading} | ${fixed(values.rate)} ${unit} | ${fixed(values.p50, 1)} | ${fixed(values.p99, 1)} | ${path.name === 'direct' ? '-' : fixed(values.cpu, 3)} | ${values.errors} |`)
     }
+  }
+  return lines.join('\n')
+}
+
+/** Every round's ratio, to show how noisy the medians are. */
+export function roundsTable (summary, peers) {
+  const lines = [`| scenario | ${peers.map((p) => p.heading).join(' | ')} |`, `|---|${peers.map(() => '---|').join('')}`]
+  for (const [scenario, entry] of Object.entries(summary)) {
+    lines.push(`| ${SCENARIOS[scenario].label} | ${peers.map((p) => (entry.roundRatios[p.name] ?? []).map((r) => fixed(r, 2)).join(' / ')).join(' | ')} |`)
   }
   return lines.join('\n')
 }
