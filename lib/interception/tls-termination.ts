@@ -85,6 +85,10 @@ export async function terminateTls (termination: TlsTermination): Promise<TLSSoc
       if (settled) return
       settled = true
       recordHandshakeFailure(timedOut ? 'timeout' : failure)
+      stop()
+      // The TLS socket does not close the transport it runs on; without this a client that
+      // left mid-handshake would keep its tunnel slot until the handshake timeout.
+      transport.destroy()
       resolve(null)
     }
     const onError = (error: Error & { code?: string }): void => {
@@ -94,6 +98,15 @@ export async function terminateTls (termination: TlsTermination): Promise<TLSSoc
     }
     socket.once('error', onError)
     socket.once('close', () => fail('client_closed'))
+    // A client that ends its side before the handshake is done can never finish it; the TLS
+    // socket reports only 'end' and closes nothing, so without this the tunnel would keep its
+    // slot until the handshake timeout.
+    socket.once('end', () => {
+      if (settled) return
+      socket.destroy()
+      transport.destroy()
+      fail('client_closed')
+    })
     socket.once('secure', () => {
       settled = true
       recordHandshake(started, socket.getProtocol())

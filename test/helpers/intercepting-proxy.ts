@@ -78,6 +78,8 @@ export interface InterceptingProxySetup {
   /** Runs before the plugins are registered (the application's hooks and routes). */
   setup?: (app: FastifyInstance) => void
   server?: FastifyServerOptions
+  /** Listen backlog, for tests that open many connections at once (Node's default is 511). */
+  backlog?: number
 }
 
 /**
@@ -89,7 +91,7 @@ export async function startInterceptingProxy (t: Test, pki: InterceptionPki, opt
   options.setup?.(app)
   await app.register(forwardProxy, { destinations: LOOPBACK_TEST_POLICY, ...options.proxy })
   await app.register(tlsInterception, { trustedDestinationCa: pki.destinationCa.cert, ...options.interception })
-  await app.listen({ port: 0, host: '127.0.0.1' })
+  await app.listen({ port: 0, host: '127.0.0.1', ...(options.backlog === undefined ? {} : { backlog: options.backlog }) })
   t.teardown(() => app.close())
   const port = (app.server.address() as AddressInfo).port
   return { app, port, url: `http://127.0.0.1:${port}` }
