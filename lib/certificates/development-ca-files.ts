@@ -5,6 +5,7 @@ import type { ForwardProxyCaCertificateProvider } from '../../types/certificates
 import { createCaCertificateProvider } from './ca-certificate-provider'
 import { ForwardProxyCertificateError } from './certificate-error'
 import { mintDevelopmentCa, type DevelopmentCaOptions } from './development-ca'
+import { octalMode, tooOpenKeyFileMode } from './key-file-mode'
 
 /** File names of the development CA inside the data directory. */
 export const DEVELOPMENT_CA_FILES = { cert: 'ca.pem', key: 'ca.key' } as const
@@ -107,11 +108,9 @@ function writeNewFile (path: string, text: string, mode: number): void {
 
 /** Refuses a key file that group or others may read, write or run (ssh's rule for private keys). */
 function checkKeyFileMode (keyPath: string): void {
-  // Windows reports no POSIX permission bits (its ACLs are not checked here).
-  if (process.platform === 'win32') return
-  const mode = statSync(keyPath).mode & 0o777
-  if ((mode & 0o077) !== 0) {
-    throw new ForwardProxyCertificateError('bad_ca_key', `permissions ${mode.toString(8).padStart(4, '0')} for the development CA key ${keyPath} are too open: it must be readable by the proxy's user only. Run "chmod 600 ${keyPath}" if nobody else could have read it; otherwise treat the key as exposed and remove both files to have a new CA created`)
+  const mode = tooOpenKeyFileMode(keyPath)
+  if (mode !== undefined) {
+    throw new ForwardProxyCertificateError('bad_ca_key', `permissions ${octalMode(mode)} for the development CA key ${keyPath} are too open: it must be readable by the proxy's user only. Run "chmod 600 ${keyPath}" if nobody else could have read it; otherwise treat the key as exposed and remove both files to have a new CA created`)
   }
 }
 

@@ -15,6 +15,7 @@ import { createProxyApp } from './proxy-app'
 import { registerInterceptionFromConfig, type DevelopmentCaInUse } from './interception-from-config'
 import { createHeaderRulesTransform } from '../forward/header-rules-transform'
 import { SERVER_TIMEOUTS } from './server-timeouts'
+import { checkListenerExposure } from './listener-exposure'
 
 /** A running proxy server. */
 export interface RunningProxyServer {
@@ -63,12 +64,15 @@ export function pluginOptionsFromConfig (config: ProxyServerConfig): ForwardProx
 /**
  * Starts the ready-to-run proxy: one Fastify app with the forward proxy and `GET /healthz`,
  * serving every configured listener (the first is Fastify's own server, the others are joined
- * with `forwardProxy.attachServer`).
+ * with `forwardProxy.attachServer`). Refuses to start an open proxy on a non-loopback address
+ * (no `users`, no `allowAnonymous`), checked like every file before anything listens.
+ * @throws ConfigError for a configuration that cannot or must not be served.
  */
 export async function startProxyServer (config: ProxyServerConfig, options: StartOptions = {}): Promise<RunningProxyServer> {
   const gracePeriod = options.shutdownGracePeriod ?? DEFAULT_SHUTDOWN_GRACE_PERIOD
   const [first, ...others] = config.listen
   if (first === undefined) throw new Error('at least one listener is required')
+  checkListenerExposure(config)
   // Every certificate is checked before anything listens.
   const tlsFiles = config.listen.map((listener, index) => listener.tls === undefined ? undefined : loadListenerTls(listener.tls, index))
   const app = createProxyApp(first, tlsFiles[0], config.log.level)

@@ -28,6 +28,8 @@ export const CONFIG_SCHEMA = {
         }
       }
     },
+    // Without it, a listener on a non-loopback address needs `users` (lib/cli/listener-exposure.ts).
+    allowAnonymous: { type: 'boolean' },
     users: {
       type: 'object',
       // Basic credentials are "name:password", so a name cannot hold a colon.

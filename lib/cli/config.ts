@@ -22,6 +22,8 @@ export interface ListenerConfig {
 /** The configuration file, validated, with defaults applied. */
 export interface ProxyServerConfig {
   listen: ListenerConfig[]
+  /** Accept clients without credentials on a non-loopback listener (an open proxy to whoever reaches it). */
+  allowAnonymous?: boolean
   users?: Record<string, string>
   /** Brute-force guard of `users` (the plugin's `auth.failureLimit`). */
   authFailureLimit?: { maxFailures?: number, window?: number } | false

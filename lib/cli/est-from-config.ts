@@ -7,11 +7,12 @@ import type { ForwardProxyEstCertificateProvider } from '../../types/est'
 import { ConfigError } from './config-error'
 import type { EstConfig } from './config'
 import { readConfigFile } from './read-config-file'
+import { readKeyFile } from './read-key-file'
 
 /**
  * Creates the EST certificate provider of `interception.est`: reads the client certificate,
  * client key and server CA files it names and checks them now (a key that does not match its
- * certificate, a CA file without a certificate), so start-up fails with the key named. The EST
+ * certificate or that group or others may read, a CA file without a certificate), so start-up fails with the key named. The EST
  * service itself is not contacted before the first intercepted handshake; a failure then fails
  * that handshake (no fallback certificate) and is logged with the EST status.
  * Background renewal failures are logged as warnings. Messages never hold the password or a key.
@@ -19,7 +20,7 @@ import { readConfigFile } from './read-config-file'
  */
 export function createEstProviderFromConfig (est: EstConfig, log: FastifyBaseLogger): ForwardProxyEstCertificateProvider {
   const clientCert = est.clientCert === undefined ? undefined : readConfigFile(est.clientCert, '/interception/est/clientCert')
-  const clientKey = est.clientKey === undefined ? undefined : readConfigFile(est.clientKey, '/interception/est/clientKey')
+  const clientKey = est.clientKey === undefined ? undefined : readKeyFile(est.clientKey, '/interception/est/clientKey')
   if (clientCert !== undefined && clientKey !== undefined) checkClientPair(clientCert, clientKey)
   const ca = est.ca === undefined ? undefined : readCaFile(est.ca)
   try {

@@ -8,6 +8,7 @@ import type { ForwardProxyCertificateProvider, TlsInterceptionOptions } from '..
 import { ConfigError } from './config-error'
 import { createEstProviderFromConfig } from './est-from-config'
 import { readConfigFile } from './read-config-file'
+import { readKeyFile } from './read-key-file'
 import type { InterceptionConfig } from './config'
 
 /** The development CA in use (without `interception.ca`), or undefined with an operator CA. */
@@ -17,7 +18,8 @@ export type DevelopmentCaInUse = Omit<DevelopmentCa, 'provider'> | undefined
  * Registers `tlsInterception` for the configuration file's `interception` key: the built-in
  * host-list selector, a certificate provider (leaves signed by the operator CA of
  * `interception.ca`, enrolled from the EST service of `interception.est`, or, with neither,
- * signed by the development CA of `dataDirectory`, created on first start), and the destination
+ * signed by the development CA of `dataDirectory`, created on first start, refused when
+ * `NODE_ENV=production`), and the destination
  * trust, client protocols and handshake timeout given there. The files are read and checked
  * now, so a bad CA or EST setting stops start-up with the key named (never its content). The
  * EST provider's connections are closed with the app.
@@ -53,6 +55,11 @@ export async function registerInterceptionFromConfig (app: FastifyInstance, inte
 }
 
 async function loadDevelopmentCa (dataDirectory: string): Promise<DevelopmentCa> {
+  // Its key sits unencrypted in the data directory and clients are told to trust it: fine on a
+  // developer's machine, never where NODE_ENV says production.
+  if (process.env.NODE_ENV === 'production') {
+    throw new ConfigError('/interception: the development CA is refused when NODE_ENV=production: configure "interception.ca" (your CA\'s certificate and key files) or "interception.est" (an EST service that issues the leaves)')
+  }
   try {
     return await openDevelopmentCa(dataDirectory)
   } catch (error) {
@@ -65,7 +72,7 @@ async function loadDevelopmentCa (dataDirectory: string): Promise<DevelopmentCa>
 
 function loadCaProvider (ca: { cert: string, key: string }): ForwardProxyCertificateProvider {
   const cert = readConfigFile(ca.cert, '/interception/ca/cert')
-  const key = readConfigFile(ca.key, '/interception/ca/key')
+  const key = readKeyFile(ca.key, '/interception/ca/key')
   try {
     return createCaCertificateProvider({ cert, key })
   } catch (error) {

@@ -11,7 +11,8 @@ Runs fastify-forward-proxy. Without a configuration file: an HTTP/1.1 proxy on
 ${DEFAULT_LISTENER.host}:${DEFAULT_LISTENER.port}, no authentication, strict destination policy.
 
   --config <file>    JSON configuration file (also: FORWARD_PROXY_CONFIG=<file>)
-  --host <address>   bind the first listener to this address instead
+  --host <address>   bind the first listener to this address instead (a non-loopback
+                     address needs "users" or "allowAnonymous": true in the file)
   --port <n>         bind the first listener to this port instead (0: any free port)
   --help             this text
 
