@@ -77,6 +77,8 @@ export function readAll (stream, { slow = false, limit = Infinity, onData = () =
       resolve({ sha256: hash.digest('hex'), bytes, completed: ended && !failed })
     }
     stream.on('data', (chunk) => {
+      // Chunks after a `limit` stop (the caller then destroys the stream) are not counted.
+      if (settled) return
       hash.update(chunk)
       bytes += chunk.length
       onData()

@@ -1,6 +1,6 @@
 // Counters and the report of the soak run (bench/soak.mjs).
 const MiB = 1024 * 1024
-const VIOLATIONS = ['hashMismatch', 'truncatedSuccess', 'wrongOutcome', 'idleOverrun', 'hang']
+const VIOLATIONS = ['hashMismatch', 'truncatedSuccess', 'wrongOutcome', 'idleOverrun', 'hang', 'harnessError']
 
 /** Counters of one soak run; `report()` renders them with the memory and descriptor samples. */
 export function createStats () {

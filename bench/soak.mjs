@@ -10,7 +10,8 @@
 // every 5 s under load) and the end (clients closed, settled).
 // Exit code 1 when a check fails: a hash mismatch, a cut body read as complete, a wrong outcome
 // for a DNS fault, a tunnel open past its idle timeout, an operation hung for 60 s, the proxy
-// exiting, or descriptors, heap or tunnels not back to their starting level.
+// exiting, an error in this harness itself, or descriptors, heap or tunnels not back to their
+// starting level.
 // SOAK_IDLE_TIMEOUT (ms, default 3000) is the proxy's tunnelIdleTimeout; a tunnel silent for
 // longer than that plus SOAK_IDLE_MARGIN (ms, default 2000) counts as outliving it.
 import { fork } from 'node:child_process'
@@ -59,6 +60,8 @@ let proxyExited = null
 proxyChild.once('exit', (code, signal) => { proxyExited = `${code ?? signal}` })
 
 const stats = createStats()
+// A bug in this harness must not end the run without a report: it is counted and fails the run.
+process.on('uncaughtException', (error) => { stats.violation('harnessError', String(error?.stack ?? error).slice(0, 300)) })
 const listenerCa = readFileSync(destinationCa.certPath)
 const env = { proxy, ports: origins.ports, expected: origins.expected, touch: origins.touch, stats, tunnelIdleTimeout, idleMargin }
 let sessions = []
