@@ -45,7 +45,7 @@ test('server: loopback listeners (127.0.0.0/8, ::1, localhost) need neither user
   }
 })
 
-test('isLoopbackHost: only loopback addresses and "localhost"; other names and wildcard addresses are not', async (t) => {
+test('isLoopbackHost: only loopback addresses and "localhost"; other names, wildcard addresses and IPv6 forms carrying 127.0.0.1 (NAT64, 6to4, IPv4-compatible) are not', async (t) => {
   for (const host of ['127.0.0.1', '127.255.255.254', '::1', '::ffff:127.0.0.1', 'localhost', 'LOCALHOST']) t.ok(isLoopbackHost(host), host)
-  for (const host of ['0.0.0.0', '::', '10.0.0.1', '192.168.1.5', 'fe80::1', 'proxy.example', 'localhost.example', '127.0.0.1.nip.io']) t.notOk(isLoopbackHost(host), host)
+  for (const host of ['0.0.0.0', '::', '10.0.0.1', '192.168.1.5', 'fe80::1', '::2', '64:ff9b::7f00:1', '2002:7f00:1::', '::127.0.0.1', 'proxy.example', 'localhost.example', '127.0.0.1.nip.io']) t.notOk(isLoopbackHost(host), host)
 })

@@ -1,15 +1,21 @@
-import { classifyAddress } from '../security/special-purpose-ranges'
-import { isIP } from 'node:net'
+import { parseIP } from '../security/ip-address'
 import { ConfigError } from './config-error'
 import type { ProxyServerConfig } from './config'
 
+const V4_MAPPED_PREFIX = [0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff]
+
 /**
- * True when `host` only accepts connections from this machine: `localhost`, or a loopback
- * address (`127.0.0.0/8`, `::1`, `::ffff:127.0.0.1`). Any other name may resolve to anything.
+ * True when `host` only accepts connections from this machine: `localhost`, `127.0.0.0/8`,
+ * `::1`, or `::ffff:127.0.0.0/104`. Any other name may resolve to anything, and IPv6 forms that
+ * merely carry an IPv4 address (NAT64, 6to4, IPv4-compatible) are addresses of other hosts.
  */
 export function isLoopbackHost (host: string): boolean {
   if (host.toLowerCase() === 'localhost') return true
-  return isIP(host) !== 0 && classifyAddress(host) === 'loopback'
+  const bytes = parseIP(host)
+  if (bytes === null) return false
+  if (bytes.length === 4) return bytes[0] === 127
+  if (V4_MAPPED_PREFIX.every((value, index) => bytes[index] === value)) return bytes[12] === 127
+  return bytes.every((value, index) => value === (index === 15 ? 1 : 0))
 }
 
 /**
