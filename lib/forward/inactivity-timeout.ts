@@ -1,22 +1,30 @@
-import { Transform, pipeline, type Readable } from 'node:stream'
+import { Transform, type Readable } from 'node:stream'
 import { ProxyError } from '../diagnostics/proxy-error'
 
 /**
  * Passes `body` through, failing it with a read-timeout ProxyError when no bytes arrive for
  * `idleTimeout`; the timer restarts on every chunk, so a slow but live stream is never cut.
  * (A 'data' listener on `body` itself would start it flowing before the reply pipes it.)
+ * Wired by hand rather than with `stream.pipeline`, which costs an AbortController and a
+ * DOMException per response on the forwarding path: an error on `body` fails the relay, and
+ * the relay closing (ended, timed out, or destroyed because the client left) destroys `body`.
  */
 export function withInactivityTimeout (body: Readable, idleTimeout: number): Readable {
-  const timer = setTimeout(() => {
-    relay.destroy(new ProxyError('connection_read_timeout', 'The destination stopped sending its response.'))
-  }, idleTimeout)
-  timer.unref()
   const relay = new Transform({
     transform (chunk: Buffer, _encoding, callback) {
       timer.refresh()
       callback(null, chunk)
     }
   })
-  pipeline(body, relay, () => clearTimeout(timer))
+  const timer = setTimeout(() => {
+    relay.destroy(new ProxyError('connection_read_timeout', 'The destination stopped sending its response.'))
+  }, idleTimeout)
+  timer.unref()
+  body.on('error', (error) => relay.destroy(error))
+  relay.once('close', () => {
+    clearTimeout(timer)
+    if (!body.destroyed) body.destroy()
+  })
+  body.pipe(relay)
   return relay
 }
