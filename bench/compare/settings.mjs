@@ -24,8 +24,8 @@ export function readSettings () {
   const all = [...LOAD_SCENARIOS, ...EXTRA_SCENARIOS]
   return {
     smoke,
-    rounds: number('BENCH_ROUNDS', smoke ? 1 : 3),
-    duration: number('BENCH_DURATION', smoke ? 0.5 : 5),
+    rounds: number('BENCH_ROUNDS', smoke ? 1 : 5),
+    duration: number('BENCH_DURATION', smoke ? 0.5 : 3),
     warmupMs: number('BENCH_WARMUP_MS', smoke ? 1 : 1000),
     connections: number('BENCH_CONNECTIONS', 32),
     scenarios: list('BENCH_SCENARIOS', all, all),
