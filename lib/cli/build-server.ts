@@ -14,7 +14,7 @@ import { loadListenerTls, type ListenerTlsFiles } from './listener-tls'
 import { createProxyApp } from './proxy-app'
 import { registerInterceptionFromConfig, type DevelopmentCaInUse } from './interception-from-config'
 import { createHeaderRulesTransform } from '../forward/header-rules-transform'
-import { SERVER_TIMEOUTS } from './server-timeouts'
+import { SERVER_TIMEOUTS, TLS_HANDSHAKE_TIMEOUT } from './server-timeouts'
 import { checkListenerExposure } from './listener-exposure'
 
 /** A running proxy server. */
@@ -131,7 +131,7 @@ export async function startProxyServer (config: ProxyServerConfig, options: Star
 /** The Node server of a further listener: HTTP/1.1, HTTPS, or HTTP/2 TLS with HTTP/1.1. */
 function createListenerServer (listener: ListenerConfig, files: ListenerTlsFiles | undefined): ProxyServer {
   if (files === undefined) return createHttpServer(SERVER_TIMEOUTS)
-  return listener.http2 === true ? createHttp2Listener(files) : createHttpsServer({ ...files, ...SERVER_TIMEOUTS })
+  return listener.http2 === true ? createHttp2Listener(files) : createHttpsServer({ ...files, ...SERVER_TIMEOUTS, handshakeTimeout: TLS_HANDSHAKE_TIMEOUT })
 }
 
 function listenerUrl (listener: ListenerConfig, address: AddressInfo): string {

@@ -1,7 +1,7 @@
 import { createSecureServer, type Http2SecureServer, type SecureServerOptions } from 'node:http2'
 import type { ListenerTlsFiles } from './listener-tls'
 import { trackHttp2Connections } from './connection-shutdown'
-import { HTTP2_SESSION_TIMEOUT, SERVER_TIMEOUTS } from './server-timeouts'
+import { HTTP2_SESSION_TIMEOUT, SERVER_TIMEOUTS, TLS_HANDSHAKE_TIMEOUT } from './server-timeouts'
 
 /**
  * HTTP/2 flow-control windows the proxy grants clients for the bytes they send (bytes in
@@ -33,7 +33,7 @@ export const HTTP2_MAX_CONCURRENT_STREAMS = 100
  * (`allowHTTP1`), so one port serves HTTP/2 CONNECT streams and HTTP/1.1 clients.
  */
 export function http2ServerOptions (files: ListenerTlsFiles): SecureServerOptions {
-  return { ...files, allowHTTP1: true, settings: { initialWindowSize: HTTP2_RECEIVE_WINDOWS.stream, maxConcurrentStreams: HTTP2_MAX_CONCURRENT_STREAMS } }
+  return { ...files, allowHTTP1: true, handshakeTimeout: TLS_HANDSHAKE_TIMEOUT, settings: { initialWindowSize: HTTP2_RECEIVE_WINDOWS.stream, maxConcurrentStreams: HTTP2_MAX_CONCURRENT_STREAMS } }
 }
 
 /**

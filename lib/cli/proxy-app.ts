@@ -5,7 +5,7 @@ import { proxyClientErrorHandler } from '../diagnostics/client-error-handler'
 import type { ListenerConfig } from './config'
 import { http2ServerOptions, prepareHttp2Server } from './http2-listener'
 import type { ListenerTlsFiles } from './listener-tls'
-import { HTTP2_SESSION_TIMEOUT, SERVER_TIMEOUTS } from './server-timeouts'
+import { HTTP2_SESSION_TIMEOUT, SERVER_TIMEOUTS, TLS_HANDSHAKE_TIMEOUT } from './server-timeouts'
 
 /**
  * Creates the Fastify app of the bundled server, with `GET /healthz`. Its own server is the
@@ -22,7 +22,7 @@ export function createProxyApp (first: ListenerConfig, files: ListenerTlsFiles |
       ...common,
       keepAliveTimeout: SERVER_TIMEOUTS.keepAliveTimeout,
       requestTimeout: SERVER_TIMEOUTS.requestTimeout,
-      ...(files === undefined ? { http: { headersTimeout: SERVER_TIMEOUTS.headersTimeout } } : { https: { ...files, headersTimeout: SERVER_TIMEOUTS.headersTimeout } })
+      ...(files === undefined ? { http: { headersTimeout: SERVER_TIMEOUTS.headersTimeout } } : { https: { ...files, headersTimeout: SERVER_TIMEOUTS.headersTimeout, handshakeTimeout: TLS_HANDSHAKE_TIMEOUT } })
     })
   if (http2) prepareHttp2Server(app.server as unknown as Http2SecureServer)
   // Fastify gives clientErrorHandler to its main server only, not to the servers it binds for

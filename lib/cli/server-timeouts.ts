@@ -18,3 +18,10 @@ export const SERVER_TIMEOUTS = {
  * The value is Fastify's `http2SessionTimeout` default, applied to every HTTP/2 listener.
  */
 export const HTTP2_SESSION_TIMEOUT = 72_000
+
+/**
+ * A client of a TLS listener (HTTPS or HTTP/2) must finish its TLS handshake within 10 s, the
+ * default `handshakeTimeout` of intercepted tunnels too; Node's own default is 120 s, which let
+ * a client that opens connections and never sends a ClientHello hold each one for two minutes.
+ */
+export const TLS_HANDSHAKE_TIMEOUT = 10_000

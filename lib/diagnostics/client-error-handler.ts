@@ -24,7 +24,9 @@ export function createProxyClientErrorHandler (pseudonym: string): (error: Error
 
 function writeClientError (error: Error, socket: Socket, pseudonym: string): void {
   const code = errorCode(error) ?? ''
-  if (code === 'ECONNRESET' || !socket.writable) {
+  // TLS failures before the handshake is done (HTTPS servers pass them on as 'clientError'):
+  // an HTTP answer could never be sent, and writing one would hold the socket open for good.
+  if (code === 'ECONNRESET' || code.startsWith('ERR_TLS_') || code.startsWith('ERR_SSL_') || !socket.writable) {
     socket.destroy()
     return
   }
