@@ -101,14 +101,12 @@ export async function openConnectTunnel (
 
 /** The HTTP/1.1 connection or HTTP/2 stream the CONNECT came on, with the checks of its kind. */
 function tunnelClientOf (request: FastifyRequest): TunnelClient {
-  const context = http1ConnectContextOf(request.raw)
-  if (context !== undefined) {
-    const { headers } = request
-    if (headers['transfer-encoding'] !== undefined || (headers['content-length'] !== undefined && headers['content-length'] !== '0')) {
-      throw new ProxyError('http_request_error', 'A CONNECT request cannot carry a body.', { details: 'CONNECT with a body' })
-    }
-    return http1TunnelClient(context)
+  const { headers } = request
+  if (headers['transfer-encoding'] !== undefined || (headers['content-length'] !== undefined && headers['content-length'] !== '0')) {
+    throw new ProxyError('http_request_error', 'A CONNECT request cannot carry a body.', { details: 'CONNECT with a body' })
   }
+  const context = http1ConnectContextOf(request.raw)
+  if (context !== undefined) return http1TunnelClient(context)
   const raw = request.raw as RawRequest
   if (!('stream' in raw)) {
     throw new ProxyError('http_request_error', 'CONNECT is not supported on this server.', { status: 501, details: 'CONNECT outside a proxy listener' })
