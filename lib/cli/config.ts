@@ -38,6 +38,8 @@ export interface ProxyServerConfig {
   interception?: InterceptionConfig
   headers?: ForwardProxyHeaderRule[]
   dataDirectory: string
+  /** Processes that share the listeners (Node `cluster`); 1, the default, runs in this process. */
+  workers?: number
   log: { level: string }
 }
 
@@ -112,6 +114,7 @@ export function parseConfig (value: unknown, source: string, baseDirectory: stri
           }
         }),
     dataDirectory: resolve(baseDirectory, config.dataDirectory ?? '.forward-proxy'),
+    workers: config.workers ?? 1,
     log: { level: config.log?.level ?? 'info' }
   }
 }

@@ -4,6 +4,7 @@ import { ConfigError } from './config-error'
 import { configFromCommandLine, parseCommandLine } from './command-line'
 import { startProxyServer } from './build-server'
 import { startupSummary } from './startup-summary'
+import { isWorker, reportWorkerReady, runWorkers } from './workers'
 
 const USAGE = `Usage: forward-proxy [--config <file>] [--host <address>] [--port <n>]
 
@@ -25,9 +26,18 @@ async function main (): Promise<void> {
     return
   }
   const config = configFromCommandLine(commandLine)
+  const workers = config.workers ?? 1
+  if (workers > 1 && !isWorker()) {
+    await runWorkers(workers)
+    return
+  }
   const server = await startProxyServer(config)
 
+  let closing = false
   const shutdown = (signal: NodeJS.Signals): void => {
+    // A worker is asked by its first process and may also get the terminal's SIGINT: close once.
+    if (closing) return
+    closing = true
     // A second signal while closing gets Node's default behaviour: the process ends at once.
     process.removeListener('SIGINT', shutdown)
     process.removeListener('SIGTERM', shutdown)
@@ -40,8 +50,10 @@ async function main (): Promise<void> {
   process.on('SIGINT', shutdown)
   process.on('SIGTERM', shutdown)
   // Printed once the signals are handled: a supervisor that stops the proxy as soon as it reads
-  // the summary gets a graceful shutdown.
-  process.stdout.write(`${startupSummary(config, server.urls, server.developmentCa).join('\n')}\n`)
+  // the summary gets a graceful shutdown. A worker hands it to its first process instead.
+  const summary = startupSummary(config, server.urls, server.developmentCa).join('\n')
+  if (isWorker()) reportWorkerReady(summary, () => shutdown('SIGTERM'))
+  else process.stdout.write(`${summary}\n`)
 }
 
 main().catch((error: unknown) => {

@@ -1,0 +1,93 @@
+import cluster, { type Worker } from 'node:cluster'
+
+/** What a worker tells the first process once its listeners are bound. */
+interface ReadyMessage {
+  readonly type: 'forward-proxy:ready'
+  /** The start-up summary the worker would have printed itself. */
+  readonly summary: string
+}
+
+const SHUTDOWN = { type: 'forward-proxy:shutdown' } as const
+
+/** True in a process forked by {@link runWorkers}. */
+export function isWorker (): boolean {
+  return cluster.isWorker
+}
+
+/**
+ * In a worker: reports the start-up summary to the first process (which prints it once for all
+ * workers) and calls `shutdown` when the first process asks every worker to close.
+ */
+export function reportWorkerReady (summary: string, shutdown: () => void): void {
+  process.on('message', (message: unknown) => {
+    if (typeof message === 'object' && message !== null && (message as { type?: unknown }).type === SHUTDOWN.type) shutdown()
+  })
+  const ready: ReadyMessage = { type: 'forward-proxy:ready', summary }
+  process.send?.(ready)
+}
+
+/**
+ * The first process of a `workers` > 1 server: forks `count` workers running this same program,
+ * which share the listeners through Node's cluster. The first worker starts alone (it creates
+ * the development CA when one is needed, so the others find it), then the rest; once all are
+ * listening the first summary is printed with a `workers:` line. A worker that fails to start
+ * stops everything with exit code 1; one that dies later is replaced. SIGTERM or SIGINT asks
+ * every worker to close gracefully; the process exits 0 when all exited 0, else 1.
+ */
+export async function runWorkers (count: number): Promise<void> {
+  let closing = false
+  let failed = false
+  const live = new Set<Worker>()
+  const exitWhenAllGone = (): void => {
+    if (live.size === 0) process.exit(failed ? 1 : 0)
+  }
+  const shutdown = (): void => {
+    process.removeListener('SIGINT', shutdown)
+    process.removeListener('SIGTERM', shutdown)
+    closing = true
+    for (const worker of live) worker.send(SHUTDOWN)
+    exitWhenAllGone()
+  }
+  process.on('SIGINT', shutdown)
+  process.on('SIGTERM', shutdown)
+
+  const start = (): Promise<string> => new Promise((resolve, reject) => {
+    const worker: Worker = cluster.fork()
+    live.add(worker)
+    let ready = false
+    worker.on('message', (message: ReadyMessage) => {
+      if (message?.type !== 'forward-proxy:ready') return
+      ready = true
+      // Asked to close while it was starting: it closes now that it can.
+      if (closing) worker.send(SHUTDOWN)
+      resolve(message.summary)
+    })
+    worker.once('exit', (code, signal) => {
+      live.delete(worker)
+      if (code !== 0 && (closing || !ready)) failed = true
+      if (!ready) {
+        reject(new Error(`a worker exited (${signal ?? String(code)}) before it listened`))
+        if (closing) exitWhenAllGone()
+      } else if (closing) {
+        exitWhenAllGone()
+      } else {
+        process.stderr.write(`forward-proxy: worker ${worker.process.pid ?? '?'} exited (${signal ?? String(code)}); starting another\n`)
+        start().catch(() => {})
+      }
+    })
+  })
+
+  let summary: string
+  try {
+    summary = await start()
+    await Promise.all(Array.from({ length: count - 1 }, start))
+  } catch {
+    // The worker printed why on its stderr (inherited); the others are stopped with it.
+    closing = true
+    for (const worker of live) worker.process.kill('SIGKILL')
+    process.exit(1)
+  }
+  const lines = summary.split('\n')
+  lines.splice(1, 0, `  workers: ${count} processes (Node cluster), first process ${process.pid}`)
+  process.stdout.write(`${lines.join('\n')}\n`)
+}

@@ -1,0 +1,109 @@
+import { test } from 'tap'
+import { readFileSync, readdirSync, readlinkSync, writeFileSync } from 'node:fs'
+import { get } from 'node:http'
+import { join } from 'node:path'
+import { parseConfig } from '../lib/cli/config'
+import { listeningUrls, runBin } from './helpers/cli-bin'
+import { startOrigin } from './helpers/servers'
+
+/** The pids of the processes `pid` forked (Linux). */
+function childPids (pid: number): number[] {
+  return readFileSync(`/proc/${pid}/task/${pid}/children`, 'utf8').trim().split(/\s+/).filter(Boolean).map(Number)
+}
+
+/** The pid among `pids` that owns the TCP socket bound to 127.0.0.1:`port` (Linux /proc). */
+function ownerOfLocalPort (port: number, pids: number[]): number | undefined {
+  const line = readFileSync('/proc/net/tcp', 'utf8').split('\n').slice(1)
+    .map((row) => row.trim().split(/\s+/))
+    .find((columns) => parseInt((columns[1] ?? '').split(':')[1] ?? '', 16) === port)
+  const inode = line?.[9]
+  if (inode === undefined) return undefined
+  return pids.find((pid) => readdirSync(`/proc/${pid}/fd`).some((fd) => {
+    try {
+      return readlinkSync(`/proc/${pid}/fd/${fd}`) === `socket:[${inode}]`
+    } catch {
+      return false
+    }
+  }))
+}
+
+/** An absolute-form GET through the proxy on a new connection; resolves with status, Via and body. */
+function getThroughProxy (proxy: URL, target: string): Promise<{ status: number, via: string | undefined, body: string }> {
+  return new Promise((resolve, reject) => {
+    get({ host: proxy.hostname, port: proxy.port, path: target, agent: false }, (res) => {
+      let body = ''
+      res.on('data', (chunk: Buffer) => { body += chunk.toString() })
+      res.on('end', () => resolve({ status: res.statusCode ?? 0, via: res.headers.via, body }))
+    }).on('error', reject)
+  })
+}
+
+test('bin workers: with "workers": 2 two processes share the listener, both forward requests, SIGTERM closes all and exits 0', async (t) => {
+  const originPorts: number[] = []
+  const origin = await startOrigin(t, (req, res) => {
+    originPorts.push(req.socket.remotePort ?? 0)
+    res.end('hello')
+  })
+  const file = join(t.testdir(), 'proxy.json')
+  writeFileSync(file, JSON.stringify({
+    listen: [{ host: '127.0.0.1', port: 0 }],
+    workers: 2,
+    destinations: { allowedPorts: '*', allowedNetworks: ['127.0.0.1/32'] },
+    log: { level: 'warn' }
+  }))
+  const bin = runBin(t, ['--config', file])
+  const [url] = await listeningUrls(bin)
+  t.ok(url, 'the summary names the listener')
+  t.match(bin.stdout(), /workers: 2 processes \(Node cluster\)/)
+  t.equal(bin.stdout().match(/listening on/g)?.length, 1, 'the summary is printed once, by the first process')
+  const workers = childPids(bin.child.pid ?? 0)
+  t.equal(workers.length, 2, 'two worker processes')
+
+  for (let i = 0; i < 6; i++) {
+    const answer = await getThroughProxy(new URL(url ?? ''), `http://127.0.0.1:${origin.port}/${i}`)
+    t.equal(answer.status, 200)
+    t.equal(answer.body, 'hello')
+    t.match(answer.via ?? '', /1\.1 fastify-forward-proxy/)
+  }
+  // Each worker keeps its connection to the origin alive: the origin's peer ports name the workers.
+  const forwarders = new Set(originPorts.map((port) => ownerOfLocalPort(port, workers)))
+  t.same([...forwarders].sort(), [...workers].sort(), 'both workers forwarded requests')
+
+  bin.child.kill('SIGTERM')
+  t.equal(await bin.exited, 0)
+  t.same(workers.filter((pid) => { try { process.kill(pid, 0); return true } catch { return false } }), [], 'no worker is left running')
+})
+
+test('bin workers: a worker that dies is replaced and the proxy keeps serving', async (t) => {
+  const origin = await startOrigin(t, (_req, res) => res.end('hello'))
+  const file = join(t.testdir(), 'proxy.json')
+  writeFileSync(file, JSON.stringify({
+    listen: [{ host: '127.0.0.1', port: 0 }],
+    workers: 2,
+    destinations: { allowedPorts: '*', allowedNetworks: ['127.0.0.1/32'] },
+    log: { level: 'warn' }
+  }))
+  const bin = runBin(t, ['--config', file])
+  const [url] = await listeningUrls(bin)
+  const [first] = childPids(bin.child.pid ?? 0)
+  process.kill(first ?? 0, 'SIGKILL')
+  await new Promise<void>((resolve) => {
+    const check = (): void => { if (bin.stderr().includes('starting another')) { bin.child.stderr.removeListener('data', check); resolve() } }
+    bin.child.stderr.on('data', check)
+    check()
+  })
+  t.match(bin.stderr(), new RegExp(`worker ${String(first)} exited \\(SIGKILL\\); starting another`))
+  for (let i = 0; i < 4; i++) {
+    const answer = await getThroughProxy(new URL(url ?? ''), `http://127.0.0.1:${origin.port}/${i}`)
+    t.equal(answer.status, 200)
+  }
+  bin.child.kill('SIGTERM')
+  t.equal(await bin.exited, 0)
+})
+
+test('config: workers must be an integer from 1 to 64, default 1', async (t) => {
+  t.equal(parseConfig({}, 'proxy.json', '/srv').workers, 1)
+  t.equal(parseConfig({ workers: 4 }, 'proxy.json', '/srv').workers, 4)
+  t.throws(() => parseConfig({ workers: 0 }, 'proxy.json', '/srv'), { name: 'ConfigError', message: /^proxy\.json: \/workers must be an integer from 1 to 64/ })
+  t.throws(() => parseConfig({ workers: 1.5 }, 'proxy.json', '/srv'), { name: 'ConfigError', message: /^proxy\.json: \/workers must be an integer/ })
+})
