@@ -74,33 +74,6 @@ test('bin workers: with "workers": 2 two processes share the listener, both forw
   t.same(workers.filter((pid) => { try { process.kill(pid, 0); return true } catch { return false } }), [], 'no worker is left running')
 })
 
-test('bin workers: a worker that dies is replaced and the proxy keeps serving', async (t) => {
-  const origin = await startOrigin(t, (_req, res) => res.end('hello'))
-  const file = join(t.testdir(), 'proxy.json')
-  writeFileSync(file, JSON.stringify({
-    listen: [{ host: '127.0.0.1', port: 0 }],
-    workers: 2,
-    destinations: { allowedPorts: '*', allowedNetworks: ['127.0.0.1/32'] },
-    log: { level: 'warn' }
-  }))
-  const bin = runBin(t, ['--config', file])
-  const [url] = await listeningUrls(bin)
-  const [first] = childPids(bin.child.pid ?? 0)
-  process.kill(first ?? 0, 'SIGKILL')
-  await new Promise<void>((resolve) => {
-    const check = (): void => { if (bin.stderr().includes('starting another')) { bin.child.stderr.removeListener('data', check); resolve() } }
-    bin.child.stderr.on('data', check)
-    check()
-  })
-  t.match(bin.stderr(), new RegExp(`worker ${String(first)} exited \\(SIGKILL\\); starting another`))
-  for (let i = 0; i < 4; i++) {
-    const answer = await getThroughProxy(new URL(url ?? ''), `http://127.0.0.1:${origin.port}/${i}`)
-    t.equal(answer.status, 200)
-  }
-  bin.child.kill('SIGTERM')
-  t.equal(await bin.exited, 0)
-})
-
 test('config: workers must be an integer from 1 to 64, default 1', async (t) => {
   t.equal(parseConfig({}, 'proxy.json', '/srv').workers, 1)
   t.equal(parseConfig({ workers: 4 }, 'proxy.json', '/srv').workers, 4)
