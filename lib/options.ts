@@ -44,10 +44,11 @@ export interface ResolvedProxySettings {
   readonly limits: Readonly<Required<ForwardProxyLimitOptions>>
   readonly resolver: ForwardProxyResolver
   readonly transforms: readonly ForwardProxyRequestTransform[]
+  readonly propagateTraceContext: boolean
 }
 
 const KNOWN_KEYS: Record<string, readonly string[]> = {
-  '': ['auth', 'destinations', 'limits', 'via', 'resolver', 'transforms'],
+  '': ['auth', 'destinations', 'limits', 'via', 'resolver', 'transforms', 'propagateTraceContext'],
   auth: ['realm', 'users', 'validate', 'failureLimit'],
   'auth.failureLimit': ['maxFailures', 'window'],
   destinations: ['allowedHosts', 'deniedHosts', 'allowedPorts', 'allowPrivateNetworks', 'allowedNetworks'],
@@ -70,7 +71,8 @@ export function resolveProxySettings (options: ForwardProxyOptions = {}): Resolv
     destinations: resolveDestinations(options.destinations),
     limits: resolveLimits(options.limits),
     resolver: resolveResolver(options.resolver),
-    transforms: asArray('transforms', options.transforms ?? []).map((transform, index) => checkTransform(transform, `transforms[${index}]`))
+    transforms: asArray('transforms', options.transforms ?? []).map((transform, index) => checkTransform(transform, `transforms[${index}]`)),
+    propagateTraceContext: resolvePropagateTraceContext(options.propagateTraceContext)
   }
 }
 
@@ -209,4 +211,10 @@ function resolveResolver (resolver: unknown): ForwardProxyResolver {
   if (resolver === undefined) return systemResolver
   if (typeof resolver !== 'function') throw new ForwardProxyOptionsError('resolver', 'must be a function (hostname, signal) => Promise<{ address, family }[]>')
   return resolver as ForwardProxyResolver
+}
+
+function resolvePropagateTraceContext (value: unknown): boolean {
+  if (value === undefined) return true
+  if (typeof value !== 'boolean') throw new ForwardProxyOptionsError('propagateTraceContext', 'must be a boolean')
+  return value
 }

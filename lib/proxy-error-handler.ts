@@ -4,6 +4,7 @@ import { sendProxyError } from './diagnostics/proxy-response'
 import { proxyAuthenticateChallenge } from './security/proxy-auth'
 import type { ResolvedProxySettings } from './options'
 import { recordProxyFailure } from './diagnostics/failure-metrics'
+import { noteProxyErrorType } from './diagnostics/request-telemetry'
 
 /**
  * Turns anything thrown while handling a proxy request into the response the client sees: the
@@ -26,6 +27,7 @@ export function createProxyErrorHandler (settings: ResolvedProxySettings) {
     const proxyError = toProxyError(error)
     logProxyError(request, proxyError)
     recordProxyFailure(proxyError, error)
+    noteProxyErrorType(request, proxyError.errorType)
     if (reply.raw.headersSent) {
       // The head is out: the only honest signal left is an aborted message.
       reply.raw.destroy()

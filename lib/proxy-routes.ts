@@ -9,6 +9,7 @@ import { forwardAbsoluteRequest } from './forward/forward-handler'
 import { forwardInterceptedRequest } from './interception/intercepted-request'
 import { refuseOversizedHead } from './forward/request-head-limits'
 import { hideContentTypeFromFastify, restoreContentType } from './forward/opaque-content-type'
+import { beginProxyRequest, finishProxyRequest } from './diagnostics/request-telemetry'
 
 /**
  * The proxy's own encapsulated context: one catch-all route that only proxy requests can match,
@@ -24,6 +25,15 @@ export function proxyRoutes (runtime: ProxyRuntime) {
       done(null)
     })
     instance.setErrorHandler(createProxyErrorHandler(runtime.settings))
+    // Before the route's own onRequest (authentication), so refused requests are logged and traced too.
+    instance.addHook('onRequest', function startProxyTelemetry (request, _reply, done) {
+      beginProxyRequest(request)
+      done()
+    })
+    instance.addHook('onResponse', function finishProxyTelemetry (request, reply, done) {
+      finishProxyRequest(request, reply)
+      done()
+    })
     const { auth } = runtime.settings
     const authenticate = auth === null ? undefined : unlessIntercepted(await registerProxyAuthentication(instance, auth.realm, auth.check, auth.failureLimit))
 

@@ -93,4 +93,13 @@ export interface ForwardProxyOptions {
    * `fastify.forwardProxy.addTransform` or by `tlsInterception`. Default `[]`.
    */
   transforms?: readonly ForwardProxyRequestTransform[]
+  /**
+   * Sends W3C trace context to destinations: with an OpenTelemetry TracerProvider installed,
+   * the `traceparent` (and `tracestate`) of each forwarded request's span replaces the client's
+   * on `http://` forwarding and on requests inside intercepted tunnels, so the destination's
+   * spans join the trace. Without a TracerProvider nothing is added either way (a client's own
+   * `traceparent` passes through like any header). `false` never adds or changes them.
+   * Default `true`.
+   */
+  propagateTraceContext?: boolean
 }

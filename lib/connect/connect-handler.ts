@@ -12,7 +12,8 @@ import type { Socket } from 'node:net'
 import type { ForwardProxyCertificateProvider } from '../../types/interception'
 import { decideInterception } from '../interception/tunnel-decision'
 import { countInterceptedTunnel } from '../diagnostics/proxy-metrics'
-import { recordTunnelOpen } from '../diagnostics/tunnel-metrics'
+import { recordTunnelOpen, type TunnelKind } from '../diagnostics/tunnel-metrics'
+import { finishTunnel, tunnelTraceContextOf } from '../diagnostics/request-telemetry'
 
 /**
  * Opens a CONNECT tunnel, over HTTP/1.1 or HTTP/2 (SPEC 4.1 rules 1 to 4 and 8, 4.2).
@@ -72,8 +73,9 @@ export async function openConnectTunnel (
   }
 
   reply.hijack()
-  const log = (summary: object): void => {
-    request.log.info({ tunnel: { destination: `${destination.host}:${destination.port}`, intercepted: upstream === undefined, ...summary } }, 'tunnel closed')
+  const closed = (kind: TunnelKind, summary: { bytesUp: number, bytesDown: number, reason: string }): void => {
+    release()
+    finishTunnel(request, reply, { kind, ...summary })
   }
   if (upstream === undefined) {
     if (provider === null || endpoint === undefined) return
@@ -83,19 +85,22 @@ export async function openConnectTunnel (
       client: client.intercept(),
       destination,
       user: request.proxyUser,
+      clientAddress: request.raw.socket?.remoteAddress,
+      traceContext: tunnelTraceContextOf(request),
       provider,
       idleTimeout: runtime.settings.limits.tunnelIdleTimeout,
       log: request.log,
-      onClose: (summary) => { release(); recordClose(summary); log(summary) }
+      onClose: (summary) => { recordClose(summary); closed('intercepted', summary) }
     })
     return
   }
   upstream.on('error', () => {})
   runtime.tunnels.track(upstream)
-  const recordClose = recordTunnelOpen(client.http2 ? 'http2' : 'opaque', client.http2)
+  const kind: TunnelKind = client.http2 ? 'http2' : 'opaque'
+  const recordClose = recordTunnelOpen(kind, client.http2)
   client.establish(upstream, {
     idleTimeout: runtime.settings.limits.tunnelIdleTimeout,
-    onClose: (summary) => { release(); recordClose(summary); log(summary) }
+    onClose: (summary) => { recordClose(summary); closed(kind, summary) }
   })
 }
 

@@ -14,6 +14,9 @@ import { viaEntry, viaListsPseudonym } from './via'
 import { hasBody } from './request-body'
 import { withInactivityTimeout } from './inactivity-timeout'
 import { transformIncomingResponse, transformOutgoingRequest } from './transforms'
+import { countBytesIn, countBytesOut, proxyRequestSpanOf } from '../diagnostics/request-telemetry'
+import { injectTraceContext } from './trace-context-headers'
+import { countedBody } from './counted-body'
 
 const TARGET_PROBLEMS: Record<AbsoluteTargetProblem, string> = {
   'https-scheme': 'https:// targets must use CONNECT.',
@@ -102,7 +105,9 @@ export async function forwardRequest (
   const host = formatHostHeader(destination.host, destination.port, defaultPort)
   const received = receivedHeaderObject(raw.rawHeaders, raw.httpVersionMajor)
   const edits = hookHeaderEdits(received, request.headers, { destination, defaultPort })
-  const built = buildOutgoingRequestHeaders(raw.rawHeaders, { host, via, maxForwards }, edits)
+  let built = buildOutgoingRequestHeaders(raw.rawHeaders, { host, via, maxForwards }, edits)
+  const span = runtime.settings.propagateTraceContext ? proxyRequestSpanOf(request) : undefined
+  if (span !== undefined) built = injectTraceContext(built, span)
 
   const abort = new AbortController()
   reply.raw.once('close', () => { if (!reply.raw.writableFinished) abort.abort() })
@@ -120,7 +125,7 @@ export async function forwardRequest (
     path: pathAndQuery,
     method: request.method,
     headers,
-    body: hasBody(request, received) ? raw : null,
+    body: hasBody(request, received) ? countedBody(raw, (bytes) => countBytesIn(request, bytes)) : null,
     signal: abort.signal
   }).catch((error: unknown) => { throw fromDispatchError(error) })
 
@@ -148,7 +153,7 @@ export async function forwardRequest (
     reply.send()
     return
   }
-  reply.send(withInactivityTimeout(response.body, idleTimeout))
+  reply.send(withInactivityTimeout(response.body, idleTimeout, (bytes) => countBytesOut(request, bytes)))
 }
 
 function clientLeft (): ProxyError {

@@ -1,3 +1,4 @@
+import type { Context } from '@opentelemetry/api'
 import type { Http2Session } from 'node:http2'
 import type { TLSSocket } from 'node:tls'
 import type { ForwardProxyInterception } from '../../types/interception'
@@ -9,6 +10,10 @@ export interface InterceptedTunnel {
   readonly interception: ForwardProxyInterception
   /** The user who opened the tunnel (`request.proxyUser` inside), or null without auth. */
   readonly user: ForwardProxyUser | null
+  /** The address of the client that opened the tunnel, for the access log of requests inside. */
+  readonly clientAddress: string | undefined
+  /** The tunnel's trace context: the parent of the spans of requests inside that bring none. */
+  readonly traceContext: Context | undefined
 }
 
 // Keyed by the endpoint's connection objects: the TLS socket (HTTP/1.1 requests name it as

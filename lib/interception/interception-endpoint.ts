@@ -1,6 +1,7 @@
 import type { IncomingMessage, ServerResponse } from 'node:http'
 import { createSecureServer, type Http2SecureServer, type Http2ServerRequest, type Http2ServerResponse, type Http2Session } from 'node:http2'
 import type { TLSSocket } from 'node:tls'
+import type { Context } from '@opentelemetry/api'
 import type { FastifyBaseLogger, FastifyInstance } from 'fastify'
 import type { ForwardProxyDestination } from '../../types/destination'
 import type { ForwardProxyCertificateProvider, ForwardProxyClientProtocols } from '../../types/interception'
@@ -26,6 +27,10 @@ export interface AcceptedTunnel {
   readonly destination: ForwardProxyDestination
   /** The user who opened the tunnel; `request.proxyUser` of every request inside. */
   readonly user: ForwardProxyUser | null
+  /** The client's address, for the access log of requests inside. */
+  readonly clientAddress: string | undefined
+  /** The CONNECT's trace context, parent of the spans of requests inside that bring none. */
+  readonly traceContext: Context | undefined
   readonly provider: ForwardProxyCertificateProvider
   readonly idleTimeout: number
   readonly log: FastifyBaseLogger
@@ -99,7 +104,9 @@ export class InterceptionEndpoint {
     transport.once('close', () => tunnel.onClose(transport.summary))
     const state: InterceptedTunnel = {
       interception: Object.freeze({ destination: tunnel.destination }),
-      user: tunnel.user
+      user: tunnel.user,
+      clientAddress: tunnel.clientAddress,
+      traceContext: tunnel.traceContext
     }
     void terminateTls({
       transport,

@@ -1,0 +1,167 @@
+import type { Context, Span } from '@opentelemetry/api'
+import type { FastifyBaseLogger, FastifyReply, FastifyRequest } from 'fastify'
+import type { ForwardProxyDestination } from '../../types/destination'
+import { proxyRequestTargetOf, type ProxyRequestTarget } from '../proxy-request'
+import { interceptedTunnelOf } from '../interception/intercepted-tunnels'
+import { contextWithSpan, endProxySpan, startProxySpan } from './proxy-tracing'
+import type { TunnelKind } from './tunnel-metrics'
+
+/** What the access log and the span of one proxy request collect while it runs. */
+interface RequestTelemetry {
+  readonly kind: 'connect' | 'forward' | 'intercepted'
+  readonly destination: string | undefined
+  readonly clientAddress: string | undefined
+  readonly span: Span | undefined
+  errorType: string | undefined
+  /** Request body bytes from the client (forwarded requests). */
+  bytesIn: number
+  /** Response body bytes to the client (forwarded requests). */
+  bytesOut: number
+}
+
+const telemetry = new WeakMap<object, RequestTelemetry>()
+
+/**
+ * Starts the telemetry of a proxy request (the proxy route's first onRequest hook, so it
+ * also covers requests refused by authentication): its span, when a TracerProvider is
+ * installed, and what its access log line will need.
+ */
+export function beginProxyRequest (request: FastifyRequest): void {
+  const target = proxyRequestTargetOf(request.raw)
+  if (target === null) return
+  const destination = destinationOf(target)
+  const tunnel = target.kind === 'intercepted' ? interceptedTunnelOf(request.raw) : undefined
+  const clientAddress = tunnel === undefined ? request.raw.socket?.remoteAddress : tunnel.clientAddress
+  const { headers } = request.raw
+  const span = startProxySpan({
+    kind: target.kind,
+    method: request.method,
+    host: destination?.host ?? '',
+    port: destination?.port ?? 0,
+    clientAddress,
+    traceparent: headers.traceparent,
+    tracestate: headers.tracestate,
+    fallbackParent: tunnel?.traceContext
+  })
+  telemetry.set(request.raw, {
+    kind: target.kind,
+    destination: destination === undefined ? undefined : `${destination.host}:${destination.port}`,
+    clientAddress,
+    span,
+    errorType: undefined,
+    bytesIn: 0,
+    bytesOut: 0
+  })
+}
+
+function destinationOf (target: ProxyRequestTarget): ForwardProxyDestination | undefined {
+  if (target.kind === 'forward') return typeof target.target === 'string' ? undefined : target.target.destination
+  return target.destination ?? undefined
+}
+
+/** The span of a proxy request, if one was started. */
+export function proxyRequestSpanOf (request: FastifyRequest): Span | undefined {
+  return telemetry.get(request.raw)?.span
+}
+
+/** The context that parents the spans of requests inside the tunnel this CONNECT opens. */
+export function tunnelTraceContextOf (request: FastifyRequest): Context | undefined {
+  return contextWithSpan(telemetry.get(request.raw)?.span)
+}
+
+/** Notes the `Proxy-Status` error type the proxy answered a request with (the error handler). */
+export function noteProxyErrorType (request: FastifyRequest, errorType: string): void {
+  const state = telemetry.get(request.raw)
+  if (state !== undefined) state.errorType = errorType
+}
+
+/** Adds request body bytes read from the client. */
+export function countBytesIn (request: FastifyRequest, bytes: number): void {
+  const state = telemetry.get(request.raw)
+  if (state !== undefined) state.bytesIn += bytes
+}
+
+/** Adds response body bytes sent toward the client. */
+export function countBytesOut (request: FastifyRequest, bytes: number): void {
+  const state = telemetry.get(request.raw)
+  if (state !== undefined) state.bytesOut += bytes
+}
+
+/**
+ * Finishes a proxy request that got a response (the proxy route's onResponse hook; a CONNECT
+ * that became a tunnel is finished by {@link finishTunnel} instead): one access log line
+ * (`access.kind` `forward`, `intercepted`, or `connect` for a refused CONNECT) and the span's end.
+ */
+export function finishProxyRequest (request: FastifyRequest, reply: FastifyReply): void {
+  const state = telemetry.get(request.raw)
+  if (state === undefined) return
+  const status = reply.statusCode
+  if (state.span !== undefined) endProxySpan(state.span, { status, errorType: state.errorType })
+  if (!logsInfo(request.log)) return
+  request.log.info({
+    access: {
+      kind: state.kind,
+      user: request.proxyUser?.name ?? null,
+      client: state.clientAddress ?? null,
+      method: request.method,
+      destination: state.destination ?? null,
+      status,
+      errorType: state.errorType ?? null,
+      bytesIn: state.bytesIn,
+      bytesOut: state.bytesOut,
+      durationMs: Math.round(reply.elapsedTime * 1000) / 1000
+    }
+  }, 'proxy access')
+}
+
+/** How a tunnel ended, for its access log line and span. */
+export interface TunnelEnd {
+  readonly kind: TunnelKind
+  readonly bytesUp: number
+  readonly bytesDown: number
+  readonly reason: string
+}
+
+/**
+ * Finishes a CONNECT that became a tunnel, when both sides have closed: one access log line
+ * (`access.kind` `tunnel`, `access.tunnel` its kind, bytes each way, duration since the
+ * CONNECT arrived) and the end of its span.
+ */
+export function finishTunnel (request: FastifyRequest, reply: FastifyReply, end: TunnelEnd): void {
+  const state = telemetry.get(request.raw)
+  if (state?.span !== undefined) {
+    endProxySpan(state.span, {
+      status: 200,
+      errorType: undefined,
+      attributes: {
+        'forward_proxy.tunnel.kind': end.kind,
+        'forward_proxy.tunnel.close_reason': end.reason,
+        'forward_proxy.tunnel.upload.size': end.bytesUp,
+        'forward_proxy.tunnel.download.size': end.bytesDown
+      }
+    })
+  }
+  if (!logsInfo(request.log)) return
+  request.log.info({
+    access: {
+      kind: 'tunnel',
+      tunnel: end.kind,
+      user: request.proxyUser?.name ?? null,
+      client: state?.clientAddress ?? null,
+      method: 'CONNECT',
+      destination: state?.destination ?? null,
+      status: 200,
+      errorType: null,
+      closeReason: end.reason,
+      bytesIn: end.bytesUp,
+      bytesOut: end.bytesDown,
+      durationMs: Math.round(reply.elapsedTime * 1000) / 1000
+    }
+  }, 'tunnel closed')
+}
+
+/** True when `log` writes info lines: the access log line is not even built otherwise. */
+function logsInfo (log: FastifyBaseLogger): boolean {
+  const { isLevelEnabled } = log as Partial<{ isLevelEnabled: (level: string) => boolean }>
+  return typeof isLevelEnabled === 'function' ? isLevelEnabled.call(log, 'info') : log.level !== 'silent'
+}
