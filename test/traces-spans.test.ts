@@ -140,3 +140,11 @@ test('Traces: refused and failed requests end their span with error.type and an 
     ['GET', 502, 'connection_refused', SpanStatusCode.ERROR]
   ])
 })
+
+test('Traces: propagateTraceContext must be a boolean (ForwardProxyOptionsError naming it)', async (t) => {
+  const Fastify = (await import('fastify')).default
+  const { forwardProxy } = await import('../lib/index')
+  const app = Fastify({ logger: false })
+  t.teardown(() => app.close())
+  await t.rejects(app.register(forwardProxy, { propagateTraceContext: 'yes' as unknown as boolean }).ready(), { name: 'ForwardProxyOptionsError', message: /propagateTraceContext/ })
+})
