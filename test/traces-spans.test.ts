@@ -1,4 +1,6 @@
 import { test } from 'tap'
+import Fastify from 'fastify'
+import { forwardProxy } from '../lib/index'
 import { SpanKind, SpanStatusCode } from '@opentelemetry/api'
 import { ProxyAgent, request } from 'undici'
 import { installTracing } from './helpers/span-exporter'
@@ -142,8 +144,6 @@ test('Traces: refused and failed requests end their span with error.type and an 
 })
 
 test('Traces: propagateTraceContext must be a boolean (ForwardProxyOptionsError naming it)', async (t) => {
-  const Fastify = (await import('fastify')).default
-  const { forwardProxy } = await import('../lib/index')
   const app = Fastify({ logger: false })
   t.teardown(() => app.close())
   await t.rejects(app.register(forwardProxy, { propagateTraceContext: 'yes' as unknown as boolean }).ready(), { name: 'ForwardProxyOptionsError', message: /propagateTraceContext/ })
