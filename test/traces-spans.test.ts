@@ -146,5 +146,5 @@ test('Traces: refused and failed requests end their span with error.type and an 
 test('Traces: propagateTraceContext must be a boolean (ForwardProxyOptionsError naming it)', async (t) => {
   const app = Fastify({ logger: false })
   t.teardown(() => app.close())
-  await t.rejects(app.register(forwardProxy, { propagateTraceContext: 'yes' as unknown as boolean }).ready(), { name: 'ForwardProxyOptionsError', message: /propagateTraceContext/ })
+  await t.rejects(async () => { await app.register(forwardProxy, { propagateTraceContext: 'yes' as unknown as boolean }).ready() }, { name: 'ForwardProxyOptionsError', message: /propagateTraceContext/ })
 })
