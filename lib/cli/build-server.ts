@@ -16,6 +16,7 @@ import { registerInterceptionFromConfig, type DevelopmentCaInUse } from './inter
 import { createHeaderRulesTransform } from '../forward/header-rules-transform'
 import { SERVER_TIMEOUTS, TLS_HANDSHAKE_TIMEOUT } from './server-timeouts'
 import { checkListenerExposure } from './listener-exposure'
+import { startMetricsEndpoint, type MetricsEndpoint } from './metrics-endpoint'
 
 /** A running proxy server. */
 export interface RunningProxyServer {
@@ -32,6 +33,8 @@ export interface RunningProxyServer {
    * whether this start created it. Undefined with an operator CA or without interception.
    */
   readonly developmentCa: DevelopmentCaInUse
+  /** The Prometheus endpoint (`http://127.0.0.1:9464/metrics`), when the configuration has `metrics`. */
+  readonly metricsUrl: string | undefined
   /**
    * Stops accepting, closes open tunnels, lets in-flight requests finish for the shutdown grace
    * period, then closes every remaining connection and listener.
@@ -57,6 +60,7 @@ export function pluginOptionsFromConfig (config: ProxyServerConfig): ForwardProx
     ...(config.users === undefined ? {} : { auth: { users: config.users, ...(config.authFailureLimit === undefined ? {} : { failureLimit: config.authFailureLimit }) } }),
     ...(config.destinations === undefined ? {} : { destinations: config.destinations }),
     ...(config.limits === undefined ? {} : { limits: config.limits }),
+    ...(config.propagateTraceContext === undefined ? {} : { propagateTraceContext: config.propagateTraceContext }),
     ...(config.headers === undefined || config.headers.length === 0 ? {} : { transforms: [createHeaderRulesTransform(config.headers)] })
   }
 }
@@ -75,7 +79,7 @@ export async function startProxyServer (config: ProxyServerConfig, options: Star
   checkListenerExposure(config)
   // Every certificate is checked before anything listens.
   const tlsFiles = config.listen.map((listener, index) => listener.tls === undefined ? undefined : loadListenerTls(listener.tls, index))
-  const app = createProxyApp(first, tlsFiles[0], config.log.level)
+  const app = createProxyApp(first, tlsFiles[0], config)
   await app.register(forwardProxy, pluginOptionsFromConfig(config))
   const developmentCa = config.interception === undefined ? undefined : await registerInterceptionFromConfig(app, config.interception, config.dataDirectory)
 
@@ -89,7 +93,9 @@ export async function startProxyServer (config: ProxyServerConfig, options: Star
     for (const server of extraServers) closeIdleConnections(server)
     await extrasClosed
   })
+  let metricsEndpoint: MetricsEndpoint | undefined
   const close = async (): Promise<void> => {
+    const metricsClosed = metricsEndpoint?.close()
     // Stop accepting on every listener at once; the extra servers' close waits for their
     // sockets, tunnels included, which app.close() ends (the plugin's preClose).
     extrasClosed = Promise.all(extraServers.map((server) => new Promise<void>((resolve) => {
@@ -105,9 +111,11 @@ export async function startProxyServer (config: ProxyServerConfig, options: Star
       await app.close()
     } finally {
       clearTimeout(cut)
+      await metricsClosed
     }
   }
   try {
+    if (config.metrics !== undefined) metricsEndpoint = await startMetricsEndpoint(config.metrics)
     await app.listen({ host: first.host, port: first.port })
     const urls = [listenerUrl(first, app.server.address() as AddressInfo)]
     for (const [i, listener] of others.entries()) {
@@ -121,7 +129,7 @@ export async function startProxyServer (config: ProxyServerConfig, options: Star
       })
       urls.push(listenerUrl(listener, server.address() as AddressInfo))
     }
-    return { app, urls, servers: [app.server, ...extraServers], developmentCa, close }
+    return { app, urls, servers: [app.server, ...extraServers], developmentCa, metricsUrl: metricsEndpoint?.url, close }
   } catch (error) {
     await close()
     throw error

@@ -131,7 +131,19 @@ export const CONFIG_SCHEMA = {
     log: {
       type: 'object',
       additionalProperties: false,
-      properties: { level: { enum: ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] } }
-    }
+      properties: {
+        level: { enum: ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] },
+        format: { enum: ['json', 'pretty'] }
+      }
+    },
+    metrics: {
+      type: 'object',
+      additionalProperties: false,
+      properties: {
+        host: { type: 'string', minLength: 1 },
+        port: { type: 'integer', minimum: 0, maximum: 65535 }
+      }
+    },
+    propagateTraceContext: { type: 'boolean' }
   }
 } as const

@@ -7,6 +7,8 @@ import type { ForwardProxyHeaderRule } from '../../types/header-rules'
 import type { ForwardProxyClientProtocols } from '../../types/interception'
 import { createHeaderRulesTransform } from '../forward/header-rules-transform'
 import { createHostListSelector, ForwardProxyRuleError } from '../interception/host-list-selector'
+import type { LogConfig } from './logger-options'
+import { DEFAULT_METRICS_LISTENER, type MetricsListenerConfig } from './metrics-endpoint'
 
 export { ConfigError } from './config-error'
 
@@ -40,7 +42,11 @@ export interface ProxyServerConfig {
   dataDirectory: string
   /** Processes that share the listeners (Node `cluster`); 1, the default, runs in this process. */
   workers?: number
-  log: { level: string }
+  log: LogConfig
+  /** The Prometheus endpoint's listener; absent means no endpoint. */
+  metrics?: MetricsListenerConfig
+  /** The plugin's `propagateTraceContext`. */
+  propagateTraceContext?: boolean
 }
 
 /** The `interception` key: which hosts are intercepted and how; paths resolved against the file's folder. */
@@ -115,7 +121,8 @@ export function parseConfig (value: unknown, source: string, baseDirectory: stri
         }),
     dataDirectory: resolve(baseDirectory, config.dataDirectory ?? '.forward-proxy'),
     workers: config.workers ?? 1,
-    log: { level: config.log?.level ?? 'info' }
+    log: { level: config.log?.level ?? 'info', format: config.log?.format ?? 'json' },
+    ...(config.metrics === undefined ? {} : { metrics: { ...DEFAULT_METRICS_LISTENER, ...config.metrics } })
   }
 }
 

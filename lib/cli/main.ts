@@ -51,7 +51,7 @@ async function main (): Promise<void> {
   process.on('SIGTERM', shutdown)
   // Printed once the signals are handled: a supervisor that stops the proxy as soon as it reads
   // the summary gets a graceful shutdown. A worker hands it to its first process instead.
-  const summary = startupSummary(config, server.urls, server.developmentCa).join('\n')
+  const summary = startupSummary(config, server.urls, server.developmentCa, server.metricsUrl).join('\n')
   if (isWorker()) reportWorkerReady(summary, () => shutdown('SIGTERM'))
   else process.stdout.write(`${summary}\n`)
 }

@@ -6,6 +6,8 @@ import type { ListenerConfig } from './config'
 import { http2ServerOptions, prepareHttp2Server } from './http2-listener'
 import type { ListenerTlsFiles } from './listener-tls'
 import { HTTP2_SESSION_TIMEOUT, SERVER_TIMEOUTS, TLS_HANDSHAKE_TIMEOUT } from './server-timeouts'
+import { proxyLoggerOptions } from './logger-options'
+import type { ProxyServerConfig } from './config'
 
 /**
  * Creates the Fastify app of the bundled server, with `GET /healthz`. Its own server is the
@@ -13,8 +15,8 @@ import { HTTP2_SESSION_TIMEOUT, SERVER_TIMEOUTS, TLS_HANDSHAKE_TIMEOUT } from '.
  * HTTP/1.1. With `http2` the app's raw request and reply are Node's HTTP/2 compatibility
  * objects at run time, though the returned type keeps Fastify's HTTP/1.1 defaults.
  */
-export function createProxyApp (first: ListenerConfig, files: ListenerTlsFiles | undefined, logLevel: string): FastifyInstance {
-  const common = { logger: { level: logLevel }, clientErrorHandler: proxyClientErrorHandler }
+export function createProxyApp (first: ListenerConfig, files: ListenerTlsFiles | undefined, config: Pick<ProxyServerConfig, 'log' | 'headers'>): FastifyInstance {
+  const common = { ...proxyLoggerOptions(config.log, config.headers), clientErrorHandler: proxyClientErrorHandler }
   const http2 = first.http2 === true && files !== undefined
   const app = http2
     ? Fastify({ ...common, http2: true, https: http2ServerOptions(files), http2SessionTimeout: HTTP2_SESSION_TIMEOUT }) as unknown as FastifyInstance

@@ -8,9 +8,10 @@ import type { DevelopmentCaInUse } from './interception-from-config'
  * The human-readable lines printed on start: where it listens and with which HTTP versions
  * (`https://127.0.0.1:8443 (HTTP/1.1 + HTTP/2)`), whether authentication is on
  * (user count only, never a password), the destination policy, the limits, and interception;
- * with a development CA (`developmentCa`), a warning, its path and how clients trust it.
+ * with a development CA (`developmentCa`), a warning, its path and how clients trust it; the
+ * Prometheus endpoint's URL (`metricsUrl`) when there is one.
  */
-export function startupSummary (config: ProxyServerConfig, urls: readonly string[], developmentCa?: DevelopmentCaInUse): string[] {
+export function startupSummary (config: ProxyServerConfig, urls: readonly string[], developmentCa?: DevelopmentCaInUse, metricsUrl?: string): string[] {
   const users = Object.keys(config.users ?? {}).length
   const d = config.destinations ?? {}
   const ports = d.allowedPorts === '*' ? 'any port' : `ports ${(d.allowedPorts ?? [80, 443]).join(', ')}`
@@ -28,6 +29,7 @@ export function startupSummary (config: ProxyServerConfig, urls: readonly string
     config.interception === undefined ? '  interception: off' : interceptionLine(config.interception, developmentCa),
     ...(developmentCa === undefined ? [] : developmentCaNotice(developmentCa)),
     ...(config.headers === undefined || config.headers.length === 0 ? [] : [`  header rules: ${config.headers.length} (${config.headers.map((rule) => rule.hosts.join(', ')).join('; ')})`]),
+    ...(metricsUrl === undefined ? [] : [`  metrics: ${metricsUrl} (Prometheus text format, separate listener)`]),
     '  health check: GET /healthz on every listener'
   ]
 }

@@ -11,6 +11,11 @@ interface RequestTelemetry {
   readonly kind: 'connect' | 'forward' | 'intercepted'
   readonly destination: string | undefined
   readonly clientAddress: string | undefined
+  /**
+   * Inside an intercepted tunnel, the user who opened it, read at arrival: an HTTP/2 request
+   * loses the link to its tunnel (its stream's session) once the stream has closed.
+   */
+  readonly tunnelUser: string | null | undefined
   readonly span: Span | undefined
   errorType: string | undefined
   /** Request body bytes from the client (forwarded requests). */
@@ -47,6 +52,7 @@ export function beginProxyRequest (request: FastifyRequest): void {
     kind: target.kind,
     destination: destination === undefined ? undefined : `${destination.host}:${destination.port}`,
     clientAddress,
+    tunnelUser: tunnel === undefined ? undefined : (tunnel.user?.name ?? null),
     span,
     errorType: undefined,
     bytesIn: 0,
@@ -101,7 +107,7 @@ export function finishProxyRequest (request: FastifyRequest, reply: FastifyReply
   request.log.info({
     access: {
       kind: state.kind,
-      user: request.proxyUser?.name ?? null,
+      user: state.tunnelUser === undefined ? (request.proxyUser?.name ?? null) : state.tunnelUser,
       client: state.clientAddress ?? null,
       method: request.method,
       destination: state.destination ?? null,
