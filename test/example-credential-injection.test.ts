@@ -60,8 +60,16 @@ async function startApi (t: Test, pki: InterceptionPki): Promise<{ port: number,
   return { port: (front.address() as AddressInfo).port, requests }
 }
 
+/** The running example: its port, its output so far, and a wait for a line to appear in it. */
+interface RunningExample {
+  port: number
+  output: () => string
+  /** Resolves once the output matches; the child's pipe may deliver a line after the response it belongs to. */
+  outputMatching: (pattern: RegExp) => Promise<void>
+}
+
 /** Runs examples/credential-injection.ts as its README says, on port 0; resolves with its port and output. */
-async function runExample (t: Test, env: Record<string, string>): Promise<{ port: number, output: () => string }> {
+async function runExample (t: Test, env: Record<string, string>): Promise<RunningExample> {
   const child = spawn(process.execPath, ['--import', TS_LOADER, join(ROOT, 'examples/credential-injection.ts')], {
     cwd: ROOT,
     env: { ...process.env, ...env }
@@ -84,7 +92,18 @@ async function runExample (t: Test, env: Record<string, string>): Promise<{ port
     child.stdout.on('data', onData)
     child.once('exit', (code) => reject(new Error(`the example exited (${String(code)}) before listening:\n${output}`)))
   })
-  return { port, output: () => output }
+  const outputMatching = async (pattern: RegExp): Promise<void> => await new Promise((resolve) => {
+    const onData = (): void => {
+      if (!pattern.test(output)) return
+      child.stdout.removeListener('data', onData)
+      child.stderr.removeListener('data', onData)
+      resolve()
+    }
+    child.stdout.on('data', onData)
+    child.stderr.on('data', onData)
+    onData()
+  })
+  return { port, output: () => output, outputMatching }
 }
 
 /** Everything a client got back: status, raw header lines and body. */
@@ -135,6 +154,7 @@ test('examples/credential-injection.ts: run for real, it injects alice\'s API se
   for (const [index, response] of responses.entries()) {
     t.notOk(response.seen.includes(secret), `response ${index + 1} holds no trace of the secret`)
   }
+  await example.outputMatching(/API request with an injected credential/)
   const logs = example.output()
   t.match(logs, /"user":"alice".*"msg":"API request with an injected credential"/, 'the app hook logged alice\'s intercepted request')
   t.equal(logs.match(/API request with an injected credential/g)?.length, 1, 'and only that one')
