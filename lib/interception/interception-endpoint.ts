@@ -77,6 +77,10 @@ export class InterceptionEndpoint {
     this.#server.on('session', (session: Http2Session) => {
       if (this.#injecting !== null) rememberInterceptedConnection(session, this.#injecting)
       session.on('error', () => {})
+      // Node's HTTP/2 session ignores the end of its socket's input and waits for a close that
+      // an intercepted tunnel only gets at its idle timeout: a client whose TCP connection has
+      // ended sends no more frames, so the session finishes its open streams and closes.
+      session.socket.once('end', () => { if (!session.closed) session.close() })
     })
     this.#server.on('connect', countInterceptedRequest)
     attachProxyToServer(this.#server, fastify, settings.pseudonym, { routeRequests: false })
