@@ -7,6 +7,7 @@ import { makeInterceptionPki } from './helpers/interception-pki'
 import { startHttpsOrigin } from './helpers/https-destination'
 import { openInterceptedTls, rawTlsExchange } from './helpers/intercepted-client'
 import { pemBody } from './helpers/development-ca-dir'
+import { eventually } from './helpers/eventually'
 
 const escape = (text: string): string => text.replace(/[.*+?^${}()|[\]\\/]/g, '\\$&')
 
@@ -39,7 +40,9 @@ test('bin: with a development CA the summary warns it is not for production, pri
     t.match(summary, new RegExp(`NODE_EXTRA_CA_CERTS=${escape(certPath)}\\n`), 'Node.js')
     t.match(summary, new RegExp(`SSL_CERT_FILE=${escape(certPath)}\\n`), 'OpenSSL-based clients')
     t.match(summary, new RegExp(`REQUESTS_CA_BUNDLE=${escape(certPath)}\\n`), 'Python requests')
-    t.match(summary, /"level":40,.*"caCert":".*ca\.pem".*DEVELOPMENT CA/, 'logged as a warning too')
+    // pino's line and the summary reach the pipe in either order; wait for the warning line.
+    await eventually(() => /"level":40,.*"caCert":".*ca\.pem".*DEVELOPMENT CA/.test(bin.stdout()), 10_000)
+    t.pass('logged as a warning too')
 
     // A request through the intercepted tunnel, so the logs of a handshake and a request are in the output.
     const tls = await openInterceptedTls(t, portOf(urls[0]), `127.0.0.1:${origin.port}`, { ca: readFileSync(certPath) })
