@@ -5,41 +5,20 @@
 import { createHash } from 'node:crypto'
 import { request as httpRequest } from 'node:http'
 import { connect as netConnect } from 'node:net'
+import { readConnectResponse } from './connect-response.mjs'
 import { drainedOrClosed } from './soak-origins.mjs'
 
 /**
  * Opens an HTTP/1.1 CONNECT tunnel. Resolves { socket } on 200, or { status, head } when the
  * proxy refused (the socket is then destroyed).
  */
-export function openH1Tunnel (proxyPort, authority, ctx) {
-  return new Promise((resolve, reject) => {
-    const socket = ctx.track(netConnect(proxyPort, '127.0.0.1'))
-    socket.write(`CONNECT ${authority} HTTP/1.1\r\nHost: ${authority}\r\n\r\n`)
-    let head = Buffer.alloc(0)
-    const onData = (data) => {
-      head = Buffer.concat([head, data])
-      const end = head.indexOf('\r\n\r\n')
-      if (end === -1) return
-      socket.removeListener('data', onData)
-      socket.removeListener('error', reject)
-      socket.removeListener('close', onClose)
-      socket.on('error', () => {})
-      socket.pause()
-      const text = head.subarray(0, end).toString('latin1')
-      const status = Number(text.slice(9, 12))
-      if (status !== 200) {
-        socket.destroy()
-        resolve({ status, head: text })
-        return
-      }
-      if (head.length > end + 4) socket.unshift(head.subarray(end + 4))
-      resolve({ socket })
-    }
-    const onClose = () => reject(new Error('proxy closed the connection before answering CONNECT'))
-    socket.on('data', onData)
-    socket.once('error', reject)
-    socket.once('close', onClose)
-  })
+export async function openH1Tunnel (proxyPort, authority, ctx) {
+  const socket = ctx.track(netConnect(proxyPort, '127.0.0.1'))
+  socket.write(`CONNECT ${authority} HTTP/1.1\r\nHost: ${authority}\r\n\r\n`)
+  const { status, head } = await readConnectResponse(socket)
+  if (status === 200) return { socket }
+  socket.destroy()
+  return { status, head }
 }
 
 /** Opens an HTTP/2 CONNECT stream on `session`: { socket: stream } on 200, else { status, head }. */

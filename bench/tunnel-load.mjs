@@ -20,6 +20,7 @@ import { connect as http2Connect } from 'node:http2'
 import { connect as netConnect } from 'node:net'
 import { performance } from 'node:perf_hooks'
 import { connect as tlsConnect } from 'node:tls'
+import { readConnectResponse } from './connect-response.mjs'
 
 const config = JSON.parse(process.argv[2])
 const { scenario, protocol, proxyPort, destPort } = config
@@ -33,36 +34,22 @@ const chunk = Buffer.alloc(MiB, 'u')
 const uploadChunks = 64
 
 let tlsSession
-function openHttp1 () {
-  return new Promise((resolve, reject) => {
-    const socket = protocol === 'h1-plain'
-      ? netConnect(proxyPort, '127.0.0.1')
-      : tlsConnect({ host: '127.0.0.1', port: proxyPort, ca, ALPNProtocols: ['http/1.1'], session: config.resume ? tlsSession : undefined })
-    socket.setNoDelay(true)
-    if (config.resume) socket.once('session', (session) => { tlsSession = session })
-    if (protocol === 'h1') socket.once('secureConnect', () => { if (measuring && socket.isSessionReused()) resumed++ })
-    socket.once(protocol === 'h1-plain' ? 'connect' : 'secureConnect', () => {
-      socket.write(`CONNECT ${authority} HTTP/1.1\r\nHost: ${authority}\r\n\r\n`)
-    })
-    let head = Buffer.alloc(0)
-    const onData = (data) => {
-      head = Buffer.concat([head, data])
-      const end = head.indexOf('\r\n\r\n')
-      if (end === -1) return
-      socket.removeListener('data', onData)
-      socket.removeListener('error', reject)
-      socket.on('error', () => {})
-      socket.pause()
-      if (!/^HTTP\/1\.[01] 200 /.test(head.toString('latin1', 0, 16))) {
-        socket.destroy()
-        return reject(new Error(`CONNECT refused: ${head.toString('latin1', 0, 40)}`))
-      }
-      if (head.length > end + 4) socket.unshift(head.subarray(end + 4))
-      resolve(socket)
-    }
-    socket.on('data', onData)
-    socket.once('error', reject)
+async function openHttp1 () {
+  const socket = protocol === 'h1-plain'
+    ? netConnect(proxyPort, '127.0.0.1')
+    : tlsConnect({ host: '127.0.0.1', port: proxyPort, ca, ALPNProtocols: ['http/1.1'], session: config.resume ? tlsSession : undefined })
+  socket.setNoDelay(true)
+  if (config.resume) socket.once('session', (session) => { tlsSession = session })
+  if (protocol === 'h1') socket.once('secureConnect', () => { if (measuring && socket.isSessionReused()) resumed++ })
+  socket.once(protocol === 'h1-plain' ? 'connect' : 'secureConnect', () => {
+    socket.write(`CONNECT ${authority} HTTP/1.1\r\nHost: ${authority}\r\n\r\n`)
   })
+  const { status, head } = await readConnectResponse(socket)
+  if (status !== 200) {
+    socket.destroy()
+    throw new Error(`CONNECT refused: ${head.slice(0, 40)}`)
+  }
+  return socket
 }
 
 const sessions = []

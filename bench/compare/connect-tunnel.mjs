@@ -2,28 +2,17 @@
 // inside it: shared by the idle-tunnel, leaf and SSE clients of the comparison.
 import { connect } from 'node:net'
 import { connect as tlsConnect } from 'node:tls'
+import { readConnectResponse } from '../connect-response.mjs'
 
 /** Resolves with the socket once the proxy answered 2xx to `CONNECT host:port`; rejects otherwise. */
-export function openTunnel (proxyPort, host, port) {
-  return new Promise((resolve, reject) => {
-    const socket = connect(proxyPort, '127.0.0.1', () => socket.write(`CONNECT ${host}:${port} HTTP/1.1\r\nHost: ${host}:${port}\r\n\r\n`))
-    let head = Buffer.alloc(0)
-    const onData = (chunk) => {
-      head = Buffer.concat([head, chunk])
-      const end = head.indexOf('\r\n\r\n')
-      if (end === -1) return
-      socket.removeListener('data', onData)
-      socket.removeListener('error', reject)
-      if (!/^HTTP\/1\.[01] 2\d\d/.test(head.toString('latin1'))) {
-        socket.destroy()
-        return reject(new Error(`CONNECT refused: ${head.subarray(0, end).toString('latin1').split('\r\n')[0]}`))
-      }
-      socket.pause()
-      resolve(socket)
-    }
-    socket.on('data', onData)
-    socket.once('error', reject)
-  })
+export async function openTunnel (proxyPort, host, port) {
+  const socket = connect(proxyPort, '127.0.0.1', () => socket.write(`CONNECT ${host}:${port} HTTP/1.1\r\nHost: ${host}:${port}\r\n\r\n`))
+  const { status, head } = await readConnectResponse(socket)
+  if (!(status >= 200 && status < 300)) {
+    socket.destroy()
+    throw new Error(`CONNECT refused: ${head.split('\r\n')[0]}`)
+  }
+  return socket
 }
 
 /** TLS (HTTP/1.1 ALPN) over `socket`, checking the certificate for `host` against `ca`. */
