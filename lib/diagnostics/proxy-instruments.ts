@@ -47,12 +47,10 @@ export function proxyInstruments (): ProxyInstruments {
 function createInstruments (meter: Meter): ProxyInstruments {
   const histogram = (name: string, unit: 's' | 'By', description: string): Histogram =>
     meter.createHistogram(name, { description, unit, advice: { explicitBucketBoundaries: unit === 's' ? DURATION_BUCKETS : SIZE_BUCKETS } })
+  const counter = (name: string, unit: string, description: string): Counter => meter.createCounter(name, { description, unit })
   return {
     enabled: meter.constructor !== NOOP_METER_CLASS,
-    requests: meter.createCounter('forward_proxy.requests', {
-      description: 'Requests that reached the forward proxy, by kind (connect, intercepted) or outcome (intercepted).',
-      unit: '{request}'
-    }),
+    requests: counter('forward_proxy.requests', '{request}', 'Requests that reached the forward proxy, by kind (connect, intercepted) or outcome (intercepted).'),
     activeTunnels: meter.createUpDownCounter('forward_proxy.tunnel.active', {
       description: 'CONNECT tunnels open now (answered 200 and not yet closed), by kind.',
       unit: '{tunnel}'
@@ -61,30 +59,12 @@ function createInstruments (meter: Meter): ProxyInstruments {
     tunnelUpload: histogram('forward_proxy.tunnel.upload.size', 'By', 'Bytes a tunnel carried from the client toward the destination (TLS records for intercepted tunnels).'),
     tunnelDownload: histogram('forward_proxy.tunnel.download.size', 'By', 'Bytes a tunnel carried from the destination toward the client (TLS records for intercepted tunnels).'),
     handshakeDuration: histogram('forward_proxy.tls.handshake.duration', 's', 'Client TLS handshakes on intercepted tunnels that completed: certificate lookup plus handshake.'),
-    handshakeFailures: meter.createCounter('forward_proxy.tls.handshake.failures', {
-      description: 'Client TLS handshakes on intercepted tunnels that did not complete, by error type.',
-      unit: '{handshake}'
-    }),
-    certificatesIssued: meter.createCounter('forward_proxy.certificate.issued', {
-      description: 'Leaf certificates minted (or enrolled over EST) by the bundled certificate providers.',
-      unit: '{certificate}'
-    }),
+    handshakeFailures: counter('forward_proxy.tls.handshake.failures', '{handshake}', 'Client TLS handshakes on intercepted tunnels that did not complete, by error type.'),
+    certificatesIssued: counter('forward_proxy.certificate.issued', '{certificate}', 'Leaf certificates minted (or enrolled over EST) by the bundled certificate providers.'),
     certificateIssueDuration: histogram('forward_proxy.certificate.issue.duration', 's', 'Time to mint (or enroll) one leaf certificate, successful or not.'),
-    certificateCacheLookups: meter.createCounter('forward_proxy.certificate.cache.lookups', {
-      description: 'Leaf certificate cache lookups of the bundled providers, by result (hit, miss).',
-      unit: '{lookup}'
-    }),
-    connectFailures: meter.createCounter('forward_proxy.destination.connect.failures', {
-      description: 'Connections to destinations that failed (DNS, TCP or TLS), by Proxy-Status error type.',
-      unit: '{failure}'
-    }),
-    policyRefusals: meter.createCounter('forward_proxy.policy.refusals', {
-      description: 'Requests and tunnels refused by the destination policy or a destination filter, by reason.',
-      unit: '{request}'
-    }),
-    authFailures: meter.createCounter('forward_proxy.auth.failures', {
-      description: 'Proxy requests answered 407: missing, malformed or rejected Proxy-Authorization.',
-      unit: '{request}'
-    })
+    certificateCacheLookups: counter('forward_proxy.certificate.cache.lookups', '{lookup}', 'Leaf certificate cache lookups of the bundled providers, by result (hit, miss).'),
+    connectFailures: counter('forward_proxy.destination.connect.failures', '{failure}', 'Connections to destinations that failed (DNS, TCP or TLS), by Proxy-Status error type.'),
+    policyRefusals: counter('forward_proxy.policy.refusals', '{request}', 'Requests and tunnels refused by the destination policy or a destination filter, by reason.'),
+    authFailures: counter('forward_proxy.auth.failures', '{request}', 'Proxy requests answered 407: missing, malformed or rejected Proxy-Authorization.')
   }
 }
