@@ -6,7 +6,7 @@ import { createHash } from 'node:crypto'
 import { request as httpRequest } from 'node:http'
 import { connect as netConnect } from 'node:net'
 import { readConnectResponse } from './connect-response.mjs'
-import { drainedOrClosed } from './soak-origins.mjs'
+import { drainedOrClosed } from './stream-events.mjs'
 
 /**
  * Opens an HTTP/1.1 CONNECT tunnel. Resolves { socket } on 200, or { status, head } when the

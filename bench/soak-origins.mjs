@@ -13,6 +13,7 @@ import { readFileSync } from 'node:fs'
 import { createServer as createHttpServer } from 'node:http'
 import { createServer as createHttpsServer } from 'node:https'
 import { createServer as createNetServer } from 'node:net'
+import { drainedOrClosed } from './stream-events.mjs'
 
 const CHUNK = 64 * 1024
 const sha256 = (data) => createHash('sha256').update(data).digest('hex')
@@ -25,18 +26,6 @@ async function writeChunks (stream, body, onProgress = () => {}) {
   }
 }
 
-/** Resolves on the stream's next 'drain' or 'close', whichever comes first. */
-export function drainedOrClosed (stream) {
-  return new Promise((resolve) => {
-    const done = () => {
-      stream.removeListener('drain', done)
-      stream.removeListener('close', done)
-      resolve()
-    }
-    stream.once('drain', done)
-    stream.once('close', done)
-  })
-}
 
 /** Sends a reset (RST) where the socket supports it, else just destroys it. */
 function reset (socket) {

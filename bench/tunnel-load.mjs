@@ -21,6 +21,7 @@ import { connect as netConnect } from 'node:net'
 import { performance } from 'node:perf_hooks'
 import { connect as tlsConnect } from 'node:tls'
 import { readConnectResponse } from './connect-response.mjs'
+import { drainedOrClosed } from './stream-events.mjs'
 
 const config = JSON.parse(process.argv[2])
 const { scenario, protocol, proxyPort, destPort } = config
@@ -93,18 +94,6 @@ function closed (tunnel) {
   return done
 }
 
-function drained (tunnel) {
-  return new Promise((resolve) => {
-    const done = () => {
-      tunnel.removeListener('drain', done)
-      tunnel.removeListener('close', done)
-      resolve()
-    }
-    tunnel.once('drain', done)
-    tunnel.once('close', done)
-  })
-}
-
 const active = new Set()
 const latencies = []
 let tunnels = 0
@@ -168,7 +157,7 @@ async function uploadRound (worker) {
     tunnel.on('data', (data) => { if (measuring) bytes += data.length * MiB })
     tunnel.resume()
     for (let i = 0; i < uploadChunks && !tunnel.destroyed && !stopping; i++) {
-      if (!tunnel.write(chunk)) await drained(tunnel)
+      if (!tunnel.write(chunk)) await drainedOrClosed(tunnel)
     }
     tunnel.end()
     await done
