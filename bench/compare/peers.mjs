@@ -16,9 +16,10 @@ const OUR_MAIN = fileURLToPath(new URL('../../dist/lib/cli/main.js', import.meta
 /**
  * Ours: `dist/lib/cli/main.js` with a generated configuration. `interceptHosts` (default
  * 127.0.0.2) are the intercepted CONNECT targets; `tlsListener` ({ cert, key }) adds an HTTP/2 +
- * HTTP/1.1 TLS listener, whose port is returned as `tlsPort`.
+ * HTTP/1.1 TLS listener, whose port is returned as `tlsPort`. `nodeArgs` (Node options before the
+ * program) and `env` (added to the environment) are for bench/memory.mjs's variants.
  */
-export async function startOurs ({ directory, pki, maxTunnels, name = 'ours', interceptHosts = [TLS_HOST], tlsListener }) {
+export async function startOurs ({ directory, pki, maxTunnels, name = 'ours', interceptHosts = [TLS_HOST], tlsListener, nodeArgs = [], env = {} }) {
   const port = await freePort()
   const tlsPort = tlsListener === undefined ? undefined : await freePort()
   const configPath = join(directory, `${name}.json`)
@@ -36,7 +37,7 @@ export async function startOurs ({ directory, pki, maxTunnels, name = 'ours', in
     },
     log: { level: 'warn' }
   }, null, 2))
-  const started = startProcess(process.execPath, [OUR_MAIN, '--config', configPath], { env: { ...process.env, NODE_ENV: 'production' } })
+  const started = startProcess(process.execPath, [...nodeArgs, OUR_MAIN, '--config', configPath], { env: { ...process.env, NODE_ENV: 'production', ...env } })
   await waitForPort('127.0.0.1', port, { ...started, name }, 60_000)
   if (tlsPort !== undefined) await waitForPort('127.0.0.1', tlsPort, { ...started, name }, 60_000)
   return { port, tlsPort, started, pid: started.child.pid }

@@ -12,11 +12,11 @@ import { closeAllConnections, closeIdleConnections } from './connection-shutdown
 import { createHttp2Listener } from './http2-listener'
 import { loadListenerTls, type ListenerTlsFiles } from './listener-tls'
 import { createProxyApp } from './proxy-app'
-import { registerInterceptionFromConfig, type DevelopmentCaInUse } from './interception-from-config'
+import type { DevelopmentCaInUse } from './interception-from-config'
 import { createHeaderRulesTransform } from '../forward/header-rules-transform'
 import { SERVER_TIMEOUTS, TLS_HANDSHAKE_TIMEOUT } from './server-timeouts'
 import { checkListenerExposure } from './listener-exposure'
-import { startMetricsEndpoint, type MetricsEndpoint } from './metrics-endpoint'
+import type { MetricsEndpoint } from './metrics-endpoint'
 
 /** A running proxy server. */
 export interface RunningProxyServer {
@@ -81,7 +81,7 @@ export async function startProxyServer (config: ProxyServerConfig, options: Star
   const tlsFiles = config.listen.map((listener, index) => listener.tls === undefined ? undefined : loadListenerTls(listener.tls, index))
   const app = createProxyApp(first, tlsFiles[0], config)
   await app.register(forwardProxy, pluginOptionsFromConfig(config))
-  const developmentCa = config.interception === undefined ? undefined : await registerInterceptionFromConfig(app, config.interception, config.dataDirectory)
+  const developmentCa = config.interception === undefined ? undefined : await interceptionFromConfig().registerInterceptionFromConfig(app, config.interception, config.dataDirectory)
 
   const extraServers: ProxyServer[] = []
   let extrasClosed: Promise<unknown> = Promise.resolve()
@@ -115,7 +115,7 @@ export async function startProxyServer (config: ProxyServerConfig, options: Star
     }
   }
   try {
-    if (config.metrics !== undefined) metricsEndpoint = await startMetricsEndpoint(config.metrics)
+    if (config.metrics !== undefined) metricsEndpoint = await metricsEndpointModule().startMetricsEndpoint(config.metrics)
     await app.listen({ host: first.host, port: first.port })
     const urls = [listenerUrl(first, app.server.address() as AddressInfo)]
     for (const [i, listener] of others.entries()) {
@@ -134,6 +134,16 @@ export async function startProxyServer (config: ProxyServerConfig, options: Star
     await close()
     throw error
   }
+}
+
+// Loaded only when the configuration uses them: the certificate code (PKI.js, asn1js) and the
+// OpenTelemetry SDK cost about 4 and 6 MiB of resident memory each (docs/benchmarks.md).
+function interceptionFromConfig (): typeof import('./interception-from-config') {
+  return require('./interception-from-config') as typeof import('./interception-from-config')
+}
+
+function metricsEndpointModule (): typeof import('./metrics-endpoint') {
+  return require('./metrics-endpoint') as typeof import('./metrics-endpoint')
 }
 
 /** The Node server of a further listener: HTTP/1.1, HTTPS, or HTTP/2 TLS with HTTP/1.1. */

@@ -8,7 +8,7 @@ import type { ForwardProxyClientProtocols } from '../../types/interception'
 import { createHeaderRulesTransform } from '../forward/header-rules-transform'
 import { createHostListSelector, ForwardProxyRuleError } from '../interception/host-list-selector'
 import type { LogConfig } from './logger-options'
-import { DEFAULT_METRICS_LISTENER, type MetricsListenerConfig } from './metrics-endpoint'
+import { DEFAULT_METRICS_LISTENER, type MetricsListenerConfig } from './metrics-listener'
 
 export { ConfigError } from './config-error'
 

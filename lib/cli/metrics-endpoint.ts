@@ -3,15 +3,7 @@ import type { AddressInfo } from 'node:net'
 import { metrics } from '@opentelemetry/api'
 import { MeterProvider, MetricReader } from '@opentelemetry/sdk-metrics'
 import { PROMETHEUS_CONTENT_TYPE, toPrometheusText } from './prometheus-text'
-
-/** The `metrics` key of the configuration file, defaults applied. */
-export interface MetricsListenerConfig {
-  host: string
-  port: number
-}
-
-/** Defaults of the `metrics` key: loopback only, Prometheus' registered exporter port. */
-export const DEFAULT_METRICS_LISTENER: MetricsListenerConfig = { host: '127.0.0.1', port: 9464 }
+import type { MetricsListenerConfig } from './metrics-listener'
 
 /** A reader that collects only when scraped: no timer, no push. */
 class ScrapeReader extends MetricReader {

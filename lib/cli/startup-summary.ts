@@ -1,7 +1,7 @@
 import { DEFAULT_LIMITS } from '../options'
 import type { InterceptionConfig, ProxyServerConfig } from './config'
 import { developmentCaNotice } from './development-ca-notice'
-import { estEndpoint } from './est-from-config'
+import { estEndpoint } from './est-endpoint'
 import type { DevelopmentCaInUse } from './interception-from-config'
 
 /**
