@@ -1,7 +1,7 @@
 import type { Socket } from 'node:net'
 import type { Http1ConnectContext } from './http1-connection'
 import type { TunnelClient } from './tunnel-client'
-import { abort, relayTunnel, type TunnelRelayOptions } from './tunnel-relay'
+import { relayTunnel, type TunnelRelayOptions } from './tunnel-relay'
 
 /**
  * An HTTP/1.1 CONNECT: the whole connection becomes the tunnel. The 200 is written on the raw
@@ -34,7 +34,7 @@ export function http1TunnelClient (context: Http1ConnectContext): TunnelClient {
       socket.setTimeout(0)
       socket.allowHalfOpen = true
       socket.write('HTTP/1.1 200 Connection Established\r\n\r\n')
-      return { input: socket, output: socket, head, abort: () => abort(socket) }
+      return { kind: 'connection', socket, head }
     }
   }
 }

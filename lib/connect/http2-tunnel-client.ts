@@ -32,7 +32,7 @@ export function http2TunnelClient (request: Http2ServerRequest): TunnelClient {
     intercept () {
       stream.setTimeout(0)
       stream.respond({ ':status': 200 })
-      return { input: request, output: stream, head: Buffer.alloc(0), abort: () => resetStream(stream, constants.NGHTTP2_CONNECT_ERROR) }
+      return { kind: 'stream', input: request, output: stream, abort: () => resetStream(stream, constants.NGHTTP2_CONNECT_ERROR) }
     }
   }
 }

@@ -1,7 +1,7 @@
 import type { Socket } from 'node:net'
 import type { Duplex } from 'node:stream'
 import type { TunnelRelayOptions } from './tunnel-relay'
-import type { InterceptedClient } from '../interception/tunnel-transport'
+import type { InterceptedClient } from '../interception/client-transport'
 
 /**
  * The client side of a CONNECT, whatever carries it: a whole HTTP/1.1 connection or one

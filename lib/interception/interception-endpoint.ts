@@ -16,7 +16,9 @@ import { rememberInterceptedConnection, type InterceptedTunnel } from './interce
 import { terminateTls } from './tls-termination'
 import { applyServerLimits } from './endpoint-limits'
 import { createInTunnelUpgradeListener } from './in-tunnel-upgrade'
-import { TunnelTransport, type InterceptedClient, type TransportSummary } from './tunnel-transport'
+import { TunnelTransport } from './tunnel-transport'
+import { SocketTransport } from './socket-transport'
+import type { ClientTransport, InterceptedClient, InterceptedStream, TransportSummary } from './client-transport'
 
 /** The address the in-memory endpoint is listed under (SPEC 4.5.4). */
 export const INTERCEPTION_ADDRESS = 'https://forward-proxy-tls-interception'
@@ -103,8 +105,10 @@ export class InterceptionEndpoint {
    * Everything after this call is reported through `tunnel.onClose`; it never throws.
    */
   accept (tunnel: AcceptedTunnel): void {
-    const transport = new TunnelTransport(tunnel.client, tunnel.idleTimeout)
-    transport.on('error', () => {})
+    const { client } = tunnel
+    const transport: ClientTransport = client.kind === 'connection'
+      ? new SocketTransport(client, tunnel.idleTimeout)
+      : quietTunnelTransport(client, tunnel.idleTimeout)
     transport.once('close', () => tunnel.onClose(transport.summary))
     const state: InterceptedTunnel = {
       interception: Object.freeze({ destination: tunnel.destination }),
@@ -142,4 +146,11 @@ export class InterceptionEndpoint {
       this.#injecting = null
     }
   }
+}
+
+/** A stream transport whose errors end in its close, which is all the tunnel reports. */
+function quietTunnelTransport (client: InterceptedStream, idleTimeout: number): TunnelTransport {
+  const transport = new TunnelTransport(client, idleTimeout)
+  transport.on('error', () => {})
+  return transport
 }

@@ -1,15 +1,15 @@
 import type { Server } from 'node:net'
-import { TLSSocket } from 'node:tls'
+import type { TLSSocket } from 'node:tls'
 import type { FastifyBaseLogger } from 'fastify'
 import type { ForwardProxyDestination } from '../../types/destination'
 import type { ForwardProxyCertificate, ForwardProxyCertificateProvider } from '../../types/interception'
 import { secureContextOf } from './secure-contexts'
-import type { TunnelTransport } from './tunnel-transport'
+import type { ClientTransport } from './client-transport'
 import { recordHandshake, recordHandshakeFailure, type HandshakeFailure } from '../diagnostics/handshake-metrics'
 
 /** One client handshake to run on an intercepted tunnel. */
 export interface TlsTermination {
-  readonly transport: TunnelTransport
+  readonly transport: ClientTransport
   /** The CONNECT target: the only name a certificate is asked for (never the client's SNI, HOSTILE 26). */
   readonly destination: ForwardProxyDestination
   readonly provider: ForwardProxyCertificateProvider
@@ -73,7 +73,7 @@ export async function terminateTls (termination: TlsTermination): Promise<TLSSoc
     return null
   }
 
-  const socket = new TLSSocket(transport, {
+  const socket = transport.startTls({
     isServer: true,
     secureContext,
     ALPNProtocols: [...termination.alpnProtocols],
@@ -86,8 +86,8 @@ export async function terminateTls (termination: TlsTermination): Promise<TLSSoc
       settled = true
       recordHandshakeFailure(timedOut ? 'timeout' : failure)
       stop()
-      // The TLS socket does not close the transport it runs on; without this a client that
-      // left mid-handshake would keep its tunnel slot until the handshake timeout.
+      // A TLS socket over a stream does not close the stream it runs on; without this a client
+      // that left mid-handshake would keep its tunnel slot until the handshake timeout.
       transport.destroy()
       resolve(null)
     }
