@@ -33,7 +33,7 @@ async function main () {
   const host = machine()
   print(`# Proxy comparison (${new Date().toISOString()})\n`)
   print(`machine: ${host.nproc} cores (${host.model}), Node ${host.node}, load average ${host.loadAverage.join(' ')}, ulimit -n ${host.nofile}`)
-  print(`settings: ${settings.rounds} rounds, ${settings.duration} s per run, ${settings.connections} connections (downloads: 1), scenarios ${settings.scenarios.join(',')}, peers ${settings.peers.join(',')}`)
+  print(`settings: ${settings.rounds} rounds, ${settings.duration} s per run, ${settings.connections} connections (downloads: 1), scenarios ${settings.scenarios.join(',')}, peers ${settings.peers.join(',')}${settings.oursNodeArgs.length === 0 ? '' : `, ours started with node ${settings.oursNodeArgs.join(' ')}`}`)
   if (tools.missing.length > 0) print(`not installed: ${tools.missing.join(', ')} (install with: ${tools.installHint}); their peers are skipped${tools.found.nginx === undefined ? ', the origin is bench/origin.mjs' : ''}`)
 
   if (settings.httpClient === 'hey') {
@@ -65,7 +65,7 @@ async function main () {
     const origin = await startOrigin(settings.origin === 'nginx' ? tools.found.nginx : undefined, directory, pki.origin)
     processes.push(...origin.processes)
     const versions = { origin: origin.kind === 'nginx' ? versionOf(tools.found.nginx, ['-v']) : `bench/origin.mjs (Node ${process.version})` }
-    const context = { directory, pki, tools: tools.found, maxTunnels: 20_000 }
+    const context = { directory, pki, tools: tools.found, maxTunnels: 20_000, nodeArgs: settings.oursNodeArgs }
     const running = []
     for (const peer of peers) {
       try {

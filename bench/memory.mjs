@@ -12,16 +12,18 @@
 // MEMORY_VARIANTS: `label=args|label=args`, args being Node options and NAME=value
 // environment entries separated by spaces (default `default=`: the bin as shipped), e.g.
 // MEMORY_VARIANTS='default=|semi1=--max-semi-space-size=1|arena1=MALLOC_ARENA_MAX=1'.
+// MEMORY_SETTLE_SECONDS (0): then wait that long with no traffic and read once more.
 // MEMORY_JSON=<file> also writes every sample as JSON.
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
+import { setTimeout as delay } from 'node:timers/promises'
 import { fileURLToPath } from 'node:url'
 import { makeCa, makeLeaf } from './pki.mjs'
 import { runLoad, SCENARIOS } from './compare/load-scenarios.mjs'
 import { PLAIN_HOST, startOrigin, TLS_HOST } from './compare/origin.mjs'
 import { startOurs } from './compare/peers.mjs'
-import { cpuSeconds, memoryMiB, stopProcess } from './compare/processes.mjs'
+import { cpuSeconds, memoryMiB, statusKiB, stopProcess } from './compare/processes.mjs'
 import { LOAD_SCENARIOS } from './compare/settings.mjs'
 import { detectTools } from './compare/tools.mjs'
 
@@ -33,6 +35,7 @@ const positive = (name, fallback) => {
 }
 const runs = positive('MEMORY_RUNS', 3)
 const duration = positive('MEMORY_DURATION', 2)
+const settle = Number(process.env.MEMORY_SETTLE_SECONDS || 0)
 const scenarios = (process.env.MEMORY_SCENARIOS || LOAD_SCENARIOS.join(',')).split(',').map((s) => s.trim()).filter(Boolean)
 for (const scenario of scenarios) if (!(scenario in SCENARIOS)) throw new Error(`MEMORY_SCENARIOS: unknown "${scenario}"`)
 const variants = (process.env.MEMORY_VARIANTS || 'default=').split('|').map((text) => {
@@ -64,7 +67,8 @@ function inProcessUsage (child) {
 async function sample (proxy, phase) {
   const usage = await inProcessUsage(proxy.started.child)
   const { rss, peak } = memoryMiB(proxy.pid)
-  return { phase, rss, peak, ...Object.fromEntries(['heapTotal', 'heapUsed', 'arrayBuffers', 'external'].map((k) => [k, usage[k]])), newSpace: usage.spaces.new_space?.size, oldSpace: usage.spaces.old_space?.size, codeSpace: usage.spaces.code_space?.size, largeObjects: usage.spaces.large_object_space?.size, modules: usage.modules }
+  const [anon, file] = ['RssAnon', 'RssFile'].map((field) => statusKiB(proxy.pid, field) / 1024)
+  return { phase, rss, peak, anon, file, ...Object.fromEntries(['heapTotal', 'heapUsed', 'arrayBuffers', 'external'].map((k) => [k, usage[k]])), newSpace: usage.spaces.new_space?.size, oldSpace: usage.spaces.old_space?.size, codeSpace: usage.spaces.code_space?.size, largeObjects: usage.spaces.large_object_space?.size, modules: usage.modules }
 }
 
 /** One fresh proxy of `variant`: idle sample, then each scenario with its CPU and a sample. */
@@ -82,6 +86,11 @@ async function measure (variant, context, origin, settings) {
       const download = SCENARIOS[scenario].metric === 'mbPerSec'
       samples.push({ ...taken, cpuPer1000: download ? undefined : cpu / result.requests * 1000, cpuPerGiB: download ? cpu / gib : undefined })
     }
+    if (settle > 0) {
+      // How much the process gives back by itself once idle (V8's memory reducer, new space shrinking).
+      await delay(settle * 1000)
+      samples.push(await sample(proxy, `${settle} s idle`))
+    }
     return samples
   } finally {
     await stopProcess(proxy.started)
@@ -97,10 +106,10 @@ const median = (values) => {
 const fixed = (n, digits = 0) => (Number.isFinite(n) ? n.toFixed(digits) : '-')
 
 function table (label, all) {
-  const lines = [`### ${label} (median of ${all.length} runs; MiB, CPU-s)`, '', '| after | RSS | peak (VmHWM) | V8 heap reserved / used | new space | old space | code space | array buffers | CPU-s per 1,000 req | CPU-s per GiB |', '|---|---|---|---|---|---|---|---|---|---|']
+  const lines = [`### ${label} (median of ${all.length} runs; MiB, CPU-s)`, '', '| after | RSS | anonymous / file-backed | peak (VmHWM) | V8 heap reserved / used | new space | old space | code space | array buffers | CPU-s per 1,000 req | CPU-s per GiB |', '|---|---|---|---|---|---|---|---|---|---|---|']
   for (let i = 0; i < all[0].length; i++) {
     const m = (key) => median(all.map((samples) => samples[i][key]))
-    lines.push(`| ${all[0][i].phase} | ${fixed(m('rss'))} | ${fixed(m('peak'))} | ${fixed(m('heapTotal'))} / ${fixed(m('heapUsed'))} | ${fixed(m('newSpace'), 1)} | ${fixed(m('oldSpace'))} | ${fixed(m('codeSpace'), 1)} | ${fixed(m('arrayBuffers'), 1)} | ${fixed(m('cpuPer1000'), 3)} | ${fixed(m('cpuPerGiB'), 2)} |`)
+    lines.push(`| ${all[0][i].phase} | ${fixed(m('rss'))} | ${fixed(m('anon'))} / ${fixed(m('file'))} | ${fixed(m('peak'))} | ${fixed(m('heapTotal'))} / ${fixed(m('heapUsed'))} | ${fixed(m('newSpace'), 1)} | ${fixed(m('oldSpace'))} | ${fixed(m('codeSpace'), 1)} | ${fixed(m('arrayBuffers'), 1)} | ${fixed(m('cpuPer1000'), 3)} | ${fixed(m('cpuPerGiB'), 2)} |`)
   }
   return lines.join('\n')
 }

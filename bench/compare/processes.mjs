@@ -91,7 +91,8 @@ export function cpuSeconds (pid) {
   return ticks / CLOCK_TICKS
 }
 
-function statusKiB (pid, field) {
+/** A `/proc/<pid>/status` field in KiB (0 when the process or field is gone). */
+export function statusKiB (pid, field) {
   try {
     const line = readFileSync(`/proc/${pid}/status`, 'utf8').split('\n').find((l) => l.startsWith(`${field}:`))
     return line === undefined ? 0 : Number(line.split(/\s+/)[1])

@@ -34,6 +34,7 @@ export function readSettings () {
     idleIntercepted: number('BENCH_IDLE_INTERCEPTED', smoke ? 20 : 2000),
     leaves: number('BENCH_LEAVES', smoke ? 20 : 1000),
     sseSamples: number('BENCH_SSE_SAMPLES', smoke ? 3 : 20),
+    oursNodeArgs: (process.env.BENCH_OURS_NODE_ARGS ?? '').split(/\s+/).filter(Boolean),
     origin: list('BENCH_ORIGIN', ['nginx'], ['nginx', 'node'])[0],
     httpClient: list('BENCH_HTTP_CLIENT', ['hey'], ['hey', 'node'])[0],
     jsonPath: process.env.BENCH_JSON ?? (smoke ? '' : 'bench/results/latest.json')
