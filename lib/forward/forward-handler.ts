@@ -17,6 +17,7 @@ import { transformIncomingResponse, transformOutgoingRequest } from './transform
 import { countBytesIn, countBytesOut, proxyRequestSpanOf } from '../diagnostics/request-telemetry'
 import { injectTraceContext } from './trace-context-headers'
 import { countedBody } from './counted-body'
+import { ClientDeparture } from './client-departure'
 
 const TARGET_PROBLEMS: Record<AbsoluteTargetProblem, string> = {
   'https-scheme': 'https:// targets must use CONNECT.',
@@ -109,15 +110,14 @@ export async function forwardRequest (
   const span = runtime.settings.propagateTraceContext ? proxyRequestSpanOf(request) : undefined
   if (span !== undefined) built = injectTraceContext(built, span)
 
-  const abort = new AbortController()
-  reply.raw.once('close', () => { if (!reply.raw.writableFinished) abort.abort() })
+  const departure = new ClientDeparture(reply.raw)
   // A client that left while the app's hooks ran has already had its 'close': dial nothing.
   if (clientGone(reply)) throw clientLeft()
 
   const headers = await transformOutgoingRequest(runtime.transforms, request, destination, {
     method: request.method, path: pathAndQuery, headers: built, defaultPort
-  }, abort.signal)
-  if (abort.signal.aborted) throw clientLeft()
+  }, departure)
+  if (departure.aborted) throw clientLeft()
 
   const dispatcher = scheme === 'https' ? runtime.tlsDispatcher : runtime.dispatcher
   const response = await dispatcher.request({
@@ -126,7 +126,7 @@ export async function forwardRequest (
     method: request.method,
     headers,
     body: hasBody(request, received) ? countedBody(raw, (bytes) => countBytesIn(request, bytes)) : null,
-    signal: abort.signal
+    signal: departure
   }).catch((error: unknown) => { throw fromDispatchError(error) })
 
   let head
@@ -134,7 +134,7 @@ export async function forwardRequest (
     head = await transformIncomingResponse(runtime.transforms, request, destination, {
       statusCode: response.statusCode,
       headers: buildClientResponseHeaders(response.headers, via)
-    }, abort.signal)
+    }, departure)
   } catch (error) {
     // Refused: the destination's body is dropped (undici closes that connection). Destroying
     // an unfinished body makes undici emit RequestAbortedError on it: expected here.

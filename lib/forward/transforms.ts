@@ -21,6 +21,14 @@ export interface BuiltRequest {
 
 // Framing and connection management are the proxy's; a transform adding them could desync the
 // message (request smuggling) or break an HTTP/2 client.
+/**
+ * Where a transform's AbortSignal comes from: read only when a transform runs, so a request
+ * with no transforms never makes one.
+ */
+export interface TransformCancellation {
+  readonly signal: AbortSignal
+}
+
 const REQUEST_REFUSED = new Set([
   'connection', 'proxy-connection', 'keep-alive', 'te', 'trailer', 'transfer-encoding', 'upgrade',
   'proxy-authorization', 'http2-settings'
@@ -47,7 +55,7 @@ export async function transformOutgoingRequest (
   request: FastifyRequest,
   destination: ForwardProxyDestination,
   built: BuiltRequest,
-  signal: AbortSignal
+  cancellation: TransformCancellation
 ): Promise<string[] | HeaderRecord> {
   if (!transforms.some((transform) => transform.transformRequest !== undefined)) return built.headers
   const original = headerRecordOf(built.headers)
@@ -55,7 +63,7 @@ export async function transformOutgoingRequest (
   for (const transform of transforms) {
     if (transform.transformRequest === undefined) continue
     try {
-      await transform.transformRequest(request, destination, outgoing, signal)
+      await transform.transformRequest(request, destination, outgoing, cancellation.signal)
     } catch (error) {
       throw transformRefused('request transform threw', error)
     }
@@ -88,14 +96,14 @@ export async function transformIncomingResponse (
   request: FastifyRequest,
   destination: ForwardProxyDestination,
   head: { readonly statusCode: number, readonly headers: HeaderRecord },
-  signal: AbortSignal
+  cancellation: TransformCancellation
 ): Promise<{ statusCode: number, headers: HeaderRecord }> {
   if (!transforms.some((transform) => transform.transformResponse !== undefined)) return head
   const response: ForwardProxyIncomingResponse = { statusCode: head.statusCode, headers: copyHeaderRecord(head.headers) }
   for (const transform of transforms) {
     if (transform.transformResponse === undefined) continue
     try {
-      await transform.transformResponse(request, destination, response, signal)
+      await transform.transformResponse(request, destination, response, cancellation.signal)
     } catch (error) {
       throw transformRefused('response transform threw', error)
     }

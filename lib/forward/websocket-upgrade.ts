@@ -83,7 +83,7 @@ export async function forwardWebSocketUpgrade (
   if (client.socket.destroyed) throw clientLeft()
   const headers = await transformOutgoingRequest(runtime.transforms, request, destination, {
     method: request.method, path: pathAndQuery, headers: built, defaultPort: 443
-  }, abort.signal)
+  }, abort)
   if (abort.signal.aborted) throw clientLeft()
 
   const upgradeValue = firstValue(received.upgrade) ?? 'websocket'
@@ -107,7 +107,7 @@ export async function forwardWebSocketUpgrade (
     head = await transformIncomingResponse(runtime.transforms, request, destination, {
       statusCode: answer.response.statusCode ?? 502,
       headers: buildClientResponseHeaders(answer.response.headers, via)
-    }, abort.signal)
+    }, abort)
   } catch (error) {
     upstream.destroy()
     throw error

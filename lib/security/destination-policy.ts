@@ -6,6 +6,9 @@ import { parseIP } from './ip-address'
 import { matchesAny, type HostPattern } from './host-pattern'
 import { classifyAddress } from './special-purpose-ranges'
 
+// Most distinct address texts remembered; past it the cache starts over.
+const VERDICT_CACHE_SIZE = 1024
+
 /** The validated, compiled form of the destination options. */
 export interface DestinationPolicySettings {
   readonly allowedHosts: readonly HostPattern[]
@@ -23,6 +26,9 @@ export interface DestinationPolicySettings {
  */
 export class DestinationPolicy {
   readonly #settings: DestinationPolicySettings
+  // Verdicts by address text (null: not an IP literal). The settings never change, and the
+  // same few destinations come back on every request and connect.
+  readonly #verdicts = new Map<string, boolean | null>()
 
   constructor (settings: DestinationPolicySettings) {
     this.#settings = settings
@@ -41,23 +47,37 @@ export class DestinationPolicy {
     if (allowedPorts !== null && !allowedPorts.has(destination.port)) {
       throw policyRefusal('port', new ProxyError('http_request_denied', 'Destination port is not allowed by the proxy policy.', { details: 'port not allowed' }))
     }
-    if (parseIP(destination.host) !== null) this.checkAddress(destination.host)
+    if (this.#verdictOf(destination.host) === false) this.#refuseAddress(destination.host)
   }
 
   /** True when a resolved address may be dialed. */
   isAddressAllowed (address: string): boolean {
-    const bytes = parseIP(address)
-    if (bytes === null) return false
-    if (this.#settings.allowedNetworks.some((range) => cidrContains(range, bytes))) return true
-    if (this.#settings.allowPrivateNetworks) return true
-    return classifyAddress(bytes) === null
+    return this.#verdictOf(address) === true
   }
 
   /** Throws a 403 `destination_ip_prohibited` ProxyError when `address` may not be dialed. */
   checkAddress (address: string): void {
-    if (!this.isAddressAllowed(address)) {
-      const category = classifyAddress(address) ?? 'not allowed'
-      throw new ProxyError('destination_ip_prohibited', 'Destination address is not allowed by the proxy policy.', { details: `${category} address` })
-    }
+    if (!this.isAddressAllowed(address)) this.#refuseAddress(address)
+  }
+
+  #refuseAddress (address: string): never {
+    const category = classifyAddress(address) ?? 'not allowed'
+    throw new ProxyError('destination_ip_prohibited', 'Destination address is not allowed by the proxy policy.', { details: `${category} address` })
+  }
+
+  #verdictOf (address: string): boolean | null {
+    const known = this.#verdicts.get(address)
+    if (known !== undefined) return known
+    const bytes = parseIP(address)
+    const verdict = bytes === null ? null : this.#judge(bytes)
+    if (this.#verdicts.size >= VERDICT_CACHE_SIZE) this.#verdicts.clear()
+    this.#verdicts.set(address, verdict)
+    return verdict
+  }
+
+  #judge (bytes: Uint8Array): boolean {
+    if (this.#settings.allowedNetworks.some((range) => cidrContains(range, bytes))) return true
+    if (this.#settings.allowPrivateNetworks) return true
+    return classifyAddress(bytes) === null
   }
 }
