@@ -14,6 +14,7 @@ import { decideInterception } from '../interception/tunnel-decision'
 import { countInterceptedTunnel } from '../diagnostics/proxy-metrics'
 import { recordTunnelOpen, type TunnelKind } from '../diagnostics/tunnel-metrics'
 import { finishTunnel, tunnelTraceContextOf } from '../diagnostics/request-telemetry'
+import { createDestinationReader } from './destination-reader'
 
 /**
  * Opens a CONNECT tunnel, over HTTP/1.1 or HTTP/2 (SPEC 4.1 rules 1 to 4 and 8, 4.2).
@@ -51,9 +52,12 @@ export async function openConnectTunnel (
   const stopWatching = client.onGone(() => clientGone.abort())
   let provider: ForwardProxyCertificateProvider | null = null
   let upstream: Socket | undefined
+  // HTTP/1.1 tunnels read their destination into reused buffers; an HTTP/2 stream's writes
+  // finish only as flow control allows, so its tunnels keep piping.
+  const reader = client.http2 ? undefined : createDestinationReader()
   try {
     if (runtime.interception !== undefined) provider = await decideInterception(request, destination, runtime.interception, clientGone.signal)
-    if (provider === null && !client.gone) upstream = await connectToDestination(destination, runtime.connector, clientGone.signal)
+    if (provider === null && !client.gone) upstream = await connectToDestination(destination, runtime.connector, clientGone.signal, reader?.onread)
   } catch (error) {
     release()
     throw error
@@ -100,6 +104,7 @@ export async function openConnectTunnel (
   const recordClose = recordTunnelOpen(kind, client.http2)
   client.establish(upstream, {
     idleTimeout: runtime.settings.limits.tunnelIdleTimeout,
+    reader,
     onClose: (summary) => { recordClose(summary); closed(kind, summary) }
   })
 }

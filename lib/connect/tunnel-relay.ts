@@ -1,5 +1,6 @@
 import type { Socket } from 'node:net'
 import type { Duplex, Readable } from 'node:stream'
+import type { DestinationReader } from './destination-reader'
 
 /** Byte counts and outcome of a finished tunnel, for logs and metrics. */
 export interface TunnelSummary {
@@ -22,6 +23,11 @@ export interface TunnelRelayOptions {
    * client stream is a socket, else `destroy()`; an HTTP/2 tunnel resets its stream instead.
    */
   readonly abortClient?: () => void
+  /**
+   * How the destination is read when it was dialed with this reader's `onread` option; without
+   * one, the destination is piped to the client.
+   */
+  readonly reader?: DestinationReader
 }
 
 /**
@@ -58,14 +64,19 @@ export function relayTunnel (client: TunnelClientStreams, destination: Socket, o
   idleTimer.unref()
 
   input.on('data', (chunk: Buffer) => { bytesUp += chunk.length; idleTimer.refresh() })
-  destination.on('data', (chunk: Buffer) => { bytesDown += chunk.length; idleTimer.refresh() })
   // The client's end reaches the destination as a FIN one turn of the event loop later, unless
   // the client side was reset in the meantime: Node's HTTP/2 client ends a stream right before it
   // resets it (END_STREAM, then RST_STREAM in the same read), and a destination that got the FIN
   // first takes the upload for complete and stops reading, so it never sees the RST (SPEC 4.1.4).
   input.pipe(destination, { end: false })
   input.once('end', () => setImmediate(() => { if (!destination.destroyed) destination.end() }))
-  destination.pipe(output)
+  const countDown = (count: number): void => { bytesDown += count; idleTimer.refresh() }
+  if (options.reader === undefined) {
+    destination.on('data', (chunk: Buffer) => countDown(chunk.length))
+    destination.pipe(output)
+  } else {
+    options.reader.start(destination, output, countDown)
+  }
 
   output.on('error', () => {
     if (reason === 'closed') reason = 'client-error'

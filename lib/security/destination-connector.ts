@@ -1,4 +1,4 @@
-import { connect, isIP, type Socket } from 'node:net'
+import { connect, isIP, type OnReadOpts, type Socket } from 'node:net'
 import type { ForwardProxyDestination } from '../../types/destination'
 import type { ForwardProxyResolver, ResolvedAddress } from '../../types/options'
 import { ProxyError } from '../diagnostics/proxy-error'
@@ -20,6 +20,7 @@ export interface DestinationConnectorSettings {
  * until one answers; the socket returned is connected to an address that was checked, so a
  * second, different DNS answer can never be what gets dialed. Everything (DNS and TCP) must
  * finish within `connectTimeout`. `signal` aborts the attempt when the client goes away.
+ * `onread`, when given, is the socket's `onread` option (an opaque tunnel's destination reader).
  *
  * Throws a ProxyError: `destination_ip_prohibited` when no resolved address is allowed,
  * `proxy_loop_detected` when an allowed address is one of the proxy's own listeners,
@@ -28,7 +29,8 @@ export interface DestinationConnectorSettings {
 export async function connectToDestination (
   destination: ForwardProxyDestination,
   settings: DestinationConnectorSettings,
-  signal?: AbortSignal
+  signal?: AbortSignal,
+  onread?: OnReadOpts
 ): Promise<Socket> {
   const deadline = AbortSignal.timeout(settings.connectTimeout)
   const abort = signal === undefined ? deadline : AbortSignal.any([signal, deadline])
@@ -39,7 +41,7 @@ export async function connectToDestination (
   let lastError: unknown
   for (const { address, family } of addresses) {
     try {
-      return await dial(address, family, destination.port, abort, deadline)
+      return await dial({ host: address, port: destination.port, family, onread }, abort, deadline)
     } catch (error) {
       lastError = error
       if (abort.aborted) break
@@ -78,9 +80,16 @@ async function resolveAllowed (
   return allowed
 }
 
-function dial (address: string, family: 4 | 6, port: number, abort: AbortSignal, deadline: AbortSignal): Promise<Socket> {
+interface DialTarget {
+  readonly host: string
+  readonly port: number
+  readonly family: 4 | 6
+  readonly onread: OnReadOpts | undefined
+}
+
+function dial ({ host, port, family, onread }: DialTarget, abort: AbortSignal, deadline: AbortSignal): Promise<Socket> {
   return new Promise((resolve, reject) => {
-    const socket = connect({ host: address, port, family, allowHalfOpen: true, noDelay: true })
+    const socket = connect({ host, port, family, allowHalfOpen: true, noDelay: true, ...(onread === undefined ? {} : { onread }) })
     const onAbort = (): void => {
       socket.destroy()
       reject(deadline.aborted
