@@ -68,7 +68,7 @@ export function createDestinationReader (): DestinationReader {
         // Written straight from the tunnel's own buffer: the next read must wait until the
         // kernel has taken all of it, or it would overwrite bytes still queued for writing.
         ownWritePending = true
-        output.write(buffer.subarray(0, count), afterOwnWrite)
+        output.write(count === buffer.length ? buffer : buffer.subarray(0, count), afterOwnWrite)
         if (output.writableLength > 0) return wait()
         ownWritePending = false
         // A read that did not fill the buffer emptied the socket: the stream may be over, and
@@ -76,12 +76,15 @@ export function createDestinationReader (): DestinationReader {
         if (count < buffer.length) release(true)
         return true
       }
-      output.write(Buffer.from(buffer.subarray(0, count)), afterWrite)
+      // A copy needs no wait for its write: the usual high-water mark applies, as with pipe().
+      const belowHighWaterMark = output.write(Buffer.from(buffer.subarray(0, count)))
       if (count === buffer.length && own === undefined) {
         own = borrowRelayBuffer()
         if (own !== undefined) next = own
       }
-      return output.writableLength > 0 ? wait() : true
+      if (belowHighWaterMark) return true
+      output.once('drain', resume)
+      return wait()
     }
   }
 
