@@ -8,7 +8,7 @@
 // (user + system of the proxy process, from /proc/PID/stat) per GiB relayed and the median MB/s.
 // RELAY_STRACE=1 (needs strace) adds one more download per proxy under `strace -c -f` and
 // prints the syscall counts per GiB and the average bytes per read call. Loopback only.
-// Run `npm run build` first.
+// `npm run bench:relay` builds dist/ and runs it.
 import { spawn } from 'node:child_process'
 import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
 import { connect } from 'node:net'
