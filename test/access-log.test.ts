@@ -1,27 +1,12 @@
 import { test } from 'tap'
-import { Writable } from 'node:stream'
 import { ProxyAgent, request } from 'undici'
 import { startOrigin, startProxy } from './helpers/servers'
 import { basic, openTunnel, rawExchange } from './helpers/raw-client'
 import { once, readAll, startTcpDestination } from './helpers/tcp-destination'
 import { eventually } from './helpers/eventually'
+import { capturedLog } from './helpers/captured-log'
 import { makeInterceptionPki } from './helpers/interception-pki'
 import { startInterceptingProxy, startTlsOrigin, staticProvider } from './helpers/intercepting-proxy'
-
-/** Fastify logger options writing JSON lines into memory, and the access entries parsed from them. */
-function capturedLog (): { logger: { level: string, stream: Writable }, access (): Array<Record<string, unknown>> } {
-  const lines: string[] = []
-  const stream = new Writable({
-    write (chunk: Buffer, _encoding, callback) {
-      lines.push(...chunk.toString().split('\n').filter((line) => line !== ''))
-      callback()
-    }
-  })
-  return {
-    logger: { level: 'info', stream },
-    access: () => lines.map((line) => JSON.parse(line) as { access?: Record<string, unknown> }).flatMap((entry) => entry.access === undefined ? [] : [entry.access])
-  }
-}
 
 test('Access log: one structured line per http:// request: kind forward, user, client address, destination, method, status, bytes both ways and duration', async (t) => {
   const log = capturedLog()

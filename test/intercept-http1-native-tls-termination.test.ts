@@ -1,29 +1,18 @@
 import { test } from 'tap'
 import { connect as netConnect, type Socket } from 'node:net'
-import { Duplex, Writable } from 'node:stream'
+import { Duplex } from 'node:stream'
 import { connect as tlsConnect, type TLSSocket } from 'node:tls'
 import { makeInterceptionPki, type InterceptionPki } from './helpers/interception-pki'
 import { startInterceptingProxy, startTlsOrigin, staticProvider } from './helpers/intercepting-proxy'
 import { eventually } from './helpers/eventually'
+import { capturedLog, type CapturedLog } from './helpers/captured-log'
 
 // TLS of an intercepted HTTP/1.1 CONNECT is layered on the client's socket itself, so the
 // tunnel's byte counts and idle timer read the socket's counters instead of seeing each byte.
 
-/** Fastify logger options writing JSON lines into memory, and the tunnel lines parsed from them. */
-function capturedTunnelLog (): { logger: { level: string, stream: Writable }, tunnels: () => Array<Record<string, unknown>> } {
-  const lines: string[] = []
-  const stream = new Writable({
-    write (chunk: Buffer, _encoding, callback) {
-      lines.push(...chunk.toString().split('\n').filter((line) => line !== ''))
-      callback()
-    }
-  })
-  return {
-    logger: { level: 'info', stream },
-    tunnels: () => lines
-      .map((line) => JSON.parse(line) as { access?: Record<string, unknown> })
-      .flatMap((entry) => entry.access?.kind === 'tunnel' ? [entry.access] : [])
-  }
+/** The access lines of closed tunnels. */
+function tunnelLines (log: CapturedLog): Array<Record<string, unknown>> {
+  return log.access().filter((entry) => entry.kind === 'tunnel')
 }
 
 /** A client connection to the proxy, with the TLS it runs inside the tunnel. */
@@ -114,7 +103,7 @@ for (const listener of ['plain', 'TLS'] as const) {
   test(`SPEC 6 access log: an intercepted HTTP/1.1 tunnel on a ${listener} listener counts exactly the TLS records each way, the ClientHello sent with the CONNECT head included`, async (t) => {
     const pki = await makeInterceptionPki(t)
     const origin = await startTlsOrigin(t, pki)
-    const log = capturedTunnelLog()
+    const log = capturedLog()
     const proxy = await startInterceptingProxy(t, pki, {
       interception: { certificateProvider: staticProvider(pki), selector: { shouldIntercept: () => true } },
       server: {
@@ -131,9 +120,9 @@ for (const listener of ['plain', 'TLS'] as const) {
     t.match(await getInside(tunnel.inner, authority, '/second'), /^HTTP\/1\.1 200 [\s\S]*"\/second"/, 'the second request on the same TLS session is answered')
     tunnel.inner.end()
     await new Promise((resolve) => connection.once('close', resolve))
-    await eventually(() => log.tunnels().length === 1)
+    await eventually(() => tunnelLines(log).length === 1)
 
-    t.match(log.tunnels()[0], {
+    t.match(tunnelLines(log)[0], {
       tunnel: 'intercepted',
       closeReason: 'closed',
       bytesIn: connection.bytesWritten - tunnel.connectBytes.written,
@@ -158,7 +147,7 @@ test('SPEC 8 TunnelIdleTimeout: an intercepted HTTP/1.1 tunnel whose response tr
     }, trickle.everyMs)
     res.once('close', () => clearInterval(timer))
   })
-  const log = capturedTunnelLog()
+  const log = capturedLog()
   const proxy = await startInterceptingProxy(t, pki, {
     proxy: { limits: { tunnelIdleTimeout: 400 } },
     interception: { certificateProvider: staticProvider(pki), selector: { shouldIntercept: () => true } },
@@ -175,7 +164,7 @@ test('SPEC 8 TunnelIdleTimeout: an intercepted HTTP/1.1 tunnel whose response tr
   const answered = Date.now()
   await closed
   t.ok(Date.now() - answered >= 350, 'closed once idle for the timeout')
-  await eventually(() => log.tunnels().length === 1)
-  t.match(log.tunnels()[0], { tunnel: 'intercepted', closeReason: 'idle-timeout' })
+  await eventually(() => tunnelLines(log).length === 1)
+  t.match(tunnelLines(log)[0], { tunnel: 'intercepted', closeReason: 'idle-timeout' })
   await eventually(() => proxy.app.forwardProxy.activeTunnels === 0)
 })
