@@ -1,16 +1,7 @@
 import { test } from 'tap'
-import { createServer, type AddressInfo } from 'node:net'
+import { closedPort } from './helpers/closed-port'
 import { startProxy } from './helpers/servers'
 import { rawExchange } from './helpers/raw-client'
-
-/** A loopback port that was just bound and released, so nothing listens on it. */
-async function closedPort (): Promise<number> {
-  const server = createServer()
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve))
-  const { port } = server.address() as AddressInfo
-  await new Promise<void>((resolve) => server.close(() => resolve()))
-  return port
-}
 
 test('DESIGN 4: a refused connection gets 502 with Proxy-Status error=connection_refused', async (t) => {
   const port = await closedPort()

@@ -1,19 +1,10 @@
 import { test } from 'tap'
-import { createServer, type AddressInfo } from 'node:net'
+import { closedPort } from './helpers/closed-port'
 import { installMetrics } from './helpers/metric-reader'
 import { startProxy } from './helpers/servers'
 import { basic, openTunnel, rawExchange } from './helpers/raw-client'
 import { makeInterceptionPki } from './helpers/interception-pki'
 import { startInterceptingProxy, staticProvider } from './helpers/intercepting-proxy'
-
-/** A loopback port with nothing listening on it (bound, then closed). */
-async function closedPort (): Promise<number> {
-  const server = createServer()
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve))
-  const { port } = server.address() as AddressInfo
-  await new Promise<void>((resolve) => server.close(() => resolve()))
-  return port
-}
 
 test('Metrics: forward_proxy.auth.failures counts 407 answers by reason (missing_or_malformed, invalid_credentials), for CONNECT and http:// alike; a good password is not counted', async (t) => {
   const installed = installMetrics(t)
