@@ -1,15 +1,8 @@
 import { test } from 'tap'
-import { readFileSync, readdirSync, readlinkSync, writeFileSync } from 'node:fs'
-import { get } from 'node:http'
-import { join } from 'node:path'
+import { readFileSync, readdirSync, readlinkSync } from 'node:fs'
 import { parseConfig } from '../lib/cli/config'
-import { listeningUrls, runBin } from './helpers/cli-bin'
+import { childPids, getThroughProxy, startTwoWorkerBin } from './helpers/cli-workers'
 import { startOrigin } from './helpers/servers'
-
-/** The pids of the processes `pid` forked (Linux). */
-function childPids (pid: number): number[] {
-  return readFileSync(`/proc/${pid}/task/${pid}/children`, 'utf8').trim().split(/\s+/).filter(Boolean).map(Number)
-}
 
 /** The pid among `pids` that owns the TCP socket bound to 127.0.0.1:`port` (Linux /proc). */
 function ownerOfLocalPort (port: number, pids: number[]): number | undefined {
@@ -27,32 +20,13 @@ function ownerOfLocalPort (port: number, pids: number[]): number | undefined {
   }))
 }
 
-/** An absolute-form GET through the proxy on a new connection; resolves with status, Via and body. */
-function getThroughProxy (proxy: URL, target: string): Promise<{ status: number, via: string | undefined, body: string }> {
-  return new Promise((resolve, reject) => {
-    get({ host: proxy.hostname, port: proxy.port, path: target, agent: false }, (res) => {
-      let body = ''
-      res.on('data', (chunk: Buffer) => { body += chunk.toString() })
-      res.on('end', () => resolve({ status: res.statusCode ?? 0, via: res.headers.via, body }))
-    }).on('error', reject)
-  })
-}
-
 test('bin workers: with "workers": 2 two processes share the listener, both forward requests, SIGTERM closes all and exits 0', async (t) => {
   const originPorts: number[] = []
   const origin = await startOrigin(t, (req, res) => {
     originPorts.push(req.socket.remotePort ?? 0)
     res.end('hello')
   })
-  const file = join(t.testdir(), 'proxy.json')
-  writeFileSync(file, JSON.stringify({
-    listen: [{ host: '127.0.0.1', port: 0 }],
-    workers: 2,
-    destinations: { allowedPorts: '*', allowedNetworks: ['127.0.0.1/32'] },
-    log: { level: 'warn' }
-  }))
-  const bin = runBin(t, ['--config', file])
-  const [url] = await listeningUrls(bin)
+  const { bin, url } = await startTwoWorkerBin(t)
   t.ok(url, 'the summary names the listener')
   t.match(bin.stdout(), /workers: 2 processes \(Node cluster\)/)
   t.equal(bin.stdout().match(/listening on/g)?.length, 1, 'the summary is printed once, by the first process')
