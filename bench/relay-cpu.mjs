@@ -10,13 +10,14 @@
 // prints the syscall counts per GiB and the average bytes per read call. Loopback only.
 // `npm run bench:relay` builds dist/ and runs it.
 import { spawn } from 'node:child_process'
-import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
+import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
 import { connect } from 'node:net'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { readConnectResponse } from './connect-response.mjs'
 import { freePort, startProcess, stopProcess, waitForPort } from './compare/processes.mjs'
+import { startNginx } from './compare/origin.mjs'
 
 const MiB = 1024 * 1024
 const ORIGIN_MIB = 64
@@ -124,7 +125,7 @@ async function downloadOnce (proxyPort, destPort) {
   })
 }
 
-/** Starts nginx (plain HTTP, /big: 64 MiB, sendfile) if installed, else bench/origin.mjs; resolves with its port. */
+/** Starts nginx (bench/compare/origin.mjs: plain HTTP, /big: 64 MiB, sendfile) if installed, else bench/origin.mjs; resolves with its port. */
 let httpOrigin
 async function startHttpOrigin (directory) {
   if (NGINX === undefined) {
@@ -132,34 +133,9 @@ async function startHttpOrigin (directory) {
     httpOrigin = node.started
     return Number(await node.firstLine)
   }
-  const port = await freePort()
-  mkdirSync(join(directory, 'www'))
-  mkdirSync(join(directory, 'nginx-tmp'))
-  writeFileSync(join(directory, 'www', 'big'), Buffer.alloc(ORIGIN_MIB * MiB, 'x'))
-  writeFileSync(join(directory, 'nginx.conf'), `worker_processes 1;
-daemon off;
-master_process off;
-pid ${directory}/nginx.pid;
-error_log ${directory}/nginx-error.log warn;
-events { worker_connections 1024; }
-http {
-  access_log off;
-  client_body_temp_path ${directory}/nginx-tmp;
-  proxy_temp_path ${directory}/nginx-tmp;
-  fastcgi_temp_path ${directory}/nginx-tmp;
-  uwsgi_temp_path ${directory}/nginx-tmp;
-  scgi_temp_path ${directory}/nginx-tmp;
-  sendfile on;
-  tcp_nodelay on;
-  keepalive_requests 10000000;
-  root ${directory}/www;
-  server { listen 127.0.0.1:${port}; }
-}
-`)
-  const started = startProcess(NGINX, ['-p', directory, '-c', join(directory, 'nginx.conf'), '-e', join(directory, 'nginx-error.log')])
-  httpOrigin = started
-  await waitForPort('127.0.0.1', port, { ...started, name: 'nginx' })
-  return port
+  const nginx = await startNginx(NGINX, directory)
+  httpOrigin = nginx.processes[0]
+  return nginx.httpPort
 }
 
 /** RELAY_CLIENT=undici: bench/load.mjs download-tunnel for RELAY_SECONDS; resolves with { bytes, cpu, seconds }. */

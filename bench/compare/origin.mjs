@@ -35,30 +35,39 @@ http {
   client_header_timeout 300s;
   root ${directory}/www;
   server { listen ${PLAIN_HOST}:${httpPort}; }
-  server {
+${leaf === undefined ? '' : tlsServer(httpsPort, leaf)}}
+`
+}
+
+function tlsServer (httpsPort, leaf) {
+  return `  server {
     listen ${TLS_HOST}:${httpsPort} ssl;
     ssl_certificate ${leaf.certPath};
     ssl_certificate_key ${leaf.keyPath};
     ssl_protocols TLSv1.2 TLSv1.3;
     ssl_session_cache shared:bench:10m;
   }
-}
 `
 }
 
-async function startNginx (nginx, directory, leaf) {
+/**
+ * Starts nginx at `nginx` with its configuration in `directory`: /small and /big in plain HTTP
+ * on 127.0.0.1, and over TLS on 127.0.0.2 when `leaf` (the TLS origin's certificate) is given.
+ */
+export async function startNginx (nginx, directory, leaf) {
   const www = join(directory, 'www')
   mkdirSync(www, { recursive: true })
   mkdirSync(join(directory, 'nginx-tmp'), { recursive: true })
   writeFileSync(join(www, 'small'), 'hello, world\n')
   writeFileSync(join(www, 'big'), Buffer.alloc(64 * 1024 * 1024, 'x'))
   chmodSync(www, 0o755)
-  const [httpPort, httpsPort] = [await freePort(PLAIN_HOST), await freePort(TLS_HOST)]
+  const httpPort = await freePort(PLAIN_HOST)
+  const httpsPort = leaf === undefined ? undefined : await freePort(TLS_HOST)
   const configPath = join(directory, 'nginx.conf')
   writeFileSync(configPath, nginxConfig(directory, httpPort, httpsPort, leaf))
   const processes = [startProcess(nginx, ['-p', directory, '-c', configPath, '-e', join(directory, 'nginx-error.log')])]
   await waitForPort(PLAIN_HOST, httpPort, { ...processes[0], name: 'nginx' })
-  await waitForPort(TLS_HOST, httpsPort, { ...processes[0], name: 'nginx' })
+  if (httpsPort !== undefined) await waitForPort(TLS_HOST, httpsPort, { ...processes[0], name: 'nginx' })
   return { kind: 'nginx', httpPort, httpsPort, processes }
 }
 
