@@ -22,10 +22,11 @@ function pairsInCode (): Set<string> {
   for (const file of files) {
     const source = readFileSync(join(root, 'lib', file), 'utf8')
     for (const match of source.matchAll(/new ProxyError\('(\w+)'([^\n]*)/g)) {
-      const type = match[1] as ProxyErrorType
+      const type = (match[1] ?? '') as ProxyErrorType
+      const rest = match[2] ?? ''
       if (!(type in PROXY_ERROR_STATUS)) throw new Error(`${file}: unknown error type ${type}`)
-      const literal = /\bstatus: (\d{3})\b/.exec(match[2])
-      const computed = /\{ status(,| ?}|: [a-zA-Z])/.test(match[2])
+      const literal = /\bstatus: (\d{3})\b/.exec(rest)
+      const computed = /\{ status(,| ?}|: [a-zA-Z])/.test(rest)
       const status = literal !== null ? literal[1] : computed ? '4xx' : String(PROXY_ERROR_STATUS[type])
       pairs.add(`${status} ${wireType(type)}`)
     }
@@ -40,7 +41,7 @@ function pairsInReadme (): Set<string> {
   if (section === undefined) throw new Error('README.md has no "## Errors" section')
   const pairs = new Set<string>()
   for (const row of section.matchAll(/^\| (\d{3}|4xx) \| ([^|]+) \|/gm)) {
-    for (const type of row[2].matchAll(/`([a-z_]+)`/g)) pairs.add(`${row[1]} ${type[1]}`)
+    for (const type of (row[2] ?? '').matchAll(/`([a-z_]+)`/g)) pairs.add(`${row[1]} ${type[1]}`)
   }
   return pairs
 }
