@@ -4,7 +4,7 @@ import { request as httpsRequest } from 'node:https'
 import { tmpdir } from 'node:os'
 import { dirname, join, normalize } from 'node:path'
 import { promisify } from 'node:util'
-import { test, type Test } from 'tap'
+import { t as file, test, type Test } from 'tap'
 import { ProxyAgent, request } from 'undici'
 import { makeInterceptionPki } from './helpers/interception-pki'
 import { startTlsOrigin } from './helpers/intercepting-proxy'
@@ -12,6 +12,9 @@ import { basic, rawExchange } from './helpers/raw-client'
 
 const ROOT = join(__dirname, '..')
 const run = promisify(execFile)
+
+// npm pack builds the package first (prepack: tsc), which a loaded machine can take a while over.
+file.setTimeout(240_000)
 
 /** `npm pack` builds (prepack) and packs into a temporary directory: the file list and the tarball. */
 async function pack (t: Test): Promise<{ files: string[], tarball: string, directory: string }> {
@@ -71,7 +74,6 @@ async function runExample (t: Test, cwd: string, script: string, env: Record<str
 }
 
 test('package: npm pack ships the examples (sources and compiled), LICENSE and every file the shipped Markdown links to; each example runs from the unpacked package with node', async (t) => {
-  t.setTimeout(240_000)
   const { files, tarball, directory } = await pack(t)
   t.comment(`npm pack: ${files.length} files`)
   for (const path of ['LICENSE', 'README.md', 'package.json', 'dist/lib/index.js', 'dist/lib/cli/main.js', 'examples/embedding.ts', 'examples/proxy.example.json',
