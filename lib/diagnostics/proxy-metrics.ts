@@ -47,16 +47,20 @@ const INTERCEPTED_TUNNEL_ATTRIBUTES: Attributes = Object.freeze({ [PROXY_OUTCOME
 const INTERCEPTED_REQUEST_ATTRIBUTES: Attributes = Object.freeze({ [PROXY_KIND_ATTRIBUTE]: 'intercepted' })
 const FORWARD_REQUEST_ATTRIBUTES: Attributes = Object.freeze({ [PROXY_KIND_ATTRIBUTE]: 'forward' })
 
+const OUTCOMES: readonly ProxyRequestOutcome[] = ['tunnel', 'intercepted', 'answered', 'refused', 'failed']
+
 // Built once, so a count is one add with no allocation on the request path.
-const OUTCOME_ATTRIBUTES: Readonly<Record<string, Attributes>> = (() => {
-  const table: Record<string, Attributes> = {}
-  for (const kind of ['connect', 'forward', 'intercepted'] satisfies ProxyRequestKind[]) {
-    for (const outcome of ['tunnel', 'intercepted', 'answered', 'refused', 'failed'] satisfies ProxyRequestOutcome[]) {
-      table[`${kind}/${outcome}`] = Object.freeze({ [PROXY_KIND_ATTRIBUTE]: kind, [PROXY_OUTCOME_ATTRIBUTE]: outcome })
-    }
-  }
-  return Object.freeze(table)
-})()
+const OUTCOME_ATTRIBUTES: Readonly<Record<ProxyRequestKind, Readonly<Record<ProxyRequestOutcome, Attributes>>>> = Object.freeze({
+  connect: outcomeAttributes('connect'),
+  forward: outcomeAttributes('forward'),
+  intercepted: outcomeAttributes('intercepted')
+})
+
+function outcomeAttributes (kind: ProxyRequestKind): Readonly<Record<ProxyRequestOutcome, Attributes>> {
+  const table: Partial<Record<ProxyRequestOutcome, Attributes>> = {}
+  for (const outcome of OUTCOMES) table[outcome] = Object.freeze({ [PROXY_KIND_ATTRIBUTE]: kind, [PROXY_OUTCOME_ATTRIBUTE]: outcome })
+  return Object.freeze(table as Record<ProxyRequestOutcome, Attributes>)
+}
 
 /**
  * Counts a CONNECT tunnel request that reached the proxy: `forward_proxy.requests` +1 with
@@ -83,8 +87,7 @@ export function countForwardRequest (): void {
  * becomes a tunnel, or when any other proxy request's response has been sent.
  */
 export function countRequestOutcome (kind: ProxyRequestKind, outcome: ProxyRequestOutcome): void {
-  const attributes = OUTCOME_ATTRIBUTES[`${kind}/${outcome}`]
-  if (attributes !== undefined) proxyInstruments().requestOutcomes.add(1, attributes)
+  proxyInstruments().requestOutcomes.add(1, OUTCOME_ATTRIBUTES[kind][outcome])
 }
 
 /**
