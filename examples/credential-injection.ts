@@ -4,9 +4,10 @@
 //
 // Run it (the operator CA is what clients trust for the API while they use this proxy):
 //   PROXY_CA_CERT=ca.pem PROXY_CA_KEY=ca.key API_ORIGIN=https://api.example.com \
-//   ALICE_PASSWORD=... BOB_PASSWORD=... ALICE_API_TOKEN=... npx tsx examples/credential-injection.ts
+//   ALICE_PASSWORD=... BOB_PASSWORD=... ALICE_API_TOKEN=... npm run example:credential-injection
+// (it builds, then runs dist/examples/credential-injection.js)
 // then, as alice: curl --proxy http://alice:...@127.0.0.1:8080 --cacert ca.pem https://api.example.com/
-// Optional: PROXY_HOST, PROXY_PORT (default 127.0.0.1:8080), API_CA (extra CA trusted for the
+// Optional: PROXY_HOST, PROXY_PORT (default 127.0.0.1:8080, 0 for any free port), API_CA (extra CA trusted for the
 // API), ALLOWED_NETWORKS (comma-separated CIDRs, for an API on a private network).
 import { readFileSync } from 'node:fs'
 import Fastify, { type FastifyInstance, type FastifyServerOptions } from 'fastify'

@@ -1,12 +1,14 @@
 // A minimal embedding: one Fastify app that serves its own routes and is a forward proxy on the
-// same port. Run with `npx tsx examples/embedding.ts` or compile it with the package.
+// same port. Run it with `npm run example:embedding` (it builds, then runs
+// dist/examples/embedding.js); PROXY_HOST and PROXY_PORT choose the address (default
+// 127.0.0.1:8080, port 0 for any free port), printed in the "Server listening at" log line.
 import Fastify from 'fastify'
 import { forwardProxy } from '../lib/index'
 
 async function main (): Promise<void> {
   const app = Fastify({ logger: true })
 
-  // The app's own route; origin-form requests reach it, proxy requests never do (SPEC 4.5.1).
+  // The app's own route; origin-form requests reach it, proxy requests never do .
   app.get('/healthz', async () => ({ status: 'ok' }))
 
   // App hooks run before the proxy and see proxy requests too: check request.proxyDestination.
@@ -22,7 +24,7 @@ async function main (): Promise<void> {
     limits: { maxConcurrentTunnels: 1000, tunnelIdleTimeout: 120_000 }
   })
 
-  await app.listen({ host: '127.0.0.1', port: 8080 })
+  await app.listen({ host: process.env.PROXY_HOST ?? '127.0.0.1', port: Number(process.env.PROXY_PORT ?? 8080) })
 }
 
 void main()

@@ -42,7 +42,7 @@ test('config: bad interception.est values are refused naming the key, never echo
     ['user name with a colon', { url: 'https://ca.example', username: 'a:b', password: PASSWORD }, 'proxy.json: /interception/est/username must be a non-empty user name without ":"'],
     ['label with a slash', { url: 'https://ca.example', label: 'a/b' }, 'proxy.json: /interception/est/label must be 1 to 64 letters, digits, "-" or "_"'],
     ['timeout zero', { url: 'https://ca.example', timeout: 0 }, 'proxy.json: /interception/est/timeout must be an integer from 1 to 600000'],
-    ['unknown key', { url: 'https://ca.example', passwrod: PASSWORD }, 'proxy.json: /interception/est: unknown key "passwrod"'],
+    ['unknown key', { url: 'https://ca.example', passwrod: PASSWORD }, 'proxy.json: /interception/est: unknown key "passwrod" (did you mean "password"?)'],
     ['empty password', { url: 'https://ca.example', username: 'proxy', password: '' }, 'proxy.json: /interception/est/password must be a non-empty string']
   ]
   for (const [what, est, message] of cases) {

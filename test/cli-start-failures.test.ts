@@ -8,9 +8,9 @@ import { startProxyServer } from '../lib/cli/build-server'
 
 const config = (value: object): ReturnType<typeof parseConfig> => parseConfig({ log: { level: 'silent' }, ...value }, 'test.json', '/')
 
-test('server: an invalid destination option in the file stops start-up with the option named', async (t) => {
-  await t.rejects(startProxyServer(config({ listen: [{ port: 0 }], destinations: { allowedNetworks: ['10.0.0.0/99'] } })),
-    { message: /option "destinations\.allowedNetworks\[0\]" is not a CIDR range/ })
+test('server: an invalid destination option in the file stops start-up with the file and its JSON Pointer named', async (t) => {
+  t.throws(() => config({ listen: [{ port: 0 }], destinations: { allowedNetworks: ['10.0.0.0/99'] } }),
+    { name: 'ConfigError', message: /^test\.json: \/destinations\/allowedNetworks\/0 must be a CIDR range/ })
 })
 
 test('server: a second listener whose port is in use fails start-up and releases the first listener', async (t) => {

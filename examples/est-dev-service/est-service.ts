@@ -47,7 +47,7 @@ export interface EstDevServiceOptions {
  * A development EST CA service (RFC 7030: `/.well-known/est/cacerts` and `/simpleenroll`) on
  * Fastify over HTTPS. Enrollment requires client authentication: a client certificate issued
  * by `clientCa`, or HTTP Basic for one of `users` (`/cacerts` is public, RFC 7030 4.1.1). A PKCS#10 request is signed only when its one
- * subjectAltName is on the allowlist, with the library's own leaf profile (SPEC 2.3 rule 5).
+ * subjectAltName is on the allowlist, with the library's own leaf profile.
  * Not a hardened deployment: the CA key is in this process's memory.
  */
 export async function buildEstService (options: EstDevServiceOptions): Promise<FastifyInstance> {

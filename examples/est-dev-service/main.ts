@@ -1,4 +1,5 @@
-// The development EST CA service: `npx ts-node examples/est-dev-service/main.ts` (see README.md).
+// The development EST CA service: `npm run example:est-dev-service` (builds, then runs
+// dist/examples/est-dev-service/main.js; see README.md).
 import { readFileSync } from 'node:fs'
 import { buildEstService } from './est-service'
 

@@ -16,6 +16,7 @@ interface SchemaNode {
   minLength?: number
   enum?: readonly unknown[]
   items?: SchemaNode
+  properties?: Record<string, unknown>
 }
 
 /**
@@ -31,7 +32,7 @@ export function describeSchemaError (errors: readonly ErrorObject[]): string {
   const params = error.params as Record<string, unknown>
   switch (error.keyword) {
     case 'additionalProperties':
-      return `${where}: unknown key "${String(params.additionalProperty)}"`
+      return `${where}: unknown key "${String(params.additionalProperty)}"${suggestion(String(params.additionalProperty), error.parentSchema as SchemaNode | undefined)}`
     case 'required':
       return `${where}: missing required key "${String(params.missingProperty)}"`
     case 'minItems':
@@ -43,6 +44,36 @@ export function describeSchemaError (errors: readonly ErrorObject[]): string {
     default:
       return `${where} must be ${expected(error.parentSchema as SchemaNode | undefined)}`
   }
+}
+
+/** ` (did you mean "users"?)` when a known key of `schema` is a likely typo of `key`, else ''. */
+function suggestion (key: string, schema: SchemaNode | undefined): string {
+  let best: string | undefined
+  let bestDistance = Infinity
+  for (const known of Object.keys(schema?.properties ?? {})) {
+    const distance = editDistance(key.toLowerCase(), known.toLowerCase())
+    if (distance < bestDistance) {
+      best = known
+      bestDistance = distance
+    }
+  }
+  // A third of the key's length (at least 1, at most 3) keeps unrelated names from being offered.
+  return best !== undefined && bestDistance <= Math.min(3, Math.max(1, Math.floor(key.length / 3))) ? ` (did you mean "${best}"?)` : ''
+}
+
+/** Edit distance with insertions, deletions, substitutions and swaps of two neighbours ("tsl" is 1 from "tls"). */
+function editDistance (a: string, b: string): number {
+  const rows: number[][] = Array.from({ length: a.length + 1 }, (_, i) => Array.from({ length: b.length + 1 }, (_, j) => (i === 0 ? j : j === 0 ? i : 0)))
+  const at = (i: number, j: number): number => rows[i]?.[j] ?? 0
+  for (let i = 1; i <= a.length; i++) {
+    const row = rows[i] ?? []
+    for (let j = 1; j <= b.length; j++) {
+      let best = Math.min(at(i - 1, j) + 1, at(i, j - 1) + 1, at(i - 1, j - 1) + (a[i - 1] === b[j - 1] ? 0 : 1))
+      if (i > 1 && j > 1 && a[i - 1] === b[j - 2] && a[i - 2] === b[j - 1]) best = Math.min(best, at(i - 2, j - 2) + 1)
+      row[j] = best
+    }
+  }
+  return at(a.length, b.length)
 }
 
 function expected (schema: SchemaNode | undefined): string {

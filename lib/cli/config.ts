@@ -7,6 +7,7 @@ import type { ForwardProxyHeaderRule } from '../../types/header-rules'
 import type { ForwardProxyClientProtocols } from '../../types/interception'
 import { createHeaderRulesTransform } from '../forward/header-rules-transform'
 import { createHostListSelector, ForwardProxyRuleError } from '../interception/host-list-selector'
+import { parseCidr } from '../security/cidr'
 import type { LogConfig } from './logger-options'
 import { DEFAULT_METRICS_LISTENER, type MetricsListenerConfig } from './metrics-listener'
 
@@ -100,6 +101,7 @@ export function parseConfig (value: unknown, source: string, baseDirectory: stri
   requireTlsForHttp2(config.listen ?? [], source)
   requireOneLeafSource(config.interception, source)
   checkRules(config, source)
+  checkNetworks(config, source)
   const { interception } = config
   return {
     ...config,
@@ -169,6 +171,15 @@ function checkRules (config: Partial<ProxyServerConfig>, source: string): void {
     if (!(error instanceof ForwardProxyRuleError)) throw error
     throw new ConfigError(`${source}: ${error.message.replace(/^fastify-forward-proxy: /, '')}`)
   }
+}
+
+/** Every `allowedNetworks` entry parses as a CIDR range, named by its JSON Pointer like the schema's errors. */
+function checkNetworks (config: Partial<ProxyServerConfig>, source: string): void {
+  config.destinations?.allowedNetworks?.forEach((text, index) => {
+    if (parseCidr(text) === null) {
+      throw new ConfigError(`${source}: /destinations/allowedNetworks/${index} must be a CIDR range or an IP address, e.g. "10.1.0.0/16" (got ${JSON.stringify(text)})`)
+    }
+  })
 }
 
 /**

@@ -6,7 +6,7 @@ const DAY_MS = 86_400_000
 
 /**
  * The start-up lines about the development CA: a warning that it is for development only with
- * the SPEC 1 guidance for production, where its certificate is, and one line per kind of client
+ * the operator guidance for production, where its certificate is, and one line per kind of client
  * on how to trust it; when it ends within {@link DEVELOPMENT_CA_EXPIRY_WARNING_DAYS} days, a
  * warning saying when and how to replace it. The key's path is shown, never its content.
  */
@@ -23,6 +23,7 @@ export function developmentCaNotice (ca: NonNullable<DevelopmentCaInUse>, now = 
     `    curl:     curl --proxy <proxy URL> --cacert ${cert} https://...`,
     `    Node.js:  NODE_EXTRA_CA_CERTS=${cert}`,
     `    OpenSSL:  SSL_CERT_FILE=${cert}`,
+    '              (curl reads CURL_CA_BUNDLE before SSL_CERT_FILE: when both are set, CURL_CA_BUNDLE wins)',
     `    Python:   REQUESTS_CA_BUNDLE=${cert}`
   ]
 }

@@ -53,7 +53,26 @@ async function main (): Promise<void> {
   // the summary gets a graceful shutdown. A worker hands it to its first process instead.
   const summary = startupSummary(config, server.urls, server.developmentCa, server.metricsUrl).join('\n')
   if (isWorker()) reportWorkerReady(summary, () => shutdown('SIGTERM'))
-  else process.stdout.write(`${summary}\n`)
+  else writeBesideLog(server.app.log, `${summary}\n`)
+}
+
+/**
+ * Writes the summary into the logger's own destination when that is pino's asynchronous one
+ * (sonic-boom): process.stdout would be written at once, ahead of the start-up log lines pino
+ * still holds ("Server listening at ..."), which would then land after or inside the summary.
+ * The pretty format writes through process.stdout already, in order.
+ */
+function writeBesideLog (log: object, text: string): void {
+  let streamSymbol: symbol | undefined
+  for (let level: object | null = log; level !== null && streamSymbol === undefined; level = Object.getPrototypeOf(level) as object | null) {
+    streamSymbol = Object.getOwnPropertySymbols(level).find((symbol) => symbol.description === 'pino.stream')
+  }
+  const stream = streamSymbol === undefined ? undefined : (log as Record<symbol, unknown>)[streamSymbol] as { write?: unknown, flushSync?: unknown } | undefined
+  if (stream !== undefined && typeof stream.write === 'function' && typeof stream.flushSync === 'function') {
+    (stream.write as (chunk: string) => boolean).call(stream, text)
+  } else {
+    process.stdout.write(text)
+  }
 }
 
 main().catch((error: unknown) => {

@@ -11,7 +11,7 @@ import type { TunnelClient } from './tunnel-client'
 import type { Socket } from 'node:net'
 import type { ForwardProxyCertificateProvider } from '../../types/interception'
 import { decideInterception } from '../interception/tunnel-decision'
-import { countInterceptedTunnel } from '../diagnostics/proxy-metrics'
+import { countInterceptedTunnel, countRequestOutcome } from '../diagnostics/proxy-metrics'
 import { recordTunnelOpen, type TunnelKind } from '../diagnostics/tunnel-metrics'
 import { finishTunnel, tunnelTraceContextOf } from '../diagnostics/request-telemetry'
 import { createDestinationReader } from './destination-reader'
@@ -84,6 +84,7 @@ export async function openConnectTunnel (
   if (upstream === undefined) {
     if (provider === null || endpoint === undefined) return
     countInterceptedTunnel()
+    countRequestOutcome('connect', 'intercepted')
     const recordClose = recordTunnelOpen('intercepted', client.http2)
     endpoint.accept({
       client: client.intercept(),
@@ -101,6 +102,7 @@ export async function openConnectTunnel (
   upstream.on('error', () => {})
   runtime.tunnels.track(upstream)
   const kind: TunnelKind = client.http2 ? 'http2' : 'opaque'
+  countRequestOutcome('connect', 'tunnel')
   const recordClose = recordTunnelOpen(kind, client.http2)
   client.establish(upstream, {
     idleTimeout: runtime.settings.limits.tunnelIdleTimeout,

@@ -6,6 +6,7 @@ export interface ProxyInstruments {
   /** False while the global provider is the API's no-op one: callers skip building attributes. */
   readonly enabled: boolean
   readonly requests: Counter
+  readonly requestOutcomes: Counter
   readonly activeTunnels: UpDownCounter
   readonly tunnelDuration: Histogram
   readonly tunnelUpload: Histogram
@@ -50,7 +51,8 @@ function createInstruments (meter: Meter): ProxyInstruments {
   const counter = (name: string, unit: string, description: string): Counter => meter.createCounter(name, { description, unit })
   return {
     enabled: meter.constructor !== NOOP_METER_CLASS,
-    requests: counter('forward_proxy.requests', '{request}', 'Requests that reached the forward proxy, by kind (connect, intercepted) or outcome (intercepted).'),
+    requests: counter('forward_proxy.requests', '{request}', 'Requests that reached the forward proxy, by kind (connect, forward, intercepted) or outcome (intercepted).'),
+    requestOutcomes: counter('forward_proxy.request.outcomes', '{request}', 'Proxy requests and tunnels by kind (connect, forward, intercepted) and what became of them (tunnel, intercepted, answered, refused, failed).'),
     activeTunnels: meter.createUpDownCounter('forward_proxy.tunnel.active', {
       description: 'CONNECT tunnels open now (answered 200 and not yet closed), by kind.',
       unit: '{tunnel}'

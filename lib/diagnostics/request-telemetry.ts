@@ -5,6 +5,7 @@ import { proxyRequestTargetOf, type ProxyRequestTarget } from '../proxy-request'
 import { interceptedTunnelOf } from '../interception/intercepted-tunnels'
 import { contextWithSpan, endProxySpan, startProxySpan } from './proxy-tracing'
 import type { TunnelKind } from './tunnel-metrics'
+import { countForwardRequest, countRequestOutcome } from './proxy-metrics'
 
 /** What the access log and the span of one proxy request collect while it runs. */
 interface RequestTelemetry {
@@ -28,12 +29,14 @@ const telemetry = new WeakMap<object, RequestTelemetry>()
 
 /**
  * Starts the telemetry of a proxy request (the proxy route's first onRequest hook, so it
- * also covers requests refused by authentication): its span, when a TracerProvider is
+ * also covers requests refused by authentication): the `forward` count of
+ * `forward_proxy.requests` for `http://` forwarding, its span, when a TracerProvider is
  * installed, and what its access log line will need.
  */
 export function beginProxyRequest (request: FastifyRequest): void {
   const target = proxyRequestTargetOf(request.raw)
   if (target === null) return
+  if (target.kind === 'forward') countForwardRequest()
   const destination = destinationOf(target)
   const tunnel = target.kind === 'intercepted' ? interceptedTunnelOf(request.raw) : undefined
   const clientAddress = tunnel === undefined ? request.raw.socket?.remoteAddress : tunnel.clientAddress
@@ -95,13 +98,15 @@ export function countBytesOut (request: FastifyRequest, bytes: number): void {
 
 /**
  * Finishes a proxy request that got a response (the proxy route's onResponse hook; a CONNECT
- * that became a tunnel is finished by {@link finishTunnel} instead): one access log line
+ * that became a tunnel is finished by {@link finishTunnel} instead): its count on
+ * `forward_proxy.request.outcomes`, one access log line
  * (`access.kind` `forward`, `intercepted`, or `connect` for a refused CONNECT) and the span's end.
  */
 export function finishProxyRequest (request: FastifyRequest, reply: FastifyReply): void {
   const state = telemetry.get(request.raw)
   if (state === undefined) return
   const status = reply.statusCode
+  countRequestOutcome(state.kind, state.errorType === undefined ? 'answered' : status >= 500 ? 'failed' : 'refused')
   if (state.span !== undefined) endProxySpan(state.span, { status, errorType: state.errorType })
   if (!logsInfo(request.log)) return
   request.log.info({

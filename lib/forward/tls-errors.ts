@@ -12,8 +12,23 @@ const CERTIFICATE_CODES = new Set([
   'PATH_LENGTH_EXCEEDED', 'HOSTNAME_MISMATCH', 'ERR_TLS_CERT_ALTNAME_INVALID', 'ERR_TLS_CERT_ALTNAME_FORMAT'
 ])
 
+// Verdicts that mean the chain does not end at a CA the proxy trusts (a private or self-signed CA).
+const UNTRUSTED_ISSUER_CODES = new Set([
+  'CERT_UNTRUSTED', 'DEPTH_ZERO_SELF_SIGNED_CERT', 'SELF_SIGNED_CERT_IN_CHAIN', 'UNABLE_TO_GET_ISSUER_CERT',
+  'UNABLE_TO_GET_ISSUER_CERT_LOCALLY', 'UNABLE_TO_VERIFY_LEAF_SIGNATURE'
+])
+
 /**
- * The 502 `tls_certificate_error` for a certificate the validation refused (SPEC 7). The detail
+ * What the operator can do about a destination certificate error, for the log line only (never
+ * sent to the client): for an issuer the proxy does not trust, where to add that CA.
+ */
+export function certificateErrorHint (error: ProxyError): string | undefined {
+  if (error.errorType !== 'tls_certificate_error' || error.details === undefined || !UNTRUSTED_ISSUER_CODES.has(error.details)) return undefined
+  return 'the destination\'s certificate is not issued by a CA the proxy trusts: if this destination is yours, add its CA (PEM) with the tlsInterception option trustedDestinationCa (configuration file: "interception.trustedDestinationCa")'
+}
+
+/**
+ * The 502 `tls_certificate_error` for a certificate the validation refused. The detail
  * is the verification code when it is a known one; the error's message (which lists the
  * certificate's names) stays in the logs.
  */
@@ -26,7 +41,7 @@ export function certificateProblem (error: Error): ProxyError {
 /**
  * Maps a failure during the TLS handshake with a destination: a certificate verdict becomes
  * `tls_certificate_error`, anything else (plain HTTP on the port, no common protocol version or
- * cipher, an alert, a reset or close mid-handshake) 502 `tls_protocol_error` (SPEC 7). The
+ * cipher, an alert, a reset or close mid-handshake) 502 `tls_protocol_error`. The
  * detail is OpenSSL's reason code (`ERR_SSL_...`) or `handshake failed`.
  */
 export function tlsHandshakeError (error: unknown): ProxyError {

@@ -1,0 +1,140 @@
+import { execFile, spawn } from 'node:child_process'
+import { mkdtempSync, readFileSync, rmSync, symlinkSync } from 'node:fs'
+import { request as httpsRequest } from 'node:https'
+import { tmpdir } from 'node:os'
+import { dirname, join, normalize } from 'node:path'
+import { promisify } from 'node:util'
+import { t as file, test, type Test } from 'tap'
+import { ProxyAgent, request } from 'undici'
+import { makeInterceptionPki } from './helpers/interception-pki'
+import { startTlsOrigin } from './helpers/intercepting-proxy'
+import { basic, rawExchange } from './helpers/raw-client'
+
+const ROOT = join(__dirname, '..')
+const run = promisify(execFile)
+
+// npm pack builds the package first (prepack: tsc), which a loaded machine can take a while over.
+file.setTimeout(240_000)
+
+/** `npm pack` builds (prepack) and packs into a temporary directory: the file list and the tarball. */
+async function pack (t: Test): Promise<{ files: string[], tarball: string, directory: string }> {
+  const directory = mkdtempSync(join(tmpdir(), 'ffp-pack-'))
+  t.teardown(() => rmSync(directory, { recursive: true, force: true }))
+  const { stdout } = await run('npm', ['pack', '--json', '--pack-destination', directory], { cwd: ROOT, maxBuffer: 64 * 1024 * 1024 })
+  // prepack's build output precedes the JSON on stdout.
+  const manifest = JSON.parse(stdout.slice(stdout.indexOf('\n[') + 1)) as Array<{ filename: string, files: Array<{ path: string }> }>
+  const entry = manifest[0]
+  if (entry === undefined) throw new Error('npm pack printed no package')
+  return { files: entry.files.map((file) => file.path), tarball: join(directory, entry.filename), directory }
+}
+
+/** GitHub's heading anchors: lower case, punctuation dropped, spaces to hyphens. */
+function anchorsOf (markdown: string): Set<string> {
+  const anchors = new Set<string>()
+  for (const heading of markdown.matchAll(/^#{1,6} (.+)$/gm)) {
+    anchors.add((heading[1] ?? '').trim().toLowerCase().replace(/[^\p{L}\p{N} _-]/gu, '').replace(/ /g, '-'))
+  }
+  return anchors
+}
+
+/** Every relative link of the shipped Markdown files that does not resolve to a shipped file (or heading). */
+function brokenLinks (files: string[]): string[] {
+  const shipped = new Set(files)
+  const isShipped = (path: string): boolean => shipped.has(path) || files.some((file) => file.startsWith(`${path}/`))
+  const broken: string[] = []
+  for (const file of files.filter((path) => path.endsWith('.md'))) {
+    const text = readFileSync(join(ROOT, file), 'utf8')
+    for (const link of text.matchAll(/\]\(([^)\s]+)\)/g)) {
+      const target = link[1] ?? ''
+      if (/^[a-z]+:/i.test(target)) continue
+      const [path = '', anchor] = target.split('#')
+      const resolved = path === '' ? file : normalize(join(dirname(file), path))
+      if (!isShipped(resolved)) broken.push(`${file}: ${target} (not in the package)`)
+      else if (anchor !== undefined && resolved.endsWith('.md') && !anchorsOf(readFileSync(join(ROOT, resolved), 'utf8')).has(anchor)) broken.push(`${file}: ${target} (no such heading)`)
+    }
+  }
+  return broken
+}
+
+/** Runs a shipped example with node from the unpacked package; resolves once `ready` appears in its output. */
+async function runExample (t: Test, cwd: string, script: string, env: Record<string, string>, ready: RegExp): Promise<RegExpExecArray> {
+  const child = spawn(process.execPath, [script], { cwd, env: { ...process.env, ...env } })
+  let output = ''
+  t.teardown(() => { if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL') })
+  return await new Promise((resolve, reject) => {
+    const look = (chunk: Buffer): void => {
+      output += chunk.toString()
+      const match = ready.exec(output)
+      if (match !== null) resolve(match)
+    }
+    child.stdout.on('data', look)
+    child.stderr.on('data', look)
+    child.once('exit', (code) => reject(new Error(`${script} exited (${code}) before it was ready:\n${output}`)))
+  })
+}
+
+test('package: npm pack ships the examples (sources and compiled), LICENSE and every file the shipped Markdown links to; each example runs from the unpacked package with node', async (t) => {
+  const { files, tarball, directory } = await pack(t)
+  t.comment(`npm pack: ${files.length} files`)
+  for (const path of ['LICENSE', 'README.md', 'package.json', 'dist/lib/index.js', 'dist/lib/cli/main.js', 'examples/embedding.ts', 'examples/proxy.example.json',
+    'dist/examples/embedding.js', 'dist/examples/credential-injection.js', 'dist/examples/est-dev-service/main.js']) {
+    t.ok(files.includes(path), `ships ${path}`)
+  }
+  t.notOk(files.some((path) => path.startsWith('test/') || path.startsWith('bench/')), 'no tests or benchmarks')
+  t.strictSame(brokenLinks(files), [], 'every relative link in the shipped Markdown resolves inside the package')
+
+  await run('tar', ['xzf', tarball, '-C', directory])
+  const unpacked = join(directory, 'package')
+  symlinkSync(join(ROOT, 'node_modules'), join(unpacked, 'node_modules'), 'dir')
+
+  // embedding: its own route and a proxy on the same port.
+  const embedding = await runExample(t, unpacked, 'dist/examples/embedding.js', { PROXY_PORT: '0' }, /Server listening at (http:\/\/127\.0\.0\.1:(\d+))/)
+  const own = await request(`${embedding[1]}/healthz`)
+  t.equal(own.statusCode, 200, 'embedding: the app route answers')
+  t.same(await own.body.json(), { status: 'ok' })
+  const anonymous = await rawExchange(Number(embedding[2]), 'GET http://www.example.com/ HTTP/1.1\r\nHost: www.example.com\r\nConnection: close\r\n\r\n')
+  t.equal(anonymous.status, 407, 'embedding: proxy requests need credentials')
+  t.match(anonymous.text, /proxy-status: fastify-forward-proxy; error=http_request_denied/i)
+
+  // credential-injection: alice's requests to the API get her token.
+  const pki = await makeInterceptionPki(t)
+  const api = await startTlsOrigin(t, pki)
+  const injection = await runExample(t, unpacked, 'dist/examples/credential-injection.js', {
+    PROXY_PORT: '0',
+    PROXY_CA_CERT: pki.operatorCa.certPath,
+    PROXY_CA_KEY: pki.operatorCa.certPath.replace(/\.pem$/, '.key'),
+    API_ORIGIN: `https://127.0.0.1:${api.port}`,
+    API_CA: pki.destinationCa.certPath,
+    ALLOWED_NETWORKS: '127.0.0.1/32',
+    ALICE_PASSWORD: 'alice-pw',
+    BOB_PASSWORD: 'bob-pw',
+    ALICE_API_TOKEN: 'alice-token'
+  }, /Server listening at (http:\/\/127\.0\.0\.1:\d+)/)
+  const agent = new ProxyAgent({ uri: injection[1] ?? '', token: basic('alice', 'alice-pw'), requestTls: { ca: pki.operatorCa.cert } })
+  t.teardown(() => agent.close())
+  const viaProxy = await request(`https://127.0.0.1:${api.port}/v1/me`, { dispatcher: agent })
+  t.equal(viaProxy.statusCode, 200, 'credential-injection: the API answers through the intercepted tunnel')
+  await viaProxy.body.dump()
+  t.equal(api.requests.at(-1)?.headers.authorization as string | undefined, 'Bearer alice-token', 'credential-injection: the token was injected')
+
+  // est-dev-service: serves its CA over TLS.
+  const est = await runExample(t, unpacked, 'dist/examples/est-dev-service/main.js', {
+    EST_PORT: '0',
+    EST_CA_CERT: pki.operatorCa.certPath,
+    EST_CA_KEY: pki.operatorCa.certPath.replace(/\.pem$/, '.key'),
+    EST_ALLOWLIST: 'api.example.com',
+    EST_USERS: 'proxy:change-me'
+  }, /listening on https:\/\/127\.0\.0\.1:(\d+)/)
+  const cacerts = await new Promise<{ status: number | undefined, body: string }>((resolve, reject) => {
+    const req = httpsRequest({ host: '127.0.0.1', port: Number(est[1]), path: '/.well-known/est/cacerts', servername: 'localhost', ca: pki.operatorCa.cert }, (res) => {
+      let body = ''
+      res.setEncoding('utf8')
+      res.on('data', (chunk: string) => { body += chunk })
+      res.on('end', () => resolve({ status: res.statusCode, body }))
+    })
+    req.on('error', reject)
+    req.end()
+  })
+  t.equal(cacerts.status, 200, 'est-dev-service: /cacerts answers over TLS trusted by its CA')
+  t.match(cacerts.body, /^[A-Za-z0-9+/=\r\n]+$/, 'base64 PKCS#7')
+})
