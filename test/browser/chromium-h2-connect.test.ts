@@ -5,11 +5,11 @@ import { mkdirSync } from 'node:fs'
 import { createServer } from 'node:https'
 import type { AddressInfo } from 'node:net'
 import { join } from 'node:path'
-import { startHttp2Proxy } from './helpers/http2-proxy'
-import { makeSelfSignedCertificate } from './helpers/tls-fixture'
+import { startHttp2Proxy } from '../helpers/http2-proxy'
+import { makeSelfSignedCertificate } from '../helpers/tls-fixture'
 
 /*
- * Issue 3, 'done when': a real browser uses the proxy as an HTTPS proxy and reaches a loopback
+ * A real browser uses the proxy as an HTTPS proxy and reaches a loopback
  * HTTPS origin through an HTTP/2 CONNECT tunnel. Debian's Chromium (`apt-get install chromium`,
  * done by .ci/run); when it is missing this test fails, it does not skip.
  *
