@@ -10,7 +10,7 @@ const PROBE = join(__dirname, 'helpers', 'loaded-packages-probe.cjs')
 async function loadedPackages (t: Test, config: object): Promise<string[]> {
   const path = join(t.testdir(), 'config.json')
   writeFileSync(path, JSON.stringify(config))
-  const bin: BinProcess = runBin(t, ['--config', path], { NODE_OPTIONS: `${process.env.NODE_OPTIONS ?? ''} --require "${PROBE}"` })
+  const bin: BinProcess = runBin(t, ['--config', path], { NODE_OPTIONS: `--require "${PROBE}"` })
   await listeningUrls(bin)
   const line = new Promise<string>((resolve) => {
     const check = (): void => {

@@ -9,6 +9,7 @@ import { test, type Test } from 'tap'
 import { ProxyAgent, request } from 'undici'
 import { makeInterceptionPki, type InterceptionPki } from './helpers/interception-pki'
 import { basic } from './helpers/raw-client'
+import { childEnv } from './helpers/child-node'
 
 const ROOT = join(__dirname, '..')
 const TS_LOADER = pathToFileURL(join(ROOT, 'node_modules/@tapjs/typescript/dist/esm/import.mjs')).href
@@ -72,7 +73,7 @@ interface RunningExample {
 async function runExample (t: Test, env: Record<string, string>): Promise<RunningExample> {
   const child = spawn(process.execPath, ['--import', TS_LOADER, join(ROOT, 'examples/credential-injection.ts')], {
     cwd: ROOT,
-    env: { ...process.env, ...env }
+    env: childEnv(env)
   })
   let output = ''
   child.stdout.on('data', (chunk: Buffer) => { output += chunk.toString() })

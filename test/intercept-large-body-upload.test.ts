@@ -18,7 +18,9 @@ const READ_BEFORE_STALL = 16 * 1024 * 1024
 // bound leaves room for that and is still far below the ~84 MiB a buffering proxy would allow.
 const MAX_IN_FLIGHT = 56 * 1024 * 1024
 const MAX_PROXY_BUFFERS = 16 * 1024 * 1024
-const MAX_PEAK_RSS_GROWTH = 64 * 1024 * 1024
+// Measured 43 to 69 MiB (TLS records, GC heap slack and allocator arenas under load); a proxy that
+// held the body would grow by at least its 100 MiB.
+const MAX_PEAK_RSS_GROWTH = 90 * 1024 * 1024
 
 test('Issue 4 (SPEC 4.2.4): a 100 MiB upload through an intercepted tunnel arrives byte-exact (SHA-256 at both ends); with the origin not reading, the client is held back and the proxy holds no body', { timeout: 30_000 }, async (t) => {
   const pki = await makeInterceptionPki(t)

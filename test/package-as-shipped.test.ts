@@ -9,6 +9,7 @@ import { ProxyAgent, request } from 'undici'
 import { makeInterceptionPki } from './helpers/interception-pki'
 import { startTlsOrigin } from './helpers/intercepting-proxy'
 import { basic, rawExchange } from './helpers/raw-client'
+import { childEnv } from './helpers/child-node'
 
 const ROOT = join(__dirname, '..')
 const run = promisify(execFile)
@@ -58,7 +59,7 @@ function brokenLinks (files: string[]): string[] {
 
 /** Runs a shipped example with node from the unpacked package; resolves once `ready` appears in its output. */
 async function runExample (t: Test, cwd: string, script: string, env: Record<string, string>, ready: RegExp): Promise<RegExpExecArray> {
-  const child = spawn(process.execPath, [script], { cwd, env: { ...process.env, ...env } })
+  const child = spawn(process.execPath, [script], { cwd, env: childEnv(env) })
   let output = ''
   t.teardown(() => { if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL') })
   return await new Promise((resolve, reject) => {

@@ -1,12 +1,11 @@
 import { spawn, type ChildProcessWithoutNullStreams } from 'node:child_process'
 import { join } from 'node:path'
-import { pathToFileURL } from 'node:url'
 import type { Test } from 'tap'
+import { childEnv, TS_LOADER } from './child-node'
 
 const ROOT = join(__dirname, '..', '..')
 // The bin runs from its TypeScript source through the loader tap itself uses, so the tests work
 // on a fresh clone after `npm ci`, before `npm run build`.
-const TS_LOADER = pathToFileURL(join(ROOT, 'node_modules/@tapjs/typescript/dist/esm/import.mjs')).href
 
 /** A spawned `forward-proxy` process with its output collected so far. */
 export interface BinProcess {
@@ -22,9 +21,7 @@ export interface BinProcess {
  * unless `env` sets it. Killed with SIGKILL at teardown if still running.
  */
 export function runBin (t: Test, args: string[], env: Record<string, string> = {}): BinProcess {
-  const base = { ...process.env }
-  delete base.FORWARD_PROXY_CONFIG
-  const child = spawn(process.execPath, ['--import', TS_LOADER, join(ROOT, 'lib/cli/main.ts'), ...args], { cwd: ROOT, env: { ...base, ...env } })
+  const child = spawn(process.execPath, ['--import', TS_LOADER, join(ROOT, 'lib/cli/main.ts'), ...args], { cwd: ROOT, env: childEnv({ FORWARD_PROXY_CONFIG: undefined, ...env }) })
   let out = ''
   let err = ''
   child.stdout.on('data', (chunk: Buffer) => { out += chunk.toString() })

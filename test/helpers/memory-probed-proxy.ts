@@ -1,12 +1,11 @@
 import { fork, type ChildProcess } from 'node:child_process'
 import { join } from 'node:path'
-import { pathToFileURL } from 'node:url'
 import type { Test } from 'tap'
 import type { InterceptionPki } from './interception-pki'
+import { childEnv, TS_LOADER } from './child-node'
 
 const ROOT = join(__dirname, '..', '..')
 // The child runs from TypeScript through the loader tap itself uses, as the CLI tests do.
-const TS_LOADER = pathToFileURL(join(ROOT, 'node_modules/@tapjs/typescript/dist/esm/import.mjs')).href
 
 /** How much the proxy process's memory grew since {@link MemoryProbedProxy.baseline}, in bytes. */
 export interface MemoryGrowth {
@@ -55,6 +54,7 @@ export interface MemoryProbedProxy {
 export async function startMemoryProbedProxy (t: Test, pki: InterceptionPki): Promise<MemoryProbedProxy> {
   const child = fork(join(__dirname, 'memory-probed-proxy-child.ts'), [], {
     execArgv: ['--import', TS_LOADER, '--expose-gc'],
+    env: childEnv(),
     stdio: ['ignore', 'inherit', 'inherit', 'ipc']
   })
   t.teardown(() => { if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL') })
