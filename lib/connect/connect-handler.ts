@@ -32,7 +32,8 @@ export async function openConnectTunnel (
   runtime: ProxyRuntime
 ): Promise<void> {
   const client = tunnelClientOf(request)
-  // The client may have left while hooks ran (a slow credential check): dial nothing for it.
+  await afterNextPoll()
+  // The client may have left while hooks ran (a slow credential check) or before: dial nothing for it.
   if (client.gone) {
     reply.hijack()
     return
@@ -109,6 +110,16 @@ export async function openConnectTunnel (
     reader,
     onClose: (summary) => { recordClose(summary); closed(kind, summary) }
   })
+}
+
+/**
+ * Resolves after the event loop's next poll phase. A client's FIN or RST that arrived with its
+ * CONNECT (a spare connection Go's Transport abandoned while it waited in the listen queue) is
+ * read there, after the head, so this is the earliest point at which the client is known to be
+ * still there. It costs two turns of the loop, once per CONNECT.
+ */
+async function afterNextPoll (): Promise<void> {
+  await new Promise<void>((resolve) => setImmediate(() => setImmediate(resolve)))
 }
 
 /** The HTTP/1.1 connection or HTTP/2 stream the CONNECT came on, with the checks of its kind. */

@@ -5,6 +5,7 @@ import { ProxyError } from '../diagnostics/proxy-error'
 import { writeRawProxyError } from '../diagnostics/proxy-response'
 import { afterEarlierResponses, connectionWasUsed, rememberHttp1Connect } from './http1-connection'
 import { lingeringClose } from './lingering-close'
+import { watchPendingConnect } from './pending-connect'
 
 /**
  * Builds the listener for a Node HTTP/1.1 server's `'connect'` event. A CONNECT that is not the
@@ -12,7 +13,8 @@ import { lingeringClose } from './lingering-close'
  * response order) and the connection closes (SPEC 4.1.1). Otherwise the CONNECT is routed into
  * Fastify with a response bound to its socket, so the application's hooks, authentication and
  * the proxy route handle it like any other request; whatever answer it gets other than a tunnel
- * closes the connection without reading the bytes that follow.
+ * closes the connection without parsing the bytes that follow. Until it is answered the
+ * connection is watched, so a client that leaves first gets nothing dialed for it.
  */
 export function createHttp1ConnectListener (fastify: FastifyInstance, pseudonym: string) {
   return function onConnect (req: IncomingMessage, socket: Socket, head: Buffer): void {
@@ -25,7 +27,7 @@ export function createHttp1ConnectListener (fastify: FastifyInstance, pseudonym:
     response.shouldKeepAlive = false
     response.assignSocket(socket)
     response.once('finish', () => lingeringClose(socket))
-    rememberHttp1Connect(req, { socket, head, response })
+    rememberHttp1Connect(req, { socket, pending: watchPendingConnect(socket, head), response })
     fastify.routing(req, response)
   }
 }

@@ -1,11 +1,12 @@
 import type { IncomingMessage, ServerResponse } from 'node:http'
 import type { Socket } from 'node:net'
+import type { PendingConnect } from './pending-connect'
 
 /** The raw pieces of an HTTP/1.1 CONNECT that Node hands over in its `'connect'` event. */
 export interface Http1ConnectContext {
   readonly socket: Socket
-  /** Bytes the client sent after the CONNECT head (e.g. an early ClientHello). */
-  readonly head: Buffer
+  /** The connection until the CONNECT is answered, with the bytes the client sent after its head (e.g. an early ClientHello). */
+  readonly pending: PendingConnect
   readonly response: ServerResponse
 }
 

@@ -8,7 +8,7 @@ import { relayTunnel, type TunnelRelayOptions } from './tunnel-relay'
  * socket, followed by any bytes the client sent after its head (e.g. an early ClientHello).
  */
 export function http1TunnelClient (context: Http1ConnectContext): TunnelClient {
-  const { socket, head, response } = context
+  const { socket, pending, response } = context
   return {
     http2: false,
     get gone () { return socket.destroyed },
@@ -25,11 +25,13 @@ export function http1TunnelClient (context: Http1ConnectContext): TunnelClient {
       // themselves when the client ends; a tunnel carries the half-close across instead, so the
       // destination's answer after the client's FIN still reaches the client.
       socket.allowHalfOpen = true
+      const early = pending.takeEarlyBytes()
       socket.write('HTTP/1.1 200 Connection Established\r\n\r\n')
-      if (head.length > 0) upstream.write(head)
+      if (early.length > 0) upstream.write(early)
       relayTunnel({ input: socket, output: socket }, upstream, relay)
     },
     intercept () {
+      const head = pending.takeEarlyBytes()
       response.detachSocket(socket)
       socket.setTimeout(0)
       socket.allowHalfOpen = true

@@ -17,5 +17,7 @@ export function lingeringClose (socket: Socket, lingerMs = LINGER_TIMEOUT_MS): v
   socket.once('end', () => socket.destroy())
   socket.removeAllListeners('data')
   socket.on('data', () => {})
+  // Paused while the CONNECT waited (early bytes past their bound): drain from here on.
+  socket.resume()
   socket.end()
 }
