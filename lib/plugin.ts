@@ -56,6 +56,7 @@ async function forwardProxyPlugin (fastify: FastifyInstance, options: ForwardPro
     get activeTunnels () { return runtime.tunnels.active },
     get interceptionAddress () { return runtime.interception === undefined ? null : INTERCEPTION_ADDRESS },
     attachServer: (server) => attach(server, true),
+    addOwnListener: (server) => ownListeners.add(server),
     addTransform (transform) {
       if (ready) throw new Error('fastify-forward-proxy: addTransform must be called before the server is ready')
       runtime.transforms.push(checkTransform(transform, 'addTransform(transform)'))

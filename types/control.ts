@@ -1,6 +1,7 @@
 import type { Server as HttpServer } from 'node:http'
 import type { Server as HttpsServer } from 'node:https'
 import type { Http2SecureServer } from 'node:http2'
+import type { AddressInfo } from 'node:net'
 import type { ForwardProxyInterceptionAddress, ForwardProxyRequestTransform } from './interception'
 
 /** The `fastify.forwardProxy` decorator: runtime controls of the registered proxy. */
@@ -19,6 +20,14 @@ export interface ForwardProxyControl {
    * and its `'connect'` events open tunnels. The caller listens and closes it.
    */
   attachServer (server: HttpServer | HttpsServer | Http2SecureServer): void
+  /**
+   * Treats another listener of this process (a metrics or admin port, a health server) as the
+   * proxy's own, like the proxy's listeners: a CONNECT or http:// request whose destination
+   * address is that listener, under any spelling, gets 508 `proxy_loop_detected`, even where
+   * loopback destinations are allowed. Its address is read on every check, so it may start
+   * listening later.
+   */
+  addOwnListener (server: { address (): AddressInfo | string | null }): void
   /**
    * Appends a transform, run after those registered before it, on every forwarded request and
    * response (SPEC 2.3 rule 6). Call it before the server is ready (e.g. from a plugin).

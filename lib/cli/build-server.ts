@@ -115,7 +115,10 @@ export async function startProxyServer (config: ProxyServerConfig, options: Star
     }
   }
   try {
-    if (config.metrics !== undefined) metricsEndpoint = await metricsEndpointModule().startMetricsEndpoint(config.metrics)
+    if (config.metrics !== undefined) {
+      metricsEndpoint = await metricsEndpointModule().startMetricsEndpoint(config.metrics)
+      app.forwardProxy.addOwnListener(metricsEndpoint.server)
+    }
     await app.listen({ host: first.host, port: first.port })
     const urls = [listenerUrl(first, app.server.address() as AddressInfo)]
     for (const [i, listener] of others.entries()) {

@@ -15,6 +15,8 @@ class ScrapeReader extends MetricReader {
 export interface MetricsEndpoint {
   /** `http://host:port/metrics` with the port actually bound. */
   readonly url: string
+  /** The listener, which the proxy must never dial. */
+  readonly server: Server
   /** Stops the listener and removes the MeterProvider it installed. */
   close (): Promise<void>
 }
@@ -67,6 +69,7 @@ export async function startMetricsEndpoint (config: MetricsListenerConfig): Prom
   const host = address.family === 'IPv6' ? `[${address.address}]` : address.address
   return {
     url: `http://${host}:${address.port}/metrics`,
+    server,
     async close () {
       server.closeAllConnections()
       await new Promise<void>((resolve) => server.close(() => resolve()))

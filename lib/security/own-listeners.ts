@@ -1,15 +1,22 @@
-import { isIP, type AddressInfo } from 'node:net'
+import type { AddressInfo } from 'node:net'
 import { networkInterfaces } from 'node:os'
+import { parseIP } from './ip-address'
+import { cidrContains, parseCidr } from './cidr'
 
 /** Anything with `address()` like a listening Node server. */
 export interface Listening {
   address (): AddressInfo | string | null
 }
 
+const IPV4_MAPPED = parseCidr('::ffff:0:0/96')
+
 /**
  * The proxy's own listening sockets, to refuse a destination that is the proxy itself (a CONNECT
  * or request to its own port would loop through it, each round taking another tunnel slot).
- * Judged on the address about to be dialed, so a name resolving to the proxy is caught too.
+ * Judged on the address about to be dialed, so a name resolving to the proxy is caught too, and
+ * addresses are compared as addresses, not spellings: `::ffff:127.0.0.1`, `::ffff:7f00:1` and
+ * `127.0.0.1` are one address, and an unspecified address (`0.0.0.0`, `::`), which the kernel
+ * dials as this host, reaches every listener on its port.
  */
 export class OwnListeners {
   readonly #servers = new Set<Listening>()
@@ -21,30 +28,43 @@ export class OwnListeners {
 
   /** True when dialing `address`:`port` would reach one of the tracked listeners. */
   includes (address: string, port: number): boolean {
-    const dialed = unmapped(address)
+    const dialed = canonicalBytes(address)
+    if (dialed === null) return false
     for (const server of this.#servers) {
       const bound = server.address()
       if (bound === null || typeof bound === 'string' || bound.port !== port) continue
-      const listening = unmapped(bound.address)
-      if (listening === dialed) return true
+      if (isUnspecified(dialed)) return true
+      const listening = canonicalBytes(bound.address)
+      if (listening === null) continue
+      if (sameAddress(listening, dialed)) return true
       if (isUnspecified(listening) && isLocal(dialed)) return true
     }
     return false
   }
 }
 
-function unmapped (address: string): string {
-  const lower = address.toLowerCase()
-  return lower.startsWith('::ffff:') && isIP(lower.slice(7)) === 4 ? lower.slice(7) : lower
+/** The address's bytes, an IPv4-mapped IPv6 address as the IPv4 address it maps to. */
+function canonicalBytes (address: string): Uint8Array | null {
+  const bytes = parseIP(address)
+  if (bytes === null || bytes.length === 4 || IPV4_MAPPED === null || !cidrContains(IPV4_MAPPED, bytes)) return bytes
+  return bytes.slice(12)
 }
 
-function isUnspecified (address: string): boolean {
-  return address === '0.0.0.0' || address === '::'
+function sameAddress (a: Uint8Array, b: Uint8Array): boolean {
+  return a.length === b.length && a.every((byte, index) => byte === b[index])
+}
+
+function isUnspecified (bytes: Uint8Array): boolean {
+  return bytes.every((byte) => byte === 0)
 }
 
 // An unspecified listener ('0.0.0.0', '::') answers on every local address: loopback and the
 // addresses of this host's interfaces.
-function isLocal (address: string): boolean {
-  if (address === '::1' || address === '0.0.0.0' || address === '::' || /^127\./.test(address)) return true
-  return Object.values(networkInterfaces()).some((entries) => entries?.some((entry) => unmapped(entry.address) === address) === true)
+function isLocal (dialed: Uint8Array): boolean {
+  if (dialed.length === 4 && dialed[0] === 127) return true
+  if (dialed.length === 16 && dialed[15] === 1 && dialed.subarray(0, 15).every((byte) => byte === 0)) return true
+  return Object.values(networkInterfaces()).some((entries) => entries?.some((entry) => {
+    const own = canonicalBytes(entry.address)
+    return own !== null && sameAddress(own, dialed)
+  }) === true)
 }

@@ -55,6 +55,7 @@ const IPV6_RANGES = ranges([
 /** IPv6 prefixes that carry an IPv4 address, and where it sits. */
 const EMBEDDED_IPV4 = [
   { range: parseCidr('::ffff:0:0/96'), offset: 12 }, // IPv4-mapped
+  { range: parseCidr('::ffff:0:0:0/96'), offset: 12 }, // IPv4-translated (SIIT)
   { range: parseCidr('::/96'), offset: 12 }, // IPv4-compatible (deprecated)
   { range: parseCidr('64:ff9b::/96'), offset: 12 }, // NAT64 well-known prefix
   { range: parseCidr('2002::/16'), offset: 2 } // 6to4
