@@ -170,7 +170,7 @@ function resolveDestinations (destinations: ForwardProxyOptions['destinations'])
 function compilePatterns (option: string, patterns: unknown): HostPattern[] {
   return asArray(option, patterns).map((text, index) => {
     const pattern = typeof text === 'string' ? compileHostPattern(text) : null
-    if (pattern === null) throw new ForwardProxyOptionsError(`${option}[${index}]`, `is not a host pattern (example.com, *.example.com, *, or an IP literal): ${String(text)}`)
+    if (pattern === null) throw new ForwardProxyOptionsError(`${option}[${index}]`, `is not a host pattern (example.com, *.example.com, *, an IP literal or a CIDR range): ${String(text)}`)
     return pattern
   })
 }

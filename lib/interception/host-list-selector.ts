@@ -18,7 +18,7 @@ export function compileHostPatterns (patterns: readonly string[], option: string
   if (!Array.isArray(patterns)) throw new ForwardProxyRuleError(`${option} must be an array of host patterns`)
   return patterns.map((text, index) => {
     const pattern = typeof text === 'string' ? compileHostPattern(text) : null
-    if (pattern === null) throw new ForwardProxyRuleError(`${option}[${index}] is not a host pattern (example.com, *.example.com, * or an IP literal)`)
+    if (pattern === null) throw new ForwardProxyRuleError(`${option}[${index}] is not a host pattern (example.com, *.example.com, *, an IP literal or a CIDR range)`)
     return pattern
   })
 }

@@ -61,3 +61,20 @@ export function matchesPrefix (address: Uint8Array, network: Uint8Array, prefixL
   const mask = (0xff << (8 - remainingBits)) & 0xff
   return ((address[wholeBytes] ?? 0) & mask) === ((network[wholeBytes] ?? 0) & mask)
 }
+
+/**
+ * The bytes of `text` as the address the kernel dials: an IPv4-mapped IPv6 address
+ * (`::ffff:127.0.0.1`, `::ffff:7f00:1`) as the 4 bytes of the IPv4 address it maps to, others as
+ * parsed. Null when `text` is not an IP address. Two spellings of one address give equal bytes.
+ */
+export function dialedAddressBytes (text: string): Uint8Array | null {
+  const bytes = parseIP(text)
+  if (bytes === null || bytes.length === 4) return bytes
+  for (let i = 0; i < 10; i++) if (bytes[i] !== 0) return bytes
+  return bytes[10] === 0xff && bytes[11] === 0xff ? bytes.slice(12) : bytes
+}
+
+/** True when `a` and `b` hold the same bytes. */
+export function sameBytes (a: Uint8Array, b: Uint8Array): boolean {
+  return a.length === b.length && a.every((byte, index) => byte === b[index])
+}

@@ -1,14 +1,11 @@
 import type { AddressInfo } from 'node:net'
 import { networkInterfaces } from 'node:os'
-import { parseIP } from './ip-address'
-import { cidrContains, parseCidr } from './cidr'
+import { dialedAddressBytes, sameBytes } from './ip-address'
 
 /** Anything with `address()` like a listening Node server. */
 export interface Listening {
   address (): AddressInfo | string | null
 }
-
-const IPV4_MAPPED = parseCidr('::ffff:0:0/96')
 
 /**
  * The proxy's own listening sockets, to refuse a destination that is the proxy itself (a CONNECT
@@ -28,30 +25,19 @@ export class OwnListeners {
 
   /** True when dialing `address`:`port` would reach one of the tracked listeners. */
   includes (address: string, port: number): boolean {
-    const dialed = canonicalBytes(address)
+    const dialed = dialedAddressBytes(address)
     if (dialed === null) return false
     for (const server of this.#servers) {
       const bound = server.address()
       if (bound === null || typeof bound === 'string' || bound.port !== port) continue
       if (isUnspecified(dialed)) return true
-      const listening = canonicalBytes(bound.address)
+      const listening = dialedAddressBytes(bound.address)
       if (listening === null) continue
-      if (sameAddress(listening, dialed)) return true
+      if (sameBytes(listening, dialed)) return true
       if (isUnspecified(listening) && isLocal(dialed)) return true
     }
     return false
   }
-}
-
-/** The address's bytes, an IPv4-mapped IPv6 address as the IPv4 address it maps to. */
-function canonicalBytes (address: string): Uint8Array | null {
-  const bytes = parseIP(address)
-  if (bytes === null || bytes.length === 4 || IPV4_MAPPED === null || !cidrContains(IPV4_MAPPED, bytes)) return bytes
-  return bytes.slice(12)
-}
-
-function sameAddress (a: Uint8Array, b: Uint8Array): boolean {
-  return a.length === b.length && a.every((byte, index) => byte === b[index])
 }
 
 function isUnspecified (bytes: Uint8Array): boolean {
@@ -64,7 +50,7 @@ function isLocal (dialed: Uint8Array): boolean {
   if (dialed.length === 4 && dialed[0] === 127) return true
   if (dialed.length === 16 && dialed[15] === 1 && dialed.subarray(0, 15).every((byte) => byte === 0)) return true
   return Object.values(networkInterfaces()).some((entries) => entries?.some((entry) => {
-    const own = canonicalBytes(entry.address)
-    return own !== null && sameAddress(own, dialed)
+    const own = dialedAddressBytes(entry.address)
+    return own !== null && sameBytes(own, dialed)
   }) === true)
 }
