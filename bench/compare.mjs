@@ -14,6 +14,7 @@ import { PEERS, startPeer } from './compare/peers.mjs'
 import { memoryMiB, stopProcess } from './compare/processes.mjs'
 import { detailTable, extrasTable, ratioTable, roundsTable, summarize } from './compare/report.mjs'
 import { runLoadScenarios } from './compare/rounds.mjs'
+import { SCENARIOS } from './compare/load-scenarios.mjs'
 import { readSettings } from './compare/settings.mjs'
 import { detectTools, versionOf } from './compare/tools.mjs'
 
@@ -40,7 +41,12 @@ async function main () {
     if (tools.found.hey === undefined) print('http:// forwarding uses bench/load.mjs: hey is not installed')
     else settings.heyPath = tools.found.hey
   }
-  print(`client: ${settings.heyPath === undefined ? 'bench/load.mjs (undici)' : 'hey for http:// forwarding, bench/load.mjs (undici) for the rest'}`)
+  if (tools.found.hey === undefined) {
+    const skipped = settings.scenarios.filter((scenario) => SCENARIOS[scenario]?.hey !== undefined)
+    if (skipped.length > 0) print(`skipping ${skipped.join(', ')}: hey is not installed`)
+    settings.scenarios = settings.scenarios.filter((scenario) => !skipped.includes(scenario))
+  }
+  print(`client: ${settings.heyPath === undefined ? 'bench/load.mjs (undici)' : 'hey for http:// forwarding and the -hey scenarios, bench/load.mjs (undici) for the rest'}`)
   const peers = []
   for (const name of settings.peers) {
     const peer = PEERS.find((p) => p.name === name)

@@ -1,5 +1,6 @@
-// `hey` (Debian package hey) as the client of the http:// forwarding scenario: the same client
-// direct and through every proxy (`-x`), keep-alive, `connections` workers for `duration` s.
+// `hey` (Debian package hey, Go's net/http) as the client of the http:// forwarding scenario and
+// of the `-hey` tunnel scenarios: the same client direct and through every proxy (`-x`),
+// `connections` workers for `duration` s.
 import { execFile } from 'node:child_process'
 
 /** Parses hey's text summary: 2xx responses per second, p50/p99 in ms, non-2xx and transport errors. */
@@ -17,9 +18,12 @@ export function parseHeySummary (text) {
   return { requests: ok, reqPerSec: ok / seconds, p50: quantile(50), p99: quantile(99), mbPerSec: NaN, errors: failed, client: 'hey' }
 }
 
-/** Runs hey against `url`, through the proxy on 127.0.0.1:`proxyPort` when given. */
-export function runHey (heyPath, url, proxyPort, duration, connections) {
-  const args = ['-z', `${duration}s`, '-c', String(connections), ...(proxyPort === undefined ? [] : ['-x', `http://127.0.0.1:${proxyPort}`]), url]
+/**
+ * Runs hey against `url`, through the proxy on 127.0.0.1:`proxyPort` when given; with
+ * `keepAlive` false, every request on a new connection (through a proxy: a new CONNECT tunnel).
+ */
+export function runHey (heyPath, url, proxyPort, duration, connections, keepAlive = true) {
+  const args = ['-z', `${duration}s`, '-c', String(connections), ...(keepAlive ? [] : ['-disable-keepalive']), ...(proxyPort === undefined ? [] : ['-x', `http://127.0.0.1:${proxyPort}`]), url]
   return new Promise((resolve, reject) => {
     execFile(heyPath, args, { encoding: 'utf8', timeout: (duration + 120) * 1000, maxBuffer: 16 << 20 }, (error, stdout, stderr) => {
       if (error !== null) return reject(new Error(`hey: ${error.message}\n${stderr}`))

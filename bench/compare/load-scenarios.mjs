@@ -1,6 +1,6 @@
 // The load scenarios of the comparison, each measured direct and through every proxy with the
 // same client: bench/load.mjs (undici, 32 keep-alive connections; downloads over 1), or hey for
-// http:// forwarding when `settings.heyPath` is set.
+// http:// forwarding when `settings.heyPath` is set and for the `-hey` tunnel scenarios.
 import { execFile } from 'node:child_process'
 import { fileURLToPath } from 'node:url'
 import { runHey } from './hey.mjs'
@@ -15,7 +15,13 @@ export const SCENARIOS = {
   intercept: { label: 'intercepted, keep-alive, small responses', metric: 'reqPerSec', direct: 'https-direct', proxied: 'https-tunnel', tls: true, target: 0.45 },
   'intercept-new': { label: 'intercepted, new TLS connection per request', metric: 'reqPerSec', direct: 'https-direct-new', proxied: 'https-tunnel-new', tls: true, target: 0.6 },
   download: { label: '64 MiB download, opaque tunnel', metric: 'mbPerSec', direct: 'download-direct', proxied: 'download-tunnel', tls: false, target: 0.95 },
-  'download-intercept': { label: '64 MiB download, intercepted', metric: 'mbPerSec', direct: 'download-https-direct', proxied: 'download-https-tunnel', tls: true, target: 0.5 }
+  'download-intercept': { label: '64 MiB download, intercepted', metric: 'mbPerSec', direct: 'download-https-direct', proxied: 'download-https-tunnel', tls: true, target: 0.5 },
+  // The tunnel scenarios again with Go's net/http Transport (hey), which dials a spare connection
+  // whenever a request finds none idle and abandons it when an older one frees up first. hey does
+  // not verify certificates, so inside the tunnel it speaks TLS to nginx like a real client would.
+  'tunnel-hey': { label: 'opaque CONNECT, keep-alive inside (hey, TLS inside)', metric: 'reqPerSec', hey: { host: PLAIN_HOST, keepAlive: true }, tls: true, target: 0.65 },
+  'intercept-hey': { label: 'intercepted, keep-alive (hey)', metric: 'reqPerSec', hey: { host: TLS_HOST, keepAlive: true }, tls: true, target: 0.32 },
+  'intercept-new-hey': { label: 'intercepted, new TLS connection per request (hey)', metric: 'reqPerSec', hey: { host: TLS_HOST, keepAlive: false }, tls: true, target: 0.4 }
 }
 
 /**
@@ -26,6 +32,12 @@ export function runLoad (scenario, origin, pki, settings, proxyPort) {
   const spec = SCENARIOS[scenario]
   if (scenario === 'http' && settings.heyPath !== undefined) {
     return runHey(settings.heyPath, `http://${PLAIN_HOST}:${origin.httpPort}/small`, proxyPort, settings.duration, settings.connections)
+  }
+  if (spec.hey !== undefined) {
+    if (settings.heyPath === undefined) return Promise.reject(new Error('hey is not installed'))
+    const port = spec.hey.host === TLS_HOST ? origin.httpsPort : origin.httpsOpaquePort
+    if (port === undefined) return Promise.reject(new Error('the origin has no TLS port on this host (nginx is not installed)'))
+    return runHey(settings.heyPath, `https://${spec.hey.host}:${port}/small`, proxyPort, settings.duration, settings.connections, spec.hey.keepAlive)
   }
   const mode = proxyPort === undefined ? spec.direct : spec.proxied
   const port = spec.tls ? origin.httpsPort : origin.httpPort

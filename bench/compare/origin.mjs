@@ -12,7 +12,7 @@ export const PLAIN_HOST = '127.0.0.1'
 export const TLS_HOST = '127.0.0.2'
 const NODE_ORIGIN = fileURLToPath(new URL('../origin.mjs', import.meta.url))
 
-function nginxConfig (directory, httpPort, httpsPort, leaf) {
+function nginxConfig (directory, httpPort, httpsPort, leaf, httpsOpaquePort) {
   return `worker_processes 1;
 worker_rlimit_nofile 20000;
 daemon off;
@@ -35,13 +35,14 @@ http {
   client_header_timeout 300s;
   root ${directory}/www;
   server { listen ${PLAIN_HOST}:${httpPort}; }
-${leaf === undefined ? '' : tlsServer(httpsPort, leaf)}}
+${leaf === undefined ? '' : tlsServer(httpsPort, leaf, httpsOpaquePort)}}
 `
 }
 
-function tlsServer (httpsPort, leaf) {
+function tlsServer (httpsPort, leaf, httpsOpaquePort) {
   return `  server {
     listen ${TLS_HOST}:${httpsPort} ssl;
+    listen ${PLAIN_HOST}:${httpsOpaquePort} ssl;
     ssl_certificate ${leaf.certPath};
     ssl_certificate_key ${leaf.keyPath};
     ssl_protocols TLSv1.2 TLSv1.3;
@@ -52,7 +53,8 @@ function tlsServer (httpsPort, leaf) {
 
 /**
  * Starts nginx at `nginx` with its configuration in `directory`: /small and /big in plain HTTP
- * on 127.0.0.1, and over TLS on 127.0.0.2 when `leaf` (the TLS origin's certificate) is given.
+ * on 127.0.0.1, and over TLS on 127.0.0.2 (`httpsPort`) and 127.0.0.1 (`httpsOpaquePort`) when
+ * `leaf` (the TLS origin's certificate) is given.
  */
 export async function startNginx (nginx, directory, leaf) {
   const www = join(directory, 'www')
@@ -63,12 +65,15 @@ export async function startNginx (nginx, directory, leaf) {
   chmodSync(www, 0o755)
   const httpPort = await freePort(PLAIN_HOST)
   const httpsPort = leaf === undefined ? undefined : await freePort(TLS_HOST)
+  // TLS on 127.0.0.1 too, which no proxy intercepts: the opaque tunnel scenarios of clients that
+  // speak TLS inside (hey).
+  const httpsOpaquePort = leaf === undefined ? undefined : await freePort(PLAIN_HOST)
   const configPath = join(directory, 'nginx.conf')
-  writeFileSync(configPath, nginxConfig(directory, httpPort, httpsPort, leaf))
+  writeFileSync(configPath, nginxConfig(directory, httpPort, httpsPort, leaf, httpsOpaquePort))
   const processes = [startProcess(nginx, ['-p', directory, '-c', configPath, '-e', join(directory, 'nginx-error.log')])]
   await waitForPort(PLAIN_HOST, httpPort, { ...processes[0], name: 'nginx' })
   if (httpsPort !== undefined) await waitForPort(TLS_HOST, httpsPort, { ...processes[0], name: 'nginx' })
-  return { kind: 'nginx', httpPort, httpsPort, processes }
+  return { kind: 'nginx', httpPort, httpsPort, httpsOpaquePort, processes }
 }
 
 async function startNodeOrigin (host, extraArgs) {

@@ -111,3 +111,11 @@ export function memoryMiB (pid) {
   }
   return { rss: rss / 1024, peak: peak / 1024 }
 }
+
+/** The kernel's count of TCP connections accepted so far, machine-wide (`Tcp: PassiveOpens` in /proc/net/snmp). */
+export function tcpPassiveOpens () {
+  const lines = readFileSync('/proc/net/snmp', 'utf8').split('\n').filter((line) => line.startsWith('Tcp:'))
+  const names = lines[0].split(/\s+/)
+  const values = lines[1].split(/\s+/)
+  return Number(values[names.indexOf('PassiveOpens')])
+}

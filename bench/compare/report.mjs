@@ -27,6 +27,7 @@ export function summarize (runs, peerNames) {
         p99: median(rounds.map((r) => r.p99)),
         cpu: median(rounds.map((r) => (metric === 'reqPerSec' ? r.cpuPer1000 : r.cpuPerGiB))),
         errors: rounds.reduce((sum, r) => sum + r.errors, 0),
+        accepted: median(rounds.map((r) => r.accepted)),
         rounds: rounds.length
       }
     }
@@ -59,25 +60,32 @@ export function ratioTable (summary, peers, memory) {
 /** Medians behind the ratios: rate, latencies, proxy CPU, errors, for each client path. */
 export function detailTable (summary, paths) {
   const lines = [
-    '| scenario | path | median rate | p50 ms | p99 ms | proxy CPU-s per 1,000 requests (downloads: per GiB) | errors |',
-    '|---|---|---|---|---|---|---|'
+    '| scenario | path | median rate | p50 ms | p99 ms | proxy CPU-s per 1,000 requests (downloads: per GiB) | errors | TCP connections accepted per run (median) |',
+    '|---|---|---|---|---|---|---|---|'
   ]
   for (const [scenario, entry] of Object.entries(summary)) {
     const unit = entry.metric === 'reqPerSec' ? 'req/s' : 'MB/s'
     for (const path of paths) {
       const values = entry.paths[path.name]
       if (values === undefined) continue
-      lines.push(`| ${SCENARIOS[scenario].label} | ${path.heading} | ${fixed(values.rate)} ${unit} | ${fixed(values.p50, 1)} | ${fixed(values.p99, 1)} | ${path.name === 'direct' ? '-' : fixed(values.cpu, 3)} | ${values.errors} |`)
+      lines.push(`| ${SCENARIOS[scenario].label} | ${path.heading} | ${fixed(values.rate)} ${unit} | ${fixed(values.p50, 1)} | ${fixed(values.p99, 1)} | ${path.name === 'direct' ? '-' : fixed(values.cpu, 3)} | ${values.errors} | ${fixed(values.accepted)} |`)
     }
   }
   return lines.join('\n')
 }
 
-/** Every round's ratio, to show how noisy the medians are. */
+/**
+ * Every round's ratio, to show how noisy the medians are, with the spread: how far the lowest
+ * round fell below the median, in percent.
+ */
 export function roundsTable (summary, peers) {
   const lines = [`| scenario | ${peers.map((p) => p.heading).join(' | ')} |`, `|---|${peers.map(() => '---|').join('')}`]
+  const spread = (ratios) => {
+    const finite = ratios.filter(Number.isFinite)
+    return finite.length === 0 ? '' : ` (lowest ${fixed((1 - Math.min(...finite) / median(finite)) * 100)}% below the median)`
+  }
   for (const [scenario, entry] of Object.entries(summary)) {
-    lines.push(`| ${SCENARIOS[scenario].label} | ${peers.map((p) => (entry.roundRatios[p.name] ?? []).map((r) => fixed(r, 2)).join(' / ')).join(' | ')} |`)
+    lines.push(`| ${SCENARIOS[scenario].label} | ${peers.map((p) => (entry.roundRatios[p.name] ?? []).map((r) => fixed(r, 2)).join(' / ') + spread(entry.roundRatios[p.name] ?? [])).join(' | ')} |`)
   }
   return lines.join('\n')
 }

@@ -1,5 +1,5 @@
 // The comparison's knobs, from environment variables (see docs/benchmarks.md).
-export const LOAD_SCENARIOS = ['http', 'tunnel', 'intercept', 'intercept-new', 'download', 'download-intercept']
+export const LOAD_SCENARIOS = ['http', 'tunnel', 'intercept', 'intercept-new', 'download', 'download-intercept', 'tunnel-hey', 'intercept-hey', 'intercept-new-hey']
 export const EXTRA_SCENARIOS = ['sse', 'idle', 'idle-intercept', 'h2', 'leaves']
 const PEER_NAMES = ['ours', 'squid', 'mitmproxy']
 
