@@ -4,11 +4,17 @@ import type { Http2SecureServer } from 'node:http2'
 import type { FastifyInstance } from 'fastify'
 import { createConnectListener } from './connect/connect-listener'
 import { markConnectionUsed } from './connect/http1-connection'
+import { closeSilentConnections } from './first-byte-timeout'
 
 /** How a server is joined to the proxy. */
 export interface AttachOptions {
   /** Also route the server's `'request'` events into Fastify (for servers Fastify did not create). */
   readonly routeRequests: boolean
+  /**
+   * Milliseconds a client of a plain-text listener may keep a new connection open without
+   * sending a byte (`limits.firstByteTimeout`), or null to leave silent connections alone.
+   */
+  readonly firstByteTimeout: number | null
 }
 
 const attached = new WeakSet<object>()
@@ -19,8 +25,9 @@ export type ProxyServer = HttpServer | HttpsServer | Http2SecureServer
 /**
  * Makes a Node server carry the proxy: an HTTP/1.1 server (plain or TLS), or an HTTP/2 TLS
  * server (with `allowHTTP1`, both protocols). `'connect'` opens tunnels, and every HTTP/1.1
- * request marks its connection as used, so a later CONNECT on it gets 501. Attaching the same
- * server twice does nothing.
+ * request marks its connection as used, so a later CONNECT on it gets 501. A plain-text server's
+ * connections that stay silent past `firstByteTimeout` are closed. Attaching the same server
+ * twice does nothing.
  */
 export function attachProxyToServer (server: ProxyServer, fastify: FastifyInstance, pseudonym: string, options: AttachOptions): void {
   if (attached.has(server)) return
@@ -29,6 +36,7 @@ export function attachProxyToServer (server: ProxyServer, fastify: FastifyInstan
   events.on('request', (req, res) => { if (req.httpVersionMajor === 1) markConnectionUsed(req.socket, res) })
   if (options.routeRequests) events.on('request', (req, res) => fastify.routing(req, res))
   events.on('connect', createConnectListener(fastify, pseudonym))
+  if (options.firstByteTimeout !== null) closeSilentConnections(server, options.firstByteTimeout)
 }
 
 /**

@@ -13,7 +13,8 @@ export const DEFAULT_LIMITS = {
   maxConcurrentTunnels: 10_000,
   tunnelIdleTimeout: 300_000,
   httpActivityTimeout: 100_000,
-  connectTimeout: 10_000
+  connectTimeout: 10_000,
+  firstByteTimeout: 10_000
 } as const
 
 /** Default pseudonym in `Via` and `Proxy-Status`. */
@@ -52,7 +53,7 @@ const KNOWN_KEYS: Record<string, readonly string[]> = {
   auth: ['realm', 'users', 'validate', 'failureLimit'],
   'auth.failureLimit': ['maxFailures', 'window'],
   destinations: ['allowedHosts', 'deniedHosts', 'allowedPorts', 'allowPrivateNetworks', 'allowedNetworks'],
-  limits: ['maxConcurrentTunnels', 'tunnelIdleTimeout', 'httpActivityTimeout', 'connectTimeout']
+  limits: ['maxConcurrentTunnels', 'tunnelIdleTimeout', 'httpActivityTimeout', 'connectTimeout', 'firstByteTimeout']
 }
 
 // Fastify passes its own keys (prefix, logLevel, ...) to every plugin; they are not ours to judge.

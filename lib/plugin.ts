@@ -50,7 +50,7 @@ async function forwardProxyPlugin (fastify: FastifyInstance, options: ForwardPro
 
   const attach = (server: ProxyServer, routeRequests: boolean): void => {
     ownListeners.add(server)
-    attachProxyToServer(server, fastify, settings.pseudonym, { routeRequests })
+    attachProxyToServer(server, fastify, settings.pseudonym, { routeRequests, firstByteTimeout: settings.limits.firstByteTimeout })
   }
   const control: ForwardProxyControl = {
     get activeTunnels () { return runtime.tunnels.active },

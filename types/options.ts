@@ -73,6 +73,12 @@ export interface ForwardProxyLimitOptions {
   httpActivityTimeout?: number
   /** Longest wait for DNS plus the TCP connection to a destination. Default 10000 (10 s). */
   connectTimeout?: number
+  /**
+   * A client connection to a plain-text listener that sends no byte for this long after it
+   * opens is closed (Node's header timeout starts only at the first byte). TLS listeners are
+   * bounded by their handshake timeout instead. Default 10000 (10 s).
+   */
+  firstByteTimeout?: number
 }
 
 /** Options of `fastify.register(forwardProxy, options)`. */

@@ -74,7 +74,8 @@ export const CONFIG_SCHEMA = {
         maxConcurrentTunnels: { type: 'integer', minimum: 1 },
         tunnelIdleTimeout: { type: 'integer', minimum: 1, maximum: 2147483647 },
         httpActivityTimeout: { type: 'integer', minimum: 1, maximum: 2147483647 },
-        connectTimeout: { type: 'integer', minimum: 1, maximum: 2147483647 }
+        connectTimeout: { type: 'integer', minimum: 1, maximum: 2147483647 },
+        firstByteTimeout: { type: 'integer', minimum: 1, maximum: 2147483647 }
       }
     },
     interception: {

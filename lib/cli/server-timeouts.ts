@@ -5,6 +5,8 @@
  * - requestTimeout 0: no deadline on a whole request, so long uploads through the proxy are not
  *   cut; forwarded requests are bounded by httpActivityTimeout and tunnels by their idle timeout.
  * - keepAliveTimeout: idle keep-alive client connections close after 5 s.
+ * None of these starts before a connection's first byte: a silent one is closed by the plugin's
+ * `limits.firstByteTimeout`, or on TLS listeners by {@link TLS_HANDSHAKE_TIMEOUT}.
  */
 export const SERVER_TIMEOUTS = {
   headersTimeout: 30_000,

@@ -85,7 +85,7 @@ export class InterceptionEndpoint {
       session.socket.once('end', () => { if (!session.closed) session.close() })
     })
     this.#server.on('connect', countInterceptedRequest)
-    attachProxyToServer(this.#server, fastify, settings.pseudonym, { routeRequests: false })
+    attachProxyToServer(this.#server, fastify, settings.pseudonym, { routeRequests: false, firstByteTimeout: null })
     this.#server.on('upgrade', createInTunnelUpgradeListener(fastify, settings.pseudonym))
     this.#server.on('request', (req: Http2ServerRequest | IncomingMessage, res: Http2ServerResponse | ServerResponse) => {
       countInterceptedRequest()

@@ -18,15 +18,27 @@ interface FailureWindow {
   failures: number
 }
 
+// Checks of one client address under way, and the attempts waiting for one of them to end.
+interface ChecksInFlight {
+  running: number
+  readonly waiting: Array<(admitted: boolean) => void>
+}
+
 /**
  * Counts failed credential checks per client address in fixed windows. Once a client reaches
  * `maxFailures`, every further attempt from it, right or wrong, is refused until its window
  * ends: a guesser learns nothing more, whatever it tries.
+ *
+ * Checks run through {@link AuthFailureLimiter.admit} and {@link AuthFailureLimiter.settle}: a
+ * client never has more checks under way than it has failures left, so attempts that arrive
+ * together (pipelined on one connection, or on many connections at once) cannot all be checked
+ * before the first of their failures is counted.
  */
 export class AuthFailureLimiter {
   readonly #settings: AuthFailureLimitSettings
   readonly #now: () => number
   readonly #windows = new Map<string, FailureWindow>()
+  readonly #inFlight = new Map<string, ChecksInFlight>()
 
   constructor (settings: AuthFailureLimitSettings, now: () => number = Date.now) {
     this.#settings = settings
@@ -35,8 +47,43 @@ export class AuthFailureLimiter {
 
   /** True when `client` has used up its failed attempts for the current window. */
   isLocked (client: string): boolean {
-    const window = this.#current(client)
-    return window !== undefined && window.failures >= this.#settings.maxFailures
+    return this.#failures(client) >= this.#settings.maxFailures
+  }
+
+  /**
+   * Waits until `client` may have one more credential check under way, and reserves it: true
+   * when the check may run (then call {@link AuthFailureLimiter.settle} exactly once when it has
+   * ended), false when the client is locked out. The reservation is taken synchronously, before
+   * the returned promise settles, so it counts against the next attempt whatever runs between.
+   */
+  admit (client: string): Promise<boolean> {
+    if (this.isLocked(client)) return Promise.resolve(false)
+    let checks = this.#inFlight.get(client)
+    if (checks === undefined) {
+      checks = { running: 0, waiting: [] }
+      this.#inFlight.set(client, checks)
+    }
+    if (checks.waiting.length === 0 && this.#hasRoom(client, checks)) {
+      checks.running += 1
+      return Promise.resolve(true)
+    }
+    const queue = checks.waiting
+    return new Promise((resolve) => { queue.push(resolve) })
+  }
+
+  /** Ends a check admitted by {@link AuthFailureLimiter.admit}; `failed` counts it as a failure. */
+  settle (client: string, failed: boolean): void {
+    if (failed) this.recordFailure(client)
+    const checks = this.#inFlight.get(client)
+    if (checks === undefined) return
+    checks.running -= 1
+    while (checks.waiting.length > 0) {
+      const locked = this.isLocked(client)
+      if (!locked && !this.#hasRoom(client, checks)) break
+      if (!locked) checks.running += 1
+      checks.waiting.shift()?.(!locked)
+    }
+    if (checks.running === 0 && checks.waiting.length === 0) this.#inFlight.delete(client)
   }
 
   /** Counts one failed credential check for `client`. */
@@ -51,6 +98,16 @@ export class AuthFailureLimiter {
       if (this.#windows.size <= MAX_TRACKED_CLIENTS) break
       this.#windows.delete(oldest)
     }
+  }
+
+  // Every check under way may still fail, so together with the failures counted they must stay
+  // below the limit.
+  #hasRoom (client: string, checks: ChecksInFlight): boolean {
+    return this.#failures(client) + checks.running < this.#settings.maxFailures
+  }
+
+  #failures (client: string): number {
+    return this.#current(client)?.failures ?? 0
   }
 
   #current (client: string): FailureWindow | undefined {
