@@ -1,26 +1,24 @@
 import { test } from 'tap'
 import { X509Certificate } from 'node:crypto'
 import type { PeerCertificate } from 'node:tls'
-import { request } from 'undici'
 import { makeSelfSignedCertificate } from './helpers/tls-fixture'
-import { startHttpsForwarder, startHttpsOrigin } from './helpers/https-destination'
-import { resolveDestinationTlsSettings } from '../lib/forward/destination-tls-settings'
-import type { ForwardProxyDestination } from '../lib/index'
+import { startHttpsOrigin, startInterceptedPath } from './helpers/https-destination'
+import type { ForwardProxyDestination, TlsInterceptionOptions } from '../lib/index'
 
 test('SPEC 2.4: checkDestinationCertificate sees the certificate, the default check\'s error and the destination, and can accept a pinned self-signed certificate', async (t) => {
   const fixture = await makeSelfSignedCertificate(t.testdir())
   const pinned = new X509Certificate(fixture.cert).fingerprint256
   const origin = await startHttpsOrigin(t, { cert: fixture.cert, key: fixture.key })
   const calls: Array<{ fingerprint: string, code: unknown, destination: ForwardProxyDestination }> = []
-  const tls = resolveDestinationTlsSettings({
+  const tls: TlsInterceptionOptions = {
     checkDestinationCertificate (certificate: PeerCertificate, error, destination) {
       calls.push({ fingerprint: certificate.fingerprint256, code: (error as { code?: unknown } | null)?.code, destination })
       return certificate.fingerprint256 === pinned
     }
-  })
-  const forwarder = await startHttpsForwarder(t, origin.port, tls)
+  }
+  const forwarder = await startInterceptedPath(t, origin.port, tls)
 
-  const res = await request(`${forwarder.url}/pinned`)
+  const res = await forwarder.request('/pinned')
   t.equal(res.statusCode, 200)
   t.equal(await res.body.text(), 'ok /pinned')
   t.same(calls, [{ fingerprint: pinned, code: 'DEPTH_ZERO_SELF_SIGNED_CERT', destination: { host: '127.0.0.1', port: origin.port } }])

@@ -1,8 +1,6 @@
 import { test } from 'tap'
-import { request } from 'undici'
 import { certificateDirectory, makeCa, issueLeaf } from './helpers/destination-certificates'
-import { startHttpsForwarder, startHttpsOrigin } from './helpers/https-destination'
-import { resolveDestinationTlsSettings } from '../lib/forward/destination-tls-settings'
+import { startHttpsOrigin, startInterceptedPath } from './helpers/https-destination'
 
 test('SPEC 4.3.2: an https destination whose name resolves to loopback is refused at connect time with 403 destination_ip_prohibited', async (t) => {
   const dir = certificateDirectory(t)
@@ -10,12 +8,12 @@ test('SPEC 4.3.2: an https destination whose name resolves to loopback is refuse
   const leaf = await issueLeaf(dir, 'leaf', ca, { san: 'DNS:rebind.test' })
   const origin = await startHttpsOrigin(t, { cert: leaf.cert, key: leaf.key })
   const lookups: string[] = []
-  const forwarder = await startHttpsForwarder(t, origin.port, resolveDestinationTlsSettings({ trustedDestinationCa: ca.cert }), {
+  const forwarder = await startInterceptedPath(t, origin.port, { trustedDestinationCa: ca.cert }, {
     destinations: { allowedPorts: '*' },
     resolver: async (hostname) => { lookups.push(hostname); return [{ address: '127.0.0.1', family: 4 }] }
   }, 'rebind.test')
 
-  const res = await request(`${forwarder.url}/`)
+  const res = await forwarder.request('/')
   t.equal(res.statusCode, 403)
   t.match(String(res.headers['proxy-status']), /^fastify-forward-proxy; error=destination_ip_prohibited/)
   await res.body.dump()

@@ -1,8 +1,7 @@
 import { test } from 'tap'
 import { createServer, type Socket } from 'node:net'
 import type { AddressInfo } from 'node:net'
-import { request } from 'undici'
-import { startHttpsForwarder } from './helpers/https-destination'
+import { startInterceptedPath } from './helpers/https-destination'
 
 test('HOSTILE 31: a destination that resets the connection on the ClientHello gets 502 tls_protocol_error', async (t) => {
   const server = createServer((socket: Socket) => {
@@ -11,9 +10,9 @@ test('HOSTILE 31: a destination that resets the connection on the ClientHello ge
   })
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve))
   t.teardown(() => server.close())
-  const forwarder = await startHttpsForwarder(t, (server.address() as AddressInfo).port)
+  const forwarder = await startInterceptedPath(t, (server.address() as AddressInfo).port)
 
-  const res = await request(`${forwarder.url}/`)
+  const res = await forwarder.request('/')
   t.equal(res.statusCode, 502)
   t.equal(res.headers['proxy-status'], 'fastify-forward-proxy; error=tls_protocol_error; details="handshake failed"')
   t.notMatch(await res.body.text(), /ECONNRESET|socket/)

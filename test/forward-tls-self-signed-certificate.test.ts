@@ -1,14 +1,13 @@
 import { test } from 'tap'
-import { request } from 'undici'
 import { makeSelfSignedCertificate } from './helpers/tls-fixture'
-import { startHttpsForwarder, startHttpsOrigin } from './helpers/https-destination'
+import { startHttpsOrigin, startInterceptedPath } from './helpers/https-destination'
 
 test('SPEC 2.4 default / HOSTILE 30: a self-signed destination certificate gets 502 tls_certificate_error', async (t) => {
   const fixture = await makeSelfSignedCertificate(t.testdir())
   const origin = await startHttpsOrigin(t, { cert: fixture.cert, key: fixture.key })
-  const forwarder = await startHttpsForwarder(t, origin.port)
+  const forwarder = await startInterceptedPath(t, origin.port)
 
-  const res = await request(`${forwarder.url}/`)
+  const res = await forwarder.request('/')
   t.equal(res.statusCode, 502)
   t.equal(res.headers['proxy-status'], 'fastify-forward-proxy; error=tls_certificate_error; details="DEPTH_ZERO_SELF_SIGNED_CERT"')
   await res.body.dump()

@@ -1,10 +1,8 @@
 import { test } from 'tap'
 import { createServer, type Socket } from 'node:net'
 import type { AddressInfo } from 'node:net'
-import { request } from 'undici'
-import { startHttpsForwarder } from './helpers/https-destination'
+import { startInterceptedPath } from './helpers/https-destination'
 import { eventually } from './helpers/eventually'
-import { DEFAULT_DESTINATION_TLS } from '../lib/forward/destination-tls-settings'
 
 test('HOSTILE 31: a destination that accepts TCP and never answers the ClientHello gets 504 connection_timeout within connectTimeout (DNS, TCP and handshake share it)', async (t) => {
   const sockets: Socket[] = []
@@ -17,10 +15,10 @@ test('HOSTILE 31: a destination that accepts TCP and never answers the ClientHel
   })
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve))
   t.teardown(() => { for (const socket of sockets) socket.destroy(); server.close() })
-  const forwarder = await startHttpsForwarder(t, (server.address() as AddressInfo).port, DEFAULT_DESTINATION_TLS, { limits: { connectTimeout: 400 } })
+  const forwarder = await startInterceptedPath(t, (server.address() as AddressInfo).port, {}, { limits: { connectTimeout: 400 } })
 
   const started = Date.now()
-  const res = await request(`${forwarder.url}/`)
+  const res = await forwarder.request('/')
   const elapsed = Date.now() - started
   t.equal(res.statusCode, 504)
   t.equal(res.headers['proxy-status'], 'fastify-forward-proxy; error=connection_timeout; details="TLS handshake timed out"')

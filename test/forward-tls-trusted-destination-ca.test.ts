@@ -1,17 +1,15 @@
 import { test } from 'tap'
-import { request } from 'undici'
 import { certificateDirectory, makeCa, issueLeaf } from './helpers/destination-certificates'
-import { startHttpsForwarder, startHttpsOrigin } from './helpers/https-destination'
-import { resolveDestinationTlsSettings } from '../lib/forward/destination-tls-settings'
+import { startHttpsOrigin, startInterceptedPath } from './helpers/https-destination'
 
 test('SPEC 2.4 / 4.3.3: a destination certificate from trustedDestinationCa is accepted; the request leaves over HTTP/1.1 (ALPN http/1.1) with Host from the target', async (t) => {
   const dir = certificateDirectory(t)
   const ca = await makeCa(dir, 'destination-ca')
   const leaf = await issueLeaf(dir, 'leaf', ca)
   const origin = await startHttpsOrigin(t, { cert: leaf.cert, key: leaf.key, ALPNProtocols: ['h2', 'http/1.1'] })
-  const forwarder = await startHttpsForwarder(t, origin.port, resolveDestinationTlsSettings({ trustedDestinationCa: ca.cert }))
+  const forwarder = await startInterceptedPath(t, origin.port, { trustedDestinationCa: ca.cert })
 
-  const res = await request(`${forwarder.url}/a//b;c?q=%2F&r`)
+  const res = await forwarder.request('/a//b;c?q=%2F&r')
   t.equal(res.statusCode, 200)
   t.equal(await res.body.text(), 'ok /a//b;c?q=%2F&r', 'path and query exactly as received')
   const seen = origin.requests[0]

@@ -1,8 +1,6 @@
 import { test } from 'tap'
-import { request } from 'undici'
 import { certificateDirectory, makeCa, issueLeaf } from './helpers/destination-certificates'
-import { startHttpsForwarder, startHttpsOrigin } from './helpers/https-destination'
-import { resolveDestinationTlsSettings } from '../lib/forward/destination-tls-settings'
+import { startHttpsOrigin, startInterceptedPath } from './helpers/https-destination'
 
 test('SPEC 7 / HOSTILE 31: a TLS 1.0/1.1-only destination gets 502 tls_protocol_error (the proxy requires TLS 1.2 or later)', async (t) => {
   const dir = certificateDirectory(t)
@@ -16,9 +14,9 @@ test('SPEC 7 / HOSTILE 31: a TLS 1.0/1.1-only destination gets 502 tls_protocol_
     // OpenSSL 3 refuses TLS 1.0/1.1 at its default security level even when asked for them.
     ciphers: 'DEFAULT@SECLEVEL=0'
   })
-  const forwarder = await startHttpsForwarder(t, origin.port, resolveDestinationTlsSettings({ trustedDestinationCa: ca.cert }))
+  const forwarder = await startInterceptedPath(t, origin.port, { trustedDestinationCa: ca.cert })
 
-  const res = await request(`${forwarder.url}/`)
+  const res = await forwarder.request('/')
   t.equal(res.statusCode, 502)
   t.match(String(res.headers['proxy-status']), /^fastify-forward-proxy; error=tls_protocol_error; details="ERR_SSL_[A-Z0-9_]+"$/)
   await res.body.dump()

@@ -3,16 +3,9 @@ import type { AddressInfo } from 'node:net'
 import type { TLSSocket } from 'node:tls'
 import Fastify, { type FastifyInstance } from 'fastify'
 import type { Test } from 'tap'
-import type { ForwardProxyOptions } from '../../lib/index'
-import { resolveProxySettings } from '../../lib/options'
-import { DestinationPolicy } from '../../lib/security/destination-policy'
-import { TunnelRegistry } from '../../lib/connect/tunnel-registry'
-import { createDestinationDispatcher } from '../../lib/forward/destination-dispatcher'
-import { createTlsDestinationDispatcher } from '../../lib/forward/tls-destination-dispatcher'
-import { DEFAULT_DESTINATION_TLS, type DestinationTlsSettings } from '../../lib/forward/destination-tls-settings'
-import { forwardRequest } from '../../lib/forward/forward-handler'
-import { createProxyErrorHandler } from '../../lib/proxy-error-handler'
-import type { ProxyRuntime } from '../../lib/proxy-runtime'
+import { ProxyAgent, request, type Dispatcher } from 'undici'
+import { createCaCertificateProvider, forwardProxy, tlsInterception, type ForwardProxyOptions, type TlsInterceptionOptions } from '../../lib/index'
+import { makeInterceptionPki, type InterceptionPki } from './interception-pki'
 import { LOOPBACK_TEST_POLICY } from './servers'
 
 /** What the HTTPS origin saw of one request. */
@@ -49,47 +42,48 @@ export async function startHttpsOrigin (t: Test, options: ServerOptions): Promis
   return { server, port: (server.address() as AddressInfo).port, requests }
 }
 
+/** The real intercepted path toward one HTTPS destination, and a client that uses it. */
+export interface InterceptedPath {
+  /** The Fastify app with forwardProxy and tlsInterception. */
+  app: FastifyInstance
+  /**
+   * Sends `GET <path>` (or `options`) to `https://<destinationHost>:<port><path>` through the
+   * proxy: a CONNECT the proxy intercepts, TLS to the proxy's leaf inside, the request there;
+   * the proxy forwards it to the destination over TLS with the interception's settings.
+   */
+  request (path: string, options?: { method?: Dispatcher.HttpMethod, headers?: Record<string, string> }): Promise<Dispatcher.ResponseData>
+  /** The interception PKI: its operator CA signs the leaves the client sees. */
+  pki: InterceptionPki
+}
+
 /**
- * A stand-in for the intercepted tunnel's request path: a plain HTTP Fastify app whose every
- * origin-form request is forwarded with `forwardRequest` to `https://<destinationHost>:<port>` (scheme
- * https, Max-Forwards untouched), over a runtime built like the plugin builds it, with the
- * proxy route's error handler. Closed at teardown; returns its base URL.
+ * Starts a proxy with tlsInterception that intercepts every tunnel (leaves minted by the library's
+ * CA provider from a test operator CA, for whatever host the client names, checked by host name), with `interception` as the interception options (the
+ * destination TLS settings among them) and `proxy` as the forwardProxy options (loopback
+ * destinations allowed unless overridden). Closed at teardown.
  */
-export async function startHttpsForwarder (
+export async function startInterceptedPath (
   t: Test,
   destinationPort: number,
-  destinationTls: DestinationTlsSettings = DEFAULT_DESTINATION_TLS,
-  options: ForwardProxyOptions = {},
+  interception: TlsInterceptionOptions = {},
+  proxy: ForwardProxyOptions = {},
   destinationHost = '127.0.0.1'
-): Promise<{ app: FastifyInstance, url: string }> {
-  const settings = resolveProxySettings({ destinations: LOOPBACK_TEST_POLICY, ...options })
-  const policy = new DestinationPolicy(settings.destinations)
-  const connector = { policy, resolver: settings.resolver, connectTimeout: settings.limits.connectTimeout }
-  const runtime: ProxyRuntime = {
-    settings,
-    policy,
-    connector,
-    tunnels: new TunnelRegistry(1),
-    dispatcher: createDestinationDispatcher(connector, settings.limits.httpActivityTimeout),
-    tlsDispatcher: createTlsDestinationDispatcher(connector, () => runtime.destinationTls, settings.limits.httpActivityTimeout),
-    destinationTls,
-    transforms: [...settings.transforms]
-  }
+): Promise<InterceptedPath> {
+  const pki = await makeInterceptionPki(t)
   const app = Fastify({ logger: false })
-  app.removeAllContentTypeParsers()
-  app.addContentTypeParser('*', (_request, _payload, done) => done(null))
-  app.setErrorHandler(createProxyErrorHandler(settings))
-  app.all('*', async (request, reply) => {
-    await forwardRequest(request, reply, runtime, {
-      destination: { host: destinationHost, port: destinationPort },
-      scheme: 'https',
-      pathAndQuery: request.url,
-      applyMaxForwards: false
-    })
-    return reply
+  await app.register(forwardProxy, { destinations: LOOPBACK_TEST_POLICY, ...proxy })
+  await app.register(tlsInterception, {
+    certificateProvider: createCaCertificateProvider({ cert: pki.operatorCa.cert, key: pki.operatorCa.key }),
+    selector: { shouldIntercept: () => true },
+    ...interception
   })
-  app.addHook('onClose', async () => { await Promise.all([runtime.dispatcher.destroy(), runtime.tlsDispatcher.destroy()]) })
   await app.listen({ port: 0, host: '127.0.0.1' })
-  t.teardown(() => app.close())
-  return { app, url: `http://127.0.0.1:${(app.server.address() as AddressInfo).port}` }
+  const agent = new ProxyAgent({ uri: `http://127.0.0.1:${(app.server.address() as AddressInfo).port}`, requestTls: { ca: pki.operatorCa.cert } })
+  t.teardown(async () => { await agent.close(); await app.close() })
+  const authority = `${destinationHost}:${destinationPort}`
+  return {
+    app,
+    pki,
+    request: async (path, options = {}) => await request(`https://${authority}${path}`, { dispatcher: agent, method: options.method ?? 'GET', headers: options.headers ?? {} })
+  }
 }
