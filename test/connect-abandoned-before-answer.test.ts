@@ -1,9 +1,10 @@
 import { test, type Test } from 'tap'
-import { connect, createServer, type AddressInfo, type Socket } from 'node:net'
+import { connect, type Socket } from 'node:net'
 import { startProxy, type Proxy } from './helpers/servers'
 import { openTunnel, basic } from './helpers/raw-client'
 import { startTcpDestination } from './helpers/tcp-destination'
 import { eventually } from './helpers/eventually'
+import { startOrderedDestination, type OrderedDestination } from './helpers/ordered-destination'
 
 const ABANDONED = 40
 
@@ -39,47 +40,6 @@ async function abandonConnects (t: Test, proxy: Proxy, target: string, count: nu
 
 function afterTwoPolls (): Promise<void> {
   return new Promise((resolve) => setImmediate(() => setImmediate(() => setImmediate(resolve))))
-}
-
-/** A TCP destination that keeps its accepted connections in order and the bytes each sent. */
-interface OrderedDestination {
-  readonly port: number
-  /** Resolves once any connection was accepted. */
-  readonly firstAccepted: Promise<void>
-  /** Resolves with the index, in accept order, of the first connection that sends `text`. */
-  indexOfSender (text: string): Promise<number>
-}
-
-async function startOrderedDestination (t: Test): Promise<OrderedDestination> {
-  const received: string[] = []
-  const sockets: Socket[] = []
-  const listeners = new Set<() => void>()
-  let accepted: () => void = () => {}
-  const firstAccepted = new Promise<void>((resolve) => { accepted = resolve })
-  const server = createServer((socket) => {
-    const index = sockets.push(socket) - 1
-    received[index] = ''
-    accepted()
-    socket.on('error', () => {})
-    socket.on('data', (chunk: Buffer) => {
-      received[index] += chunk.toString()
-      for (const listener of listeners) listener()
-    })
-  })
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve))
-  t.teardown(() => new Promise<void>((resolve) => { for (const socket of sockets) socket.destroy(); server.close(() => resolve()) }))
-  return {
-    port: (server.address() as AddressInfo).port,
-    firstAccepted,
-    indexOfSender: (text) => new Promise((resolve) => {
-      const check = (): void => {
-        const index = received.findIndex((bytes) => bytes.includes(text))
-        if (index >= 0) { listeners.delete(check); resolve(index) }
-      }
-      listeners.add(check)
-      check()
-    })
-  }
 }
 
 /**

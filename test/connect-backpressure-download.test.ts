@@ -3,6 +3,7 @@ import { createHash, randomBytes } from 'node:crypto'
 import { startProxy } from './helpers/servers'
 import { openTunnel } from './helpers/raw-client'
 import { startTcpDestination } from './helpers/tcp-destination'
+import { settled } from './helpers/settled'
 
 const SIZE = 64 * 1024 * 1024
 const CHUNK = 1024 * 1024
@@ -20,8 +21,9 @@ test('tunnel relay backpressure, downstream: a client that stops reading stops t
     upstream.write(payload.subarray(offset, offset + CHUNK), () => { flushed += CHUNK })
   }
   upstream.end()
-  // A negative: give a proxy that ignored backpressure time to pull everything in.
-  await new Promise((resolve) => setTimeout(resolve, 500))
+  // Wait until the flow has stalled: a proxy that ignored backpressure would pull everything in
+  // before it did.
+  await settled(() => flushed)
   t.ok(flushed < SIZE / 4, `only ${flushed / CHUNK} of 64 MiB left the destination while the client was not reading`)
 
   const hash = createHash('sha256')

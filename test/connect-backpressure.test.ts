@@ -3,6 +3,7 @@ import { createHash, randomBytes } from 'node:crypto'
 import { startProxy } from './helpers/servers'
 import { openTunnel } from './helpers/raw-client'
 import { startTcpDestination } from './helpers/tcp-destination'
+import { settled } from './helpers/settled'
 
 const SIZE = 64 * 1024 * 1024
 const CHUNK = 1024 * 1024
@@ -20,8 +21,9 @@ test('tunnel relay backpressure: a destination that stops reading stops the clie
     tunnel.socket.write(payload.subarray(offset, offset + CHUNK), () => { flushed += CHUNK })
   }
   tunnel.socket.end()
-  // Give the proxy every chance to pull the whole payload in if it ignored backpressure.
-  await new Promise((resolve) => setTimeout(resolve, 500))
+  // Wait until the flow has stalled: a proxy that ignored backpressure would pull the whole
+  // payload in before it did.
+  await settled(() => flushed)
   t.ok(flushed < SIZE / 4, `only ${(flushed / 1048576).toFixed(0)} of 64 MiB left the client while the destination was not reading`)
 
   const hash = createHash('sha256')

@@ -1,12 +1,13 @@
 import { test } from 'tap'
 import { connect } from 'node:net'
-import { startProxy, startSentinel } from './helpers/servers'
-import { basic } from './helpers/raw-client'
+import { startProxy } from './helpers/servers'
+import { basic, openTunnel } from './helpers/raw-client'
+import { startOrderedDestination } from './helpers/ordered-destination'
 import { eventually } from './helpers/eventually'
 import type { ForwardProxyResolver } from '../lib/index'
 
 test('HOSTILE 38: a client that leaves during a slow credential check is never dialed for, and leaks no slot', async (t) => {
-  const sentinel = await startSentinel(t)
+  const destination = await startOrderedDestination(t)
   let clientClosed: () => void = () => {}
   const closed = new Promise<void>((resolve) => { clientClosed = resolve })
   let checking: () => void = () => {}
@@ -17,7 +18,7 @@ test('HOSTILE 38: a client that leaves during a slow credential check is never d
     resolver,
     auth: { validate: async () => { checking(); await closed; return true } }
   })
-  const socket = connect(proxy.port, '127.0.0.1', () => socket.write(`CONNECT slow-auth.test:${sentinel.port} HTTP/1.1\r\nHost: x\r\nProxy-Authorization: ${basic('alice', 'x')}\r\n\r\n`))
+  const socket = connect(proxy.port, '127.0.0.1', () => socket.write(`CONNECT slow-auth.test:${destination.port} HTTP/1.1\r\nHost: x\r\nProxy-Authorization: ${basic('alice', 'x')}\r\n\r\n`))
   socket.on('error', () => {})
   await checkStarted
   socket.resetAndDestroy()
@@ -26,9 +27,12 @@ test('HOSTILE 38: a client that leaves during a slow credential check is never d
   while (await serverConnections() > 0) await new Promise((resolve) => setTimeout(resolve, 10))
   clientClosed()
   await eventually(() => proxy.app.forwardProxy.activeTunnels === 0)
-  // A negative: give a wrongly started lookup and dial time to show up.
-  await new Promise((resolve) => setTimeout(resolve, 200))
-  t.same(lookups, [], 'the destination name was never resolved')
-  t.equal(sentinel.connections.length, 0, 'the destination was never dialed')
-  t.equal(proxy.app.forwardProxy.activeTunnels, 0)
+  // A probe after it: had the gone client's CONNECT been resolved and dialed, that lookup and
+  // connection would have come first.
+  const probe = await openTunnel(proxy.port, `probe.test:${destination.port}`, { 'Proxy-Authorization': basic('alice', 'x') })
+  t.equal(probe.status, 200)
+  probe.socket.write('probe')
+  t.equal(await destination.indexOfSender('probe'), 0, 'the destination was never dialed for the client that left')
+  t.same(lookups, ['probe.test'], 'the gone client\'s destination name was never resolved')
+  probe.socket.destroy()
 })

@@ -1,12 +1,13 @@
 import { test } from 'tap'
 import { connect } from 'node:net'
 import { startProxy } from './helpers/servers'
-import { startTcpDestination } from './helpers/tcp-destination'
+import { startOrderedDestination } from './helpers/ordered-destination'
+import { openTunnel } from './helpers/raw-client'
 import { eventually } from './helpers/eventually'
 import type { ForwardProxyResolver } from '../lib/index'
 
 test('HOSTILE 38: a client that leaves while the destination is being resolved releases its slot and nothing is dialed', async (t) => {
-  const destination = await startTcpDestination(t)
+  const destination = await startOrderedDestination(t)
   let lookupStarted: () => void = () => {}
   const started = new Promise<void>((resolve) => { lookupStarted = resolve })
   const slow: ForwardProxyResolver = async (_name, signal) => {
@@ -24,8 +25,11 @@ test('HOSTILE 38: a client that leaves while the destination is being resolved r
   // A reset: a FIN alone is a half-close, which a client may send after early data.
   socket.resetAndDestroy()
   await eventually(() => proxy.app.forwardProxy.activeTunnels === 0)
-  let dialed = false
-  void destination.nextConnection().then(() => { dialed = true })
-  await new Promise((resolve) => setTimeout(resolve, 400))
-  t.notOk(dialed, 'the destination was never dialed for a client that had gone')
+  // A probe through the same slow lookup: had the gone client's CONNECT been dialed, its
+  // connection would have come first.
+  const probe = await openTunnel(proxy.port, `slow.test:${destination.port}`)
+  t.equal(probe.status, 200)
+  probe.socket.write('probe')
+  t.equal(await destination.indexOfSender('probe'), 0, 'the destination was never dialed for a client that had gone')
+  probe.socket.destroy()
 })

@@ -1,28 +1,35 @@
 import { test } from 'tap'
 import { request } from 'undici'
-import { startProxy, startSentinel } from './helpers/servers'
+import { startProxy } from './helpers/servers'
+import { startOrderedDestination } from './helpers/ordered-destination'
 import { absoluteFormAgent } from './helpers/forward-client'
 import { eventually } from './helpers/eventually'
 
 test('SPEC 2.3: the transform\'s signal aborts when the client leaves, and the request is then not sent', async (t) => {
-  const sentinel = await startSentinel(t)
+  const destination = await startOrderedDestination(t)
   let aborted = false
   let entered = false
+  let calls = 0
   const proxy = await startProxy(t, {
     transforms: [{
       transformRequest (_request, _destination, _outgoing, signal) {
+        if (++calls > 1) return
         entered = true
         return new Promise<void>((resolve) => signal.addEventListener('abort', () => { aborted = true; resolve() }, { once: true }))
       }
     }]
   })
   const controller = new AbortController()
-  const pending = request(`http://127.0.0.1:${sentinel.port}/`, { dispatcher: absoluteFormAgent(t, proxy.url), signal: controller.signal })
+  const pending = request(`http://127.0.0.1:${destination.port}/left`, { dispatcher: absoluteFormAgent(t, proxy.url), signal: controller.signal })
   pending.catch(() => {})
   await eventually(() => entered)
   controller.abort()
   await eventually(() => aborted)
   t.ok(aborted)
-  await new Promise((resolve) => setTimeout(resolve, 50))
-  t.equal(sentinel.connections.length, 0)
+  // A probe after it: had the request been sent after all, its connection would have come first.
+  const stopProbe = new AbortController()
+  const probe = request(`http://127.0.0.1:${destination.port}/probe`, { dispatcher: absoluteFormAgent(t, proxy.url), signal: stopProbe.signal })
+  probe.catch(() => {})
+  t.equal(await destination.indexOfSender('/probe'), 0, 'the request of the client that left was never sent')
+  stopProbe.abort()
 })
