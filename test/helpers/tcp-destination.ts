@@ -1,5 +1,6 @@
 import { createServer, type AddressInfo, type Socket } from 'node:net'
 import type { Test } from 'tap'
+import { within } from './within'
 
 /** A raw TCP destination on 127.0.0.1 that hands each accepted socket to the test. */
 export interface TcpDestination {
@@ -31,9 +32,9 @@ export async function startTcpDestination (t: Test): Promise<TcpDestination> {
   }
 }
 
-/** Resolves once `socket` emits `event`. */
-export function once (socket: Socket, event: string): Promise<void> {
-  return new Promise((resolve) => socket.once(event, () => resolve()))
+/** Resolves once `socket` emits `event`; rejects with a message if it has not within `ms`. */
+export function once (socket: Socket, event: string, ms = 10_000): Promise<void> {
+  return within(new Promise((resolve) => socket.once(event, () => resolve())), `the socket's '${event}'`, ms)
 }
 
 /** Reads `socket` until it ends or closes; resolves with the text. */
