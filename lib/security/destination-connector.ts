@@ -32,29 +32,50 @@ export async function connectToDestination (
   signal?: AbortSignal,
   onread?: OnReadOpts
 ): Promise<Socket> {
-  const deadline = AbortSignal.timeout(settings.connectTimeout)
-  const abort = signal === undefined ? deadline : AbortSignal.any([signal, deadline])
-  const addresses = await resolveAllowed(destination, settings, abort, deadline)
-  if (addresses.some(({ address }) => settings.ownListeners?.includes(address, destination.port) === true)) {
-    throw new ProxyError('proxy_loop_detected', 'The destination is this proxy itself.', { details: 'the destination is this proxy' })
-  }
-  let lastError: unknown
-  for (const { address, family } of addresses) {
-    try {
-      return await dial({ host: address, port: destination.port, family, onread }, abort, deadline)
-    } catch (error) {
-      lastError = error
-      if (abort.aborted) break
+  // One controller and one timer per attempt, both gone when it ends: AbortSignal.timeout() would
+  // keep each attempt's signal and timer for the whole connectTimeout, thousands of them when
+  // clients open and abandon CONNECTs quickly.
+  const attempt = new AbortController()
+  const deadline: Deadline = { aborted: false }
+  const timer = setTimeout(() => {
+    deadline.aborted = true
+    attempt.abort(new ProxyError('connection_timeout', 'Connecting to the destination timed out.'))
+  }, settings.connectTimeout)
+  const onClientGone = (): void => { attempt.abort(signal?.reason) }
+  if (signal?.aborted === true) onClientGone()
+  else signal?.addEventListener('abort', onClientGone, { once: true })
+  const abort = attempt.signal
+  try {
+    const addresses = await resolveAllowed(destination, settings, abort, deadline)
+    if (addresses.some(({ address }) => settings.ownListeners?.includes(address, destination.port) === true)) {
+      throw new ProxyError('proxy_loop_detected', 'The destination is this proxy itself.', { details: 'the destination is this proxy' })
     }
+    let lastError: unknown
+    for (const { address, family } of addresses) {
+      try {
+        return await dial({ host: address, port: destination.port, family, onread }, abort, deadline)
+      } catch (error) {
+        lastError = error
+        if (abort.aborted) break
+      }
+    }
+    throw proxyErrorFromNetworkError(lastError)
+  } finally {
+    clearTimeout(timer)
+    signal?.removeEventListener('abort', onClientGone)
   }
-  throw proxyErrorFromNetworkError(lastError)
+}
+
+/** Whether an attempt's connectTimeout has passed. */
+interface Deadline {
+  aborted: boolean
 }
 
 async function resolveAllowed (
   destination: ForwardProxyDestination,
   settings: DestinationConnectorSettings,
   abort: AbortSignal,
-  deadline: AbortSignal
+  deadline: Deadline
 ): Promise<ResolvedAddress[]> {
   const literalFamily = isIP(destination.host)
   if (literalFamily === 4 || literalFamily === 6) {
@@ -87,7 +108,7 @@ interface DialTarget {
   readonly onread: OnReadOpts | undefined
 }
 
-function dial ({ host, port, family, onread }: DialTarget, abort: AbortSignal, deadline: AbortSignal): Promise<Socket> {
+function dial ({ host, port, family, onread }: DialTarget, abort: AbortSignal, deadline: Deadline): Promise<Socket> {
   return new Promise((resolve, reject) => {
     const socket = connect({ host, port, family, allowHalfOpen: true, noDelay: true, ...(onread === undefined ? {} : { onread }) })
     const onAbort = (): void => {

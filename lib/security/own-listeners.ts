@@ -7,6 +7,19 @@ export interface Listening {
   address (): AddressInfo | string | null
 }
 
+interface TrackedListener {
+  readonly server: Listening
+  cached: AddressInfo | string | null
+  cacheable: boolean
+}
+
+function addressOf (tracked: TrackedListener): AddressInfo | string | null {
+  if (tracked.cached !== null) return tracked.cached
+  const bound = tracked.server.address()
+  if (tracked.cacheable) tracked.cached = bound
+  return bound
+}
+
 /**
  * The proxy's own listening sockets, to refuse a destination that is the proxy itself (a CONNECT
  * or request to its own port would loop through it, each round taking another tunnel slot).
@@ -16,19 +29,31 @@ export interface Listening {
  * dials as this host, reaches every listener on its port.
  */
 export class OwnListeners {
-  readonly #servers = new Set<Listening>()
+  readonly #servers = new Set<TrackedListener>()
 
-  /** Tracks `server`; its address is read on every check, so it may start listening later. */
+  /**
+   * Tracks `server`; it may start listening later. The address of a server that emits
+   * `'listening'` and `'close'` is read once per listen (it costs a system call); any other's is
+   * read on every check.
+   */
   add (server: Listening): void {
-    this.#servers.add(server)
+    const tracked: TrackedListener = { server, cached: null, cacheable: false }
+    const emitter = server as Partial<Pick<NodeJS.EventEmitter, 'on'>>
+    if (typeof emitter.on === 'function') {
+      tracked.cacheable = true
+      const forget = (): void => { tracked.cached = null }
+      emitter.on.call(server, 'listening', forget)
+      emitter.on.call(server, 'close', forget)
+    }
+    this.#servers.add(tracked)
   }
 
   /** True when dialing `address`:`port` would reach one of the tracked listeners. */
   includes (address: string, port: number): boolean {
     const dialed = dialedAddressBytes(address)
     if (dialed === null) return false
-    for (const server of this.#servers) {
-      const bound = server.address()
+    for (const tracked of this.#servers) {
+      const bound = addressOf(tracked)
       if (bound === null || typeof bound === 'string' || bound.port !== port) continue
       if (isUnspecified(dialed)) return true
       const listening = dialedAddressBytes(bound.address)
