@@ -7,6 +7,7 @@ export { ProxyError, PROXY_ERROR_STATUS, type ProxyErrorType } from './diagnosti
 export { timingSafeEqualText } from './security/constant-time'
 export type * from '../types/index'
 export { proxyClientErrorHandler, createProxyClientErrorHandler } from './diagnostics/client-error-handler'
+export { proxyFrameworkErrors, createProxyFrameworkErrors, type ProxyFrameworkErrorHandler } from './diagnostics/framework-errors'
 export { createHostListSelector, ForwardProxyRuleError } from './interception/host-list-selector'
 export { createHeaderRulesTransform } from './forward/header-rules-transform'
 export { createCaCertificateProvider, CA_PROVIDER_DEFAULTS } from './certificates/ca-certificate-provider'

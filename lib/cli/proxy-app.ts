@@ -1,7 +1,8 @@
 import type { Http2SecureServer } from 'node:http2'
-import Fastify, { type FastifyInstance } from 'fastify'
+import Fastify, { type FastifyInstance, type FastifyServerOptions } from 'fastify'
 import { secondaryServersOf } from '../attach-server'
 import { proxyClientErrorHandler } from '../diagnostics/client-error-handler'
+import { proxyFrameworkErrors } from '../diagnostics/framework-errors'
 import type { ListenerConfig } from './config'
 import { http2ServerOptions, prepareHttp2Server } from './http2-listener'
 import type { ListenerTlsFiles } from './listener-tls'
@@ -19,9 +20,10 @@ export function createProxyApp (first: ListenerConfig, files: ListenerTlsFiles |
   const common = { ...proxyLoggerOptions(config.log, config.headers), clientErrorHandler: proxyClientErrorHandler }
   const http2 = first.http2 === true && files !== undefined
   const app = http2
-    ? Fastify({ ...common, http2: true, https: http2ServerOptions(files), http2SessionTimeout: HTTP2_SESSION_TIMEOUT }) as unknown as FastifyInstance
+    ? Fastify({ ...common, frameworkErrors: proxyFrameworkErrors as unknown as FastifyServerOptions<Http2SecureServer>['frameworkErrors'], http2: true, https: http2ServerOptions(files), http2SessionTimeout: HTTP2_SESSION_TIMEOUT }) as unknown as FastifyInstance
     : Fastify({
       ...common,
+      frameworkErrors: proxyFrameworkErrors,
       keepAliveTimeout: SERVER_TIMEOUTS.keepAliveTimeout,
       requestTimeout: SERVER_TIMEOUTS.requestTimeout,
       ...(files === undefined ? { http: { headersTimeout: SERVER_TIMEOUTS.headersTimeout } } : { https: { ...files, headersTimeout: SERVER_TIMEOUTS.headersTimeout, handshakeTimeout: TLS_HANDSHAKE_TIMEOUT } })
