@@ -4,8 +4,10 @@ import { matchesAny, type HostPattern } from '../security/host-pattern'
 import { compileHostPatterns, ForwardProxyRuleError } from '../interception/host-list-selector'
 
 const TOKEN = /^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/
-// Values become header field values as given: no line breaks (header injection), no NUL.
-const UNSAFE_VALUE = /[\r\n\0]/
+// Values become header field values as given, so they must be what Node accepts in one: tab,
+// visible ASCII, space and obs-text bytes; no line breaks (header injection), NUL, other controls,
+// DEL or characters past U+00FF, which would fail every matching request instead of start-up.
+const UNSAFE_VALUE = /[^\t\x20-\x7e\x80-\xff]/
 
 // Framing and routing are the proxy's: a rule changing them would break or re-route the message.
 const REQUEST_NAMES_REFUSED = new Set([
@@ -30,7 +32,8 @@ interface CompiledRule {
  * whose hosts match the destination, in rule order, request headers are removed then set
  * before the request leaves, and response headers removed then set before the head reaches
  * the client. Header names are matched case-insensitively. It applies to intercepted requests
- * and to `http://` forwarding alike (transforms run for both).
+ * and to `http://` forwarding alike (transforms run for both), except that `set` headers are
+ * never added to a TRACE, whose response echoes the request.
  * @throws ForwardProxyRuleError naming the first unusable rule entry.
  */
 export function createHeaderRulesTransform (rules: readonly ForwardProxyHeaderRule[]): ForwardProxyRequestTransform {
@@ -39,9 +42,12 @@ export function createHeaderRulesTransform (rules: readonly ForwardProxyHeaderRu
   const matching = (host: string): CompiledRule[] => compiled.filter((rule) => matchesAny(rule.hosts, host))
   return {
     transformRequest (_request, destination, outgoing) {
+      // A TRACE is answered with the request it received: a header set here (an injected
+      // credential) would come back to the client in the body.
+      const echoed = outgoing.method === 'TRACE'
       for (const rule of matching(destination.host)) {
         for (const name of rule.remove) Reflect.deleteProperty(outgoing.headers, name)
-        for (const [name, value] of rule.set) outgoing.headers[name] = value
+        if (!echoed) for (const [name, value] of rule.set) outgoing.headers[name] = value
       }
     },
     transformResponse (_request, destination, response) {
@@ -76,7 +82,7 @@ function compileSet (values: Readonly<Record<string, string>> | undefined, path:
   return Object.entries(values).map(([name, value]) => {
     const lower = headerName(name, `${path}.${name}`, refused)
     // The value may be a secret (an injected credential): never quote it in the message.
-    if (typeof value !== 'string' || UNSAFE_VALUE.test(value)) throw new ForwardProxyRuleError(`${path}.${lower} must be a string without line breaks or NUL`)
+    if (typeof value !== 'string' || UNSAFE_VALUE.test(value)) throw new ForwardProxyRuleError(`${path}.${lower} must be a string of characters allowed in a header value (tab, visible ASCII, space, U+0080 to U+00FF): no line breaks, controls, DEL or characters past U+00FF`)
     return [lower, value]
   })
 }

@@ -2,12 +2,15 @@
 export type HeaderRecord = Record<string, string | string[]>
 
 const TOKEN = /^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/
-// No line breaks (header injection) and no NUL in a field value.
-const UNSAFE_VALUE = /[\r\n\0]/
+// What Node accepts in a field value: tab, visible ASCII, space and obs-text bytes. Anything else
+// (line breaks for header injection, NUL, other controls, DEL, characters past U+00FF) would make
+// Node refuse the message after the transform, failing the request for a reason nobody can see.
+const UNSAFE_VALUE = /[^\t\x20-\x7e\x80-\xff]/
 
 /**
  * Returns the first header a transform left unusable (a name that is not a lower-case token,
- * a value that is not a string or holds CR, LF or NUL, or one of `refused`), or null when all are fine.
+ * a value that is not a string or holds a character Node refuses in a field value (CR, LF, NUL,
+ * other controls, DEL, anything past U+00FF), or one of `refused`), or null when all are fine.
  */
 export function invalidHeader (headers: HeaderRecord, refused: ReadonlySet<string>): string | null {
   if (typeof headers !== 'object' || headers === null) return 'headers'
@@ -19,9 +22,12 @@ export function invalidHeader (headers: HeaderRecord, refused: ReadonlySet<strin
   return null
 }
 
-/** Builds a header record (lower-case names, repeats as arrays) from flat name/value pairs. */
+/**
+ * Builds a header record (lower-case names, repeats as arrays) from flat name/value pairs. It has
+ * no prototype, so a client's `constructor` or `__proto__` header is a header like any other.
+ */
 export function headerRecordOf (flat: readonly string[]): HeaderRecord {
-  const record: HeaderRecord = {}
+  const record = Object.create(null) as HeaderRecord
   for (let i = 0; i + 1 < flat.length; i += 2) {
     const name = (flat[i] as string).toLowerCase()
     const value = flat[i + 1] as string
@@ -31,9 +37,12 @@ export function headerRecordOf (flat: readonly string[]): HeaderRecord {
   return record
 }
 
-/** A deep copy of a header record, so a transform's edits never reach the object it came from. */
+/**
+ * A deep copy of a header record, so a transform's edits never reach the object it came from;
+ * without a prototype, like {@link headerRecordOf}'s.
+ */
 export function copyHeaderRecord (headers: Readonly<Record<string, string | string[] | undefined>>): HeaderRecord {
-  const copy: HeaderRecord = {}
+  const copy = Object.create(null) as HeaderRecord
   for (const [name, value] of Object.entries(headers)) {
     if (value !== undefined) copy[name] = Array.isArray(value) ? [...value] : value
   }

@@ -1,0 +1,51 @@
+import { test } from 'tap'
+import { startOrigin, startProxy } from './helpers/servers'
+import { rawExchange } from './helpers/raw-client'
+import { createHeaderRulesTransform, ForwardProxyRuleError } from '../lib/index'
+import { parseConfig } from '../lib/cli/config'
+
+test('attacker finding 9: request headers named after Object members (constructor, toString) toward a host with header rules are forwarded, never a 500 or a stack in the log', async (t) => {
+  const origin = await startOrigin(t)
+  const logs: string[] = []
+  const proxy = await startProxy(t, {
+    transforms: [createHeaderRulesTransform([{ hosts: ['127.0.0.1'], set: { 'x-token': 'T' } }])]
+  }, undefined, { logger: { level: 'error', stream: { write: (line: string) => { logs.push(line) } } } })
+  for (const name of ['constructor', 'toString', 'hasOwnProperty', 'valueOf']) {
+    const answer = await rawExchange(proxy.port, `GET http://127.0.0.1:${origin.port}/${name} HTTP/1.1\r\nHost: x\r\n${name}: v\r\nConnection: close\r\n\r\n`)
+    t.equal(answer.status, 200, `a "${name}" header`)
+    const seen = origin.requests.find((request) => request.url === `/${name}`)
+    t.equal(seen?.headers[name.toLowerCase()], 'v', 'forwarded as sent')
+    t.equal(seen?.headers['x-token'], 'T', 'the rule still applied')
+  }
+  t.same(logs, [], 'nothing logged as an error')
+})
+
+test('attacker finding 9: header-rule values Node would refuse (U+2028, U+0100, VT, DEL) are refused at start-up, naming the key but not the value', async (t) => {
+  for (const code of [0x2028, 0x0100, 0x0b, 0x7f]) {
+    const bad = `a${String.fromCodePoint(code)}b`
+    const label = `U+${code.toString(16).padStart(4, '0')}`
+    const error = t.throws(() => createHeaderRulesTransform([{ hosts: ['a.example'], set: { authorization: `Bearer ${bad}` } }]), label) as Error | undefined
+    t.ok(error instanceof ForwardProxyRuleError, label)
+    t.match(error?.message, /headers\[0\]\.set\.authorization must be a string of characters allowed in a header value/)
+    t.notMatch(error?.message, /Bearer/, 'the value (a secret) is not quoted')
+    t.throws(() => parseConfig({ listen: [{ host: '127.0.0.1', port: 0 }], headers: [{ hosts: ['a.example'], set: { authorization: `Bearer ${bad}` } }] }, 'proxy.json', '/srv'), /must be a string of characters allowed in a header value/, 'the server refuses the file')
+  }
+  t.doesNotThrow(() => createHeaderRulesTransform([{ hosts: ['a.example'], set: { 'x-latin1': 'caf\u00e9', 'x-tab': 'a\tb' } }]), 'tab and obs-text stay allowed')
+})
+
+test('attacker finding 9: header-rule credentials are never added to a TRACE, whose response echoes the request', async (t) => {
+  const origin = await startOrigin(t)
+  const proxy = await startProxy(t, {
+    transforms: [createHeaderRulesTransform([{ hosts: ['127.0.0.1'], set: { authorization: 'Bearer server-side-secret' }, remove: ['cookie'] }])]
+  })
+  const traced = await rawExchange(proxy.port, `TRACE http://127.0.0.1:${origin.port}/trace HTTP/1.1\r\nHost: x\r\nMax-Forwards: 3\r\nCookie: c=1\r\nConnection: close\r\n\r\n`)
+  t.equal(traced.status, 200)
+  const seen = origin.requests.find((request) => request.url === '/trace')
+  t.equal(seen?.method, 'TRACE')
+  t.equal(seen?.headers.authorization, undefined, 'no credential in the request the origin echoes')
+  t.equal(seen?.headers.cookie, undefined, 'remove still applies')
+  t.notMatch(traced.text, /server-side-secret/)
+  const got = await rawExchange(proxy.port, `GET http://127.0.0.1:${origin.port}/get HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n`)
+  t.equal(got.status, 200)
+  t.equal(origin.requests.find((request) => request.url === '/get')?.headers.authorization, 'Bearer server-side-secret', 'other methods still get it')
+})
