@@ -32,11 +32,13 @@ export interface DevelopmentCa {
  * The development CA of `dataDirectory` (`ca.pem`, `ca.key`): created on first use, reused
  * afterwards. Creating makes the directory with mode 0700, writes the key with mode 0600 to a
  * temporary file linked into place (never readable by others, never clobbering a file another
- * process put there meanwhile), then the certificate with mode 0644. Reusing refuses a key file
- * readable by group or others (as ssh does) and loads the pair through
+ * process put there meanwhile), then the certificate with mode 0644. An existing data directory
+ * must belong to the proxy's user and be writable by it alone; reusing refuses files another
+ * user owns and a key file readable by group or others (as ssh does), and loads the pair through
  * `createCaCertificateProvider`'s checks. Existing files are never overwritten: a CA clients
  * may already trust is replaced only by the operator.
- * @throws ForwardProxyCertificateError (`bad_ca_key` for a key file that is too open,
+ * @throws ForwardProxyCertificateError (`bad_ca_key` for a key file that is too open or another
+ * user's, or a data directory another user owns or may write,
  * `bad_ca_certificate` for one file without the other, or the provider's own reasons for an
  * expired or unusable CA), its message saying which files to remove. Messages never hold key
  * material.
@@ -44,6 +46,7 @@ export interface DevelopmentCa {
 export async function openDevelopmentCa (dataDirectory: string, options: DevelopmentCaOptions = {}): Promise<DevelopmentCa> {
   const certPath = join(dataDirectory, DEVELOPMENT_CA_FILES.cert)
   const keyPath = join(dataDirectory, DEVELOPMENT_CA_FILES.key)
+  if (exists(dataDirectory)) checkDirectory(dataDirectory)
   const certExists = exists(certPath)
   const keyExists = exists(keyPath)
   let created = false
@@ -53,6 +56,8 @@ export async function openDevelopmentCa (dataDirectory: string, options: Develop
   } else if (!certExists || !keyExists) {
     throw new ForwardProxyCertificateError('bad_ca_certificate', `the development CA in ${dataDirectory} is incomplete: ${certExists ? keyPath : certPath} is missing. Remove ${certExists ? certPath : keyPath} to have a new development CA created (clients must then trust the new ${DEVELOPMENT_CA_FILES.cert})`)
   }
+  checkOwner(keyPath, 'the development CA key')
+  checkOwner(certPath, 'the development CA certificate')
   checkKeyFileMode(keyPath)
   const cert = readFileSync(certPath)
   const key = readFileSync(keyPath)
@@ -103,6 +108,33 @@ function writeNewFile (path: string, text: string, mode: number): void {
     throw error
   } finally {
     try { unlinkSync(temporary) } catch {}
+  }
+}
+
+/**
+ * Refuses a data directory that another user owns, or that group or others may write: whoever
+ * can write there could put in a CA key of their own (or read the one made there), and the leaves
+ * it signs are the ones clients trust.
+ */
+function checkDirectory (dataDirectory: string): void {
+  if (process.platform === 'win32') return
+  const stats = statSync(dataDirectory)
+  const uid = process.getuid?.()
+  if (uid !== undefined && stats.uid !== uid) {
+    throw new ForwardProxyCertificateError('bad_ca_key', `the development CA's data directory ${dataDirectory} is owned by uid ${stats.uid}, not by the proxy's user (uid ${uid}): another user could replace the CA. Use a directory of the proxy's user ("chown ${uid} ${dataDirectory}", "chmod 700 ${dataDirectory}"), or set dataDirectory`)
+  }
+  if ((stats.mode & 0o022) !== 0) {
+    throw new ForwardProxyCertificateError('bad_ca_key', `permissions ${octalMode(stats.mode & 0o777)} for the development CA's data directory ${dataDirectory} let other users write there and replace the CA. Run "chmod 700 ${dataDirectory}", and if a CA is already in it and others could have written there, remove it to have a new one created`)
+  }
+}
+
+/** Refuses a development CA file another user owns: they could have put their own CA in its place. */
+function checkOwner (path: string, what: string): void {
+  const uid = process.getuid?.()
+  if (process.platform === 'win32' || uid === undefined) return
+  const owner = statSync(path).uid
+  if (owner !== uid) {
+    throw new ForwardProxyCertificateError('bad_ca_key', `${what} ${path} is owned by uid ${owner}, not by the proxy's user (uid ${uid}): another user may control it. If it is the CA you made, run "chown ${uid} ${path}"; otherwise remove the development CA files to have a new CA created`)
   }
 }
 
