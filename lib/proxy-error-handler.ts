@@ -37,6 +37,8 @@ export function createProxyErrorHandler (settings: ResolvedProxySettings) {
     const extra: Record<string, string> = proxyError.status === 407 && settings.auth !== null
       ? { 'proxy-authenticate': proxyAuthenticateChallenge(settings.auth.realm) }
       : {}
+    // A 408 leaves the request body unread: the HTTP/1.1 connection cannot carry another request.
+    if (proxyError.status === 408 && request.raw.httpVersionMajor === 1) extra.connection = 'close'
     sendProxyError(reply, settings.pseudonym, proxyError, extra)
   }
 }

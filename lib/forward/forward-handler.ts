@@ -125,7 +125,7 @@ export async function forwardRequest (
     path: pathAndQuery,
     method: request.method,
     headers,
-    body: hasBody(request, received) ? countedBody(raw, (bytes) => countBytesIn(request, bytes)) : null,
+    body: hasBody(request, received) ? countedBody(raw, (bytes) => countBytesIn(request, bytes), runtime.settings.limits.httpActivityTimeout) : null,
     signal: departure
   }).catch((error: unknown) => { throw fromDispatchError(error) })
 
