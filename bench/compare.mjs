@@ -41,9 +41,11 @@ async function main () {
     if (tools.found.hey === undefined) print('http:// forwarding uses bench/load.mjs: hey is not installed')
     else settings.heyPath = tools.found.hey
   }
-  if (tools.found.hey === undefined) {
+  // The -hey tunnel scenarios need hey, and nginx as the origin (TLS on 127.0.0.1 too).
+  const heyMissing = tools.found.hey === undefined ? 'hey is not installed' : settings.origin !== 'nginx' || tools.found.nginx === undefined ? 'they need nginx as the origin' : undefined
+  if (heyMissing !== undefined) {
     const skipped = settings.scenarios.filter((scenario) => SCENARIOS[scenario]?.hey !== undefined)
-    if (skipped.length > 0) print(`skipping ${skipped.join(', ')}: hey is not installed`)
+    if (skipped.length > 0) print(`skipping ${skipped.join(', ')}: ${heyMissing}`)
     settings.scenarios = settings.scenarios.filter((scenario) => !skipped.includes(scenario))
   }
   print(`client: ${settings.heyPath === undefined ? 'bench/load.mjs (undici)' : 'hey for http:// forwarding and the -hey scenarios, bench/load.mjs (undici) for the rest'}`)
