@@ -5,6 +5,7 @@ import type { FastifyInstance } from 'fastify'
 import { createConnectListener } from './connect/connect-listener'
 import { markConnectionUsed } from './connect/http1-connection'
 import { closeSilentConnections } from './first-byte-timeout'
+import { limitEarlyStreamResets } from './security/stream-reset-limit'
 
 /** How a server is joined to the proxy. */
 export interface AttachOptions {
@@ -15,6 +16,11 @@ export interface AttachOptions {
    * sending a byte (`limits.firstByteTimeout`), or null to leave silent connections alone.
    */
   readonly firstByteTimeout: number | null
+  /**
+   * Streams an HTTP/2 client may reset before they are answered, per connection and 10 s,
+   * before its connection is closed (`limits.maxStreamResets`).
+   */
+  readonly maxStreamResets: number
 }
 
 const attached = new WeakSet<object>()
@@ -26,7 +32,8 @@ export type ProxyServer = HttpServer | HttpsServer | Http2SecureServer
  * Makes a Node server carry the proxy: an HTTP/1.1 server (plain or TLS), or an HTTP/2 TLS
  * server (with `allowHTTP1`, both protocols). `'connect'` opens tunnels, and every HTTP/1.1
  * request marks its connection as used, so a later CONNECT on it gets 501. A plain-text server's
- * connections that stay silent past `firstByteTimeout` are closed. Attaching the same server
+ * connections that stay silent past `firstByteTimeout` are closed, and an HTTP/2 connection that
+ * resets too many streams before their answer is closed. Attaching the same server
  * twice does nothing.
  */
 export function attachProxyToServer (server: ProxyServer, fastify: FastifyInstance, pseudonym: string, options: AttachOptions): void {
@@ -37,6 +44,7 @@ export function attachProxyToServer (server: ProxyServer, fastify: FastifyInstan
   if (options.routeRequests) events.on('request', (req, res) => fastify.routing(req, res))
   events.on('connect', createConnectListener(fastify, pseudonym))
   if (options.firstByteTimeout !== null) closeSilentConnections(server, options.firstByteTimeout)
+  limitEarlyStreamResets(server, options.maxStreamResets)
 }
 
 /**

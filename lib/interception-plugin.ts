@@ -22,7 +22,8 @@ async function tlsInterceptionPlugin (fastify: FastifyInstance, options: TlsInte
     endpoint: new InterceptionEndpoint(fastify, {
       clientProtocols: settings.clientProtocols,
       handshakeTimeout: settings.handshakeTimeout,
-      pseudonym: runtime.settings.pseudonym
+      pseudonym: runtime.settings.pseudonym,
+      maxStreamResets: runtime.settings.limits.maxStreamResets
     }),
     selector: settings.selector,
     certificateProvider: settings.certificateProvider

@@ -14,7 +14,9 @@ export const DEFAULT_LIMITS = {
   tunnelIdleTimeout: 300_000,
   httpActivityTimeout: 100_000,
   connectTimeout: 10_000,
-  firstByteTimeout: 10_000
+  firstByteTimeout: 10_000,
+  maxConcurrentRequests: 10_000,
+  maxStreamResets: 100
 } as const
 
 /** Default pseudonym in `Via` and `Proxy-Status`. */
@@ -53,7 +55,7 @@ const KNOWN_KEYS: Record<string, readonly string[]> = {
   auth: ['realm', 'users', 'validate', 'failureLimit'],
   'auth.failureLimit': ['maxFailures', 'window'],
   destinations: ['allowedHosts', 'deniedHosts', 'allowedPorts', 'allowPrivateNetworks', 'allowedNetworks'],
-  limits: ['maxConcurrentTunnels', 'tunnelIdleTimeout', 'httpActivityTimeout', 'connectTimeout', 'firstByteTimeout']
+  limits: ['maxConcurrentTunnels', 'tunnelIdleTimeout', 'httpActivityTimeout', 'connectTimeout', 'firstByteTimeout', 'maxConcurrentRequests', 'maxStreamResets']
 }
 
 // Fastify passes its own keys (prefix, logLevel, ...) to every plugin; they are not ours to judge.
@@ -193,7 +195,7 @@ function asArray (option: string, value: unknown): unknown[] {
 
 function resolveLimits (limits: ForwardProxyOptions['limits']): ResolvedProxySettings['limits'] {
   if (limits !== undefined && (typeof limits !== 'object' || limits === null)) throw new ForwardProxyOptionsError('limits', 'must be an object')
-  return positiveIntegers('limits', DEFAULT_LIMITS, limits, new Set(['maxConcurrentTunnels']))
+  return positiveIntegers('limits', DEFAULT_LIMITS, limits, new Set(['maxConcurrentTunnels', 'maxConcurrentRequests', 'maxStreamResets']))
 }
 
 /** Fills `defaults` in `value` and checks every entry is an integer from 1 to 2^31 - 1 (milliseconds unless a count). */

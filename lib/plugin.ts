@@ -8,6 +8,7 @@ import { proxyRouteConstraint } from './proxy-route-constraint'
 import { proxyRoutes } from './proxy-routes'
 import { attachProxyToServer, secondaryServersOf, type ProxyServer } from './attach-server'
 import { TunnelRegistry } from './connect/tunnel-registry'
+import { ConcurrencyLimit } from './concurrency-limit'
 import { DestinationPolicy } from './security/destination-policy'
 import { OwnListeners } from './security/own-listeners'
 import { createDestinationDispatcher } from './forward/destination-dispatcher'
@@ -30,6 +31,7 @@ async function forwardProxyPlugin (fastify: FastifyInstance, options: ForwardPro
     policy,
     connector,
     tunnels: new TunnelRegistry(settings.limits.maxConcurrentTunnels),
+    forwardedRequests: new ConcurrencyLimit(settings.limits.maxConcurrentRequests),
     dispatcher: createDestinationDispatcher(connector, settings.limits.httpActivityTimeout),
     tlsDispatcher: createTlsDestinationDispatcher(connector, () => runtime.destinationTls, settings.limits.httpActivityTimeout),
     destinationTls: DEFAULT_DESTINATION_TLS,
@@ -50,10 +52,11 @@ async function forwardProxyPlugin (fastify: FastifyInstance, options: ForwardPro
 
   const attach = (server: ProxyServer, routeRequests: boolean): void => {
     ownListeners.add(server)
-    attachProxyToServer(server, fastify, settings.pseudonym, { routeRequests, firstByteTimeout: settings.limits.firstByteTimeout })
+    attachProxyToServer(server, fastify, settings.pseudonym, { routeRequests, firstByteTimeout: settings.limits.firstByteTimeout, maxStreamResets: settings.limits.maxStreamResets })
   }
   const control: ForwardProxyControl = {
     get activeTunnels () { return runtime.tunnels.active },
+    get activeRequests () { return runtime.forwardedRequests.active },
     get interceptionAddress () { return runtime.interception === undefined ? null : INTERCEPTION_ADDRESS },
     attachServer: (server) => attach(server, true),
     addOwnListener: (server) => ownListeners.add(server),

@@ -2,6 +2,7 @@ import type { Agent } from 'undici'
 import type { ForwardProxyRequestTransform } from '../types/interception'
 import type { ResolvedProxySettings } from './options'
 import type { TunnelRegistry } from './connect/tunnel-registry'
+import type { ConcurrencyLimit } from './concurrency-limit'
 import type { DestinationPolicy } from './security/destination-policy'
 import type { DestinationConnectorSettings } from './security/destination-connector'
 import type { DestinationTlsSettings } from './forward/destination-tls-settings'
@@ -14,6 +15,8 @@ export interface ProxyRuntime {
   readonly policy: DestinationPolicy
   readonly connector: DestinationConnectorSettings
   readonly tunnels: TunnelRegistry
+  /** Forwarded requests in flight (`http://` and inside intercepted tunnels), against `limits.maxConcurrentRequests`. */
+  readonly forwardedRequests: ConcurrencyLimit
   /** Carries requests to `http://` destinations. */
   readonly dispatcher: Agent
   /** Carries requests to `https://` destinations (inside intercepted tunnels), reading `destinationTls` on every connect. */
@@ -24,7 +27,7 @@ export interface ProxyRuntime {
    */
   destinationTls: DestinationTlsSettings
   /**
-   * Transforms run on every forwarded request, in this order (SPEC 2.3 rule 6): the
+   * Transforms run on every forwarded request, in this order: the
    * `transforms` option first, then `fastify.forwardProxy.addTransform` calls (the
    * tlsInterception plugin appends its own). Not changed once the server is ready.
    */

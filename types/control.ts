@@ -8,6 +8,8 @@ import type { ForwardProxyInterceptionAddress, ForwardProxyRequestTransform } fr
 export interface ForwardProxyControl {
   /** CONNECT tunnels open or being opened right now. */
   readonly activeTunnels: number
+  /** Forwarded requests (`http://` and inside intercepted tunnels) in flight right now. */
+  readonly activeRequests: number
   /**
    * The address of the in-memory interception endpoint (SPEC 4.5.4),
    * `'https://forward-proxy-tls-interception'` once tlsInterception is registered, else null.

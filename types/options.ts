@@ -63,7 +63,7 @@ export interface ForwardProxyDestinationOptions {
   allowedNetworks?: readonly string[]
 }
 
-/** Limits (SPEC 8). All durations in milliseconds. */
+/** Limits and timeouts. All durations in milliseconds. */
 export interface ForwardProxyLimitOptions {
   /** Concurrent CONNECT tunnels; beyond it 503 `connection_limit_reached`. Default 10000. */
   maxConcurrentTunnels?: number
@@ -79,6 +79,18 @@ export interface ForwardProxyLimitOptions {
    * bounded by their handshake timeout instead. Default 10000 (10 s).
    */
   firstByteTimeout?: number
+  /**
+   * Forwarded requests in flight at once (`http://` forwarding and requests inside intercepted
+   * tunnels, each holding a client and a destination connection); beyond it 503
+   * `connection_limit_reached`. Default 10000.
+   */
+  maxConcurrentRequests?: number
+  /**
+   * An HTTP/2 client connection that resets more than this many streams before the proxy
+   * answered them, within 10 seconds, is closed with GOAWAY `ENHANCE_YOUR_CALM` (the "rapid
+   * reset" attack: each stream costs the proxy work the client never waits for). Default 100.
+   */
+  maxStreamResets?: number
 }
 
 /** Options of `fastify.register(forwardProxy, options)`. */

@@ -75,7 +75,9 @@ export const CONFIG_SCHEMA = {
         tunnelIdleTimeout: { type: 'integer', minimum: 1, maximum: 2147483647 },
         httpActivityTimeout: { type: 'integer', minimum: 1, maximum: 2147483647 },
         connectTimeout: { type: 'integer', minimum: 1, maximum: 2147483647 },
-        firstByteTimeout: { type: 'integer', minimum: 1, maximum: 2147483647 }
+        firstByteTimeout: { type: 'integer', minimum: 1, maximum: 2147483647 },
+        maxConcurrentRequests: { type: 'integer', minimum: 1, maximum: 2147483647 },
+        maxStreamResets: { type: 'integer', minimum: 1, maximum: 2147483647 }
       }
     },
     interception: {

@@ -37,7 +37,7 @@ export interface ProxyServerConfig {
     allowPrivateNetworks?: boolean
     allowedNetworks?: string[]
   }
-  limits?: { maxConcurrentTunnels?: number, tunnelIdleTimeout?: number, httpActivityTimeout?: number, connectTimeout?: number, firstByteTimeout?: number }
+  limits?: { maxConcurrentTunnels?: number, tunnelIdleTimeout?: number, httpActivityTimeout?: number, connectTimeout?: number, firstByteTimeout?: number, maxConcurrentRequests?: number, maxStreamResets?: number }
   interception?: InterceptionConfig
   headers?: ForwardProxyHeaderRule[]
   dataDirectory: string

@@ -25,7 +25,7 @@ export function startupSummary (config: ProxyServerConfig, urls: readonly string
     ...urls.map((url, i) => `  listening on ${url} (${config.listen[i]?.http2 === true ? 'HTTP/1.1 + HTTP/2' : 'HTTP/1.1'})`),
     users > 0 ? `  authentication: on (Basic, ${users} user${users === 1 ? '' : 's'})` : '  authentication: OFF (anyone who can reach a listener can use the proxy)',
     `  destinations: hosts ${(d.allowedHosts ?? ['*']).join(', ')}${denied}; ${ports}; ${networks}`,
-    `  limits: ${limits.maxConcurrentTunnels} tunnels, tunnel idle ${limits.tunnelIdleTimeout} ms, http activity ${limits.httpActivityTimeout} ms, connect ${limits.connectTimeout} ms`,
+    `  limits: ${limits.maxConcurrentTunnels} tunnels, ${limits.maxConcurrentRequests} forwarded requests in flight, tunnel idle ${limits.tunnelIdleTimeout} ms, http activity ${limits.httpActivityTimeout} ms, connect ${limits.connectTimeout} ms, first byte ${limits.firstByteTimeout} ms, ${limits.maxStreamResets} HTTP/2 stream resets per 10 s`,
     config.interception === undefined ? '  interception: off' : interceptionLine(config.interception, developmentCa),
     ...(developmentCa === undefined ? [] : developmentCaNotice(developmentCa)),
     ...(config.headers === undefined || config.headers.length === 0 ? [] : [`  header rules: ${config.headers.length} (${config.headers.map((rule) => rule.hosts.join(', ')).join('; ')})`]),

@@ -13,7 +13,7 @@ import type { ForwardProxyCertificateProvider } from '../../types/interception'
 import { decideInterception } from '../interception/tunnel-decision'
 import { countInterceptedTunnel, countRequestOutcome } from '../diagnostics/proxy-metrics'
 import { recordTunnelOpen, type TunnelKind } from '../diagnostics/tunnel-metrics'
-import { finishTunnel, tunnelTraceContextOf } from '../diagnostics/request-telemetry'
+import { finishAbandonedConnect, finishTunnel, tunnelTraceContextOf } from '../diagnostics/request-telemetry'
 import { createDestinationReader } from './destination-reader'
 
 /**
@@ -36,6 +36,7 @@ export async function openConnectTunnel (
   // The client may have left while hooks ran (a slow credential check) or before: dial nothing for it.
   if (client.gone) {
     reply.hijack()
+    finishAbandonedConnect(request, reply)
     return
   }
   if (destination === null) {
@@ -68,6 +69,8 @@ export async function openConnectTunnel (
   if (client.gone) {
     upstream?.destroy()
     release()
+    reply.hijack()
+    finishAbandonedConnect(request, reply)
     return
   }
 

@@ -1,5 +1,6 @@
 import type { Http2Stream } from 'node:http2'
 import type { Duplex } from 'node:stream'
+import { ConcurrencyLimit } from '../concurrency-limit'
 
 /**
  * Counts open CONNECT tunnels against `maxConcurrentTunnels` and remembers their sockets (the
@@ -8,31 +9,23 @@ import type { Duplex } from 'node:stream'
  * (a connect in progress counts) and given back exactly once.
  */
 export class TunnelRegistry {
-  readonly #max: number
+  readonly #slots: ConcurrencyLimit
   readonly #open = new Set<Duplex>()
-  #reserved = 0
 
   constructor (maxConcurrentTunnels: number) {
-    this.#max = maxConcurrentTunnels
+    this.#slots = new ConcurrencyLimit(maxConcurrentTunnels)
   }
 
   /** Tunnels open or being opened. */
   get active (): number {
-    return this.#reserved
+    return this.#slots.active
   }
 
   /**
    * Reserves a slot; returns a release function (idempotent), or null when the limit is reached.
    */
   tryReserve (): (() => void) | null {
-    if (this.#reserved >= this.#max) return null
-    this.#reserved++
-    let released = false
-    return () => {
-      if (released) return
-      released = true
-      this.#reserved--
-    }
+    return this.#slots.tryReserve()
   }
 
   /** Tracks the streams of an open tunnel until they close. */

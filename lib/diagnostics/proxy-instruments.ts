@@ -52,7 +52,7 @@ function createInstruments (meter: Meter): ProxyInstruments {
   return {
     enabled: meter.constructor !== NOOP_METER_CLASS,
     requests: counter('forward_proxy.requests', '{request}', 'Requests that reached the forward proxy, by kind (connect, forward, intercepted) or outcome (intercepted).'),
-    requestOutcomes: counter('forward_proxy.request.outcomes', '{request}', 'Proxy requests and tunnels by kind (connect, forward, intercepted) and what became of them (tunnel, intercepted, answered, refused, failed).'),
+    requestOutcomes: counter('forward_proxy.request.outcomes', '{request}', 'Proxy requests and tunnels by kind (connect, forward, intercepted) and what became of them (tunnel, intercepted, abandoned, answered, refused, failed).'),
     activeTunnels: meter.createUpDownCounter('forward_proxy.tunnel.active', {
       description: 'CONNECT tunnels open now (answered 200 and not yet closed), by kind.',
       unit: '{tunnel}'

@@ -40,14 +40,14 @@ export type ProxyRequestKind = 'connect' | 'forward' | 'intercepted'
  * with a 4xx error: authentication, policy, a bad request) or `failed` (the proxy answered with
  * a 5xx error: the destination could not be reached or answered badly, a limit, a loop).
  */
-export type ProxyRequestOutcome = 'tunnel' | 'intercepted' | 'answered' | 'refused' | 'failed'
+export type ProxyRequestOutcome = 'tunnel' | 'intercepted' | 'abandoned' | 'answered' | 'refused' | 'failed'
 
 const CONNECT_ATTRIBUTES: Attributes = Object.freeze({ [PROXY_KIND_ATTRIBUTE]: 'connect' })
 const INTERCEPTED_TUNNEL_ATTRIBUTES: Attributes = Object.freeze({ [PROXY_OUTCOME_ATTRIBUTE]: 'intercepted' })
 const INTERCEPTED_REQUEST_ATTRIBUTES: Attributes = Object.freeze({ [PROXY_KIND_ATTRIBUTE]: 'intercepted' })
 const FORWARD_REQUEST_ATTRIBUTES: Attributes = Object.freeze({ [PROXY_KIND_ATTRIBUTE]: 'forward' })
 
-const OUTCOMES: readonly ProxyRequestOutcome[] = ['tunnel', 'intercepted', 'answered', 'refused', 'failed']
+const OUTCOMES: readonly ProxyRequestOutcome[] = ['tunnel', 'intercepted', 'abandoned', 'answered', 'refused', 'failed']
 
 // Built once, so a count is one add with no allocation on the request path.
 const OUTCOME_ATTRIBUTES: Readonly<Record<ProxyRequestKind, Readonly<Record<ProxyRequestOutcome, Attributes>>>> = Object.freeze({

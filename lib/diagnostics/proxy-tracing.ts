@@ -74,6 +74,16 @@ export interface ProxySpanEnd {
 }
 
 /**
+ * Ends the span of a request whose client left before any answer: no status code (none was
+ * sent), `error.type` `client_gone`.
+ */
+export function endAbandonedProxySpan (span: Span): void {
+  span.setAttribute('error.type', 'client_gone')
+  span.setStatus({ code: SpanStatusCode.ERROR, message: 'client_gone' })
+  span.end()
+}
+
+/**
  * Ends a proxy span with the response status and, for a failure, `error.type` and an error
  * status (proxy errors and 5xx answers are errors; a destination's 4xx is not the proxy's).
  */

@@ -3,7 +3,7 @@ import type { FastifyBaseLogger, FastifyReply, FastifyRequest } from 'fastify'
 import type { ForwardProxyDestination } from '../../types/destination'
 import { proxyRequestTargetOf, type ProxyRequestTarget } from '../proxy-request'
 import { interceptedTunnelOf } from '../interception/intercepted-tunnels'
-import { contextWithSpan, endProxySpan, startProxySpan } from './proxy-tracing'
+import { contextWithSpan, endAbandonedProxySpan, endProxySpan, startProxySpan } from './proxy-tracing'
 import type { TunnelKind } from './tunnel-metrics'
 import { countForwardRequest, countRequestOutcome } from './proxy-metrics'
 
@@ -170,6 +170,38 @@ export function finishTunnel (request: FastifyRequest, reply: FastifyReply, end:
     }
   }, 'tunnel closed')
 }
+
+/**
+ * Finishes a CONNECT whose client left before it was answered (nothing dialed, or the dial in
+ * progress abandoned): its count on `forward_proxy.request.outcomes` (`abandoned`), one access
+ * log line (`access.kind` `connect`, status 499 as nginx logs a client that closed its request,
+ * `closeReason` `client-gone`) and the end of its span. Without it a storm of abandoned
+ * CONNECTs would leave no trace in the log.
+ */
+export function finishAbandonedConnect (request: FastifyRequest, reply: FastifyReply): void {
+  countRequestOutcome('connect', 'abandoned')
+  const state = telemetry.get(request.raw)
+  if (state?.span !== undefined) endAbandonedProxySpan(state.span)
+  if (!logsInfo(request.log)) return
+  request.log.info({
+    access: {
+      kind: 'connect',
+      user: request.proxyUser?.name ?? null,
+      client: state?.clientAddress ?? null,
+      method: 'CONNECT',
+      destination: state?.destination ?? null,
+      status: ABANDONED_STATUS,
+      errorType: null,
+      closeReason: 'client-gone',
+      bytesIn: 0,
+      bytesOut: 0,
+      durationMs: Math.round(reply.elapsedTime * 1000) / 1000
+    }
+  }, 'proxy access')
+}
+
+/** The status logged for a request whose client left before any answer (nginx's convention). */
+const ABANDONED_STATUS = 499
 
 /** True when `log` writes info lines: the access log line is not even built otherwise. */
 function logsInfo (log: FastifyBaseLogger): boolean {

@@ -113,6 +113,7 @@ export async function forwardRequest (
   const departure = new ClientDeparture(reply.raw)
   // A client that left while the app's hooks ran has already had its 'close': dial nothing.
   if (clientGone(reply)) throw clientLeft()
+  holdRequestSlot(reply, runtime)
 
   const headers = await transformOutgoingRequest(runtime.transforms, request, destination, {
     method: request.method, path: pathAndQuery, headers: built, defaultPort
@@ -154,6 +155,18 @@ export async function forwardRequest (
     return
   }
   reply.send(withInactivityTimeout(response.body, idleTimeout, (bytes) => countBytesOut(request, bytes)))
+}
+
+/**
+ * Takes one of the `limits.maxConcurrentRequests` slots until the client's response closes
+ * (sent, failed or abandoned: the response emits 'close' in every case, once).
+ */
+function holdRequestSlot (reply: FastifyReply, runtime: ProxyRuntime): void {
+  const release = runtime.forwardedRequests.tryReserve()
+  if (release === null) {
+    throw new ProxyError('connection_limit_reached', 'The proxy has reached its limit of forwarded requests in flight; try again later.')
+  }
+  reply.raw.once('close', release)
 }
 
 function clientLeft (): ProxyError {

@@ -46,6 +46,8 @@ export interface EndpointSettings {
   readonly handshakeTimeout: number
   /** The proxy's pseudonym, for the answers it makes on the endpoint. */
   readonly pseudonym: string
+  /** Streams a client may reset before their answer, per connection and 10 s (`limits.maxStreamResets`). */
+  readonly maxStreamResets: number
 }
 
 /**
@@ -85,7 +87,7 @@ export class InterceptionEndpoint {
       session.socket.once('end', () => { if (!session.closed) session.close() })
     })
     this.#server.on('connect', countInterceptedRequest)
-    attachProxyToServer(this.#server, fastify, settings.pseudonym, { routeRequests: false, firstByteTimeout: null })
+    attachProxyToServer(this.#server, fastify, settings.pseudonym, { routeRequests: false, firstByteTimeout: null, maxStreamResets: settings.maxStreamResets })
     this.#server.on('upgrade', createInTunnelUpgradeListener(fastify, settings.pseudonym))
     this.#server.on('request', (req: Http2ServerRequest | IncomingMessage, res: Http2ServerResponse | ServerResponse) => {
       countInterceptedRequest()
