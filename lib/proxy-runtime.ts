@@ -24,7 +24,7 @@ export interface ProxyRuntime {
    */
   destinationTls: DestinationTlsSettings
   /**
-   * Transforms run on every forwarded request, in this order (SPEC 2.3 rule 6): the
+   * Transforms run on every forwarded request, in this order: the
    * `transforms` option first, then `fastify.forwardProxy.addTransform` calls (the
    * tlsInterception plugin appends its own). Not changed once the server is ready.
    */
