@@ -46,7 +46,7 @@ async function tlsInterceptionPlugin (fastify: FastifyInstance, options: TlsInte
 
 /**
  * TLS interception: `fastify.register(tlsInterception, { selector, certificateProvider, ...options })`
- * after `forwardProxy` (SPEC 2.5). Tunnels the selector picks are answered 200 without dialing
+ * after `forwardProxy`. Tunnels the selector picks are answered 200 without dialing
  * the destination, their TLS is terminated with the provider's certificate for the CONNECT
  * target in an in-memory endpoint, and each request inside runs through the application's
  * hooks before it is sent to the destination over validated TLS. The selector and provider

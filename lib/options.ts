@@ -8,7 +8,7 @@ import { systemResolver } from './security/default-resolver'
 import type { DestinationPolicySettings } from './security/destination-policy'
 import { DEFAULT_AUTH_FAILURE_LIMIT, type AuthFailureLimitSettings } from './security/auth-failure-limit'
 
-/** Default limits (DESIGN section 4), in milliseconds where they are durations. */
+/** Default limits, in milliseconds where they are durations. */
 export const DEFAULT_LIMITS = {
   maxConcurrentTunnels: 10_000,
   tunnelIdleTimeout: 300_000,

@@ -49,7 +49,7 @@ function classify (req: RawRequest): ProxyRequestTarget | null {
   const url = req.url ?? ''
   if (req.method === 'CONNECT') {
     // Extended CONNECT (RFC 8441, `:protocol`) opens a WebSocket or the like at a path of the
-    // application; it is not a tunnel request (SPEC 4.1.5).
+    // application; it is not a tunnel request and is never intercepted.
     if (req.headers[':protocol'] !== undefined) return null
     return { kind: 'connect', destination: parseConnectTarget(url) }
   }

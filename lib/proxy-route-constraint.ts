@@ -8,7 +8,7 @@ export const PROXY_CONSTRAINT = 'fastifyForwardProxy'
 export const PROXY_CONSTRAINT_VALUE = 'proxy'
 
 /**
- * Router constraint that keeps proxy requests away from application routes (SPEC 4.5.1).
+ * Router constraint that keeps proxy requests (CONNECT, absolute-form, inside intercepted tunnels) away from the application's own routes.
  * A CONNECT or absolute-form request derives the value `proxy`; because the strategy must
  * match when derived, such a request can only match a route that declares the constraint, so
  * `GET http://example.com/healthz` is forwarded, never served by the app's `/healthz`.

@@ -54,7 +54,7 @@ export function proxyRoutes (runtime: ProxyRuntime) {
 }
 
 /**
- * Requests inside an intercepted tunnel were authorized when the tunnel opened (SPEC 4.3.2)
+ * Requests inside an intercepted tunnel were authorized when the tunnel opened
  * and carry no credentials of their own: authentication is skipped for them.
  */
 function unlessIntercepted (authenticate: onRequestHookHandler): onRequestHookHandler {

@@ -12,8 +12,8 @@ declare module 'fastify' {
     /** Runtime controls of the forward proxy registered on this instance. */
     forwardProxy: ForwardProxyControl
     /**
-     * The interception selector tlsInterception uses when its options name none (SPEC 2.5,
-     * the non-generic registration): decorate it before the server is ready.
+     * The interception selector tlsInterception uses when its options name none
+     * (without one, nothing is intercepted): decorate it before the server is ready.
      */
     forwardProxyInterceptionSelector?: ForwardProxyInterceptionSelectorSource
     /**
@@ -37,11 +37,11 @@ declare module 'fastify' {
      */
     proxyDestination: ForwardProxyDestination | null
     /**
-     * `{ destination }` for a request that came through an intercepted tunnel (SPEC 2.2), `null`
+     * `{ destination }` for a request that came through an intercepted tunnel, `null`
      * for every other request. Hooks that change intercepted traffic check it first.
      *
      * What the application's hooks leave in `request.headers` is what is forwarded, for
-     * intercepted and `http://` requests alike (SPEC 4.3.5): headers they add, replace or delete
+     * intercepted and `http://` requests alike: headers they add, replace or delete
      * are sent so, the rest keep their names, order and repeats as received. Hop-by-hop and
      * `Connection`-listed names are dropped whoever set them; `Content-Length` and `Host` stay
      * the proxy's (a different `Content-Length`, or a `Host` naming another authority than the

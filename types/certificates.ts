@@ -6,7 +6,7 @@ import type { ForwardProxyDestination } from './destination'
 export type ForwardProxyLeafKeyType = 'ecdsa-p256' | 'rsa-2048'
 
 /**
- * Options of `createCaCertificateProvider`: the operator's CA (SPEC 2.3 rule 4) and how leaves
+ * Options of `createCaCertificateProvider`: a CA the operator controls and how leaves
  * are minted and cached. The CA key never leaves the provider: it is not logged, not put in
  * error messages and not kept in extractable form.
  */

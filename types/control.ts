@@ -11,7 +11,7 @@ export interface ForwardProxyControl {
   /** Forwarded requests (`http://` and inside intercepted tunnels) in flight right now. */
   readonly activeRequests: number
   /**
-   * The address of the in-memory interception endpoint (SPEC 4.5.4),
+   * The address of the in-memory interception endpoint (never bound to a port),
    * `'https://forward-proxy-tls-interception'` once tlsInterception is registered, else null.
    */
   readonly interceptionAddress: ForwardProxyInterceptionAddress | null
@@ -32,7 +32,7 @@ export interface ForwardProxyControl {
   addOwnListener (server: { address (): AddressInfo | string | null }): void
   /**
    * Appends a transform, run after those registered before it, on every forwarded request and
-   * response (SPEC 2.3 rule 6). Call it before the server is ready (e.g. from a plugin).
+   * response. Call it before the server is ready (e.g. from a plugin).
    * @throws ForwardProxyOptionsError when it has neither transformRequest nor transformResponse
    * function; Error when the server is already ready.
    */

@@ -1,5 +1,5 @@
 /**
- * One header rule of the built-in header transform (DESIGN section 5, the configuration
+ * One header rule of the built-in header transform (the configuration
  * file's `headers` key): for requests to a matching host, inside intercepted tunnels and for
  * `http://` forwarding alike.
  */

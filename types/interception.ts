@@ -3,7 +3,7 @@ import type { PeerCertificate, SecureContext } from 'node:tls'
 import type { ForwardProxyDestination } from './destination'
 
 /**
- * Decides, once per CONNECT tunnel, whether the tunnel is intercepted (SPEC 2.3). Runs after
+ * Decides, once per CONNECT tunnel, whether the tunnel is intercepted. Runs after
  * authentication, destination policy and every destination filter allowed the tunnel, with
  * `request.proxyUser` set, so the decision can depend on the user or tenant.
  */
@@ -30,7 +30,7 @@ export type ForwardProxyCertificate = SecureContext | ForwardProxyPemCertificate
 
 /**
  * Supplies the certificate the proxy presents to the client for an intercepted destination
- * (SPEC 2.3 rules 3 to 5). Called on every intercepted TLS handshake, so implementations cache.
+ * (a leaf naming that host, from a CA the operator controls). Called on every intercepted TLS handshake, so implementations cache.
  */
 export interface ForwardProxyCertificateProvider {
   /**
@@ -54,7 +54,7 @@ export interface ForwardProxyOutgoingRequest {
   method: string
   /**
    * The request target sent to the destination: path and query exactly as received. A
-   * transform that changes it gets 500 `proxy_internal_error` (SPEC 4.3.7).
+   * transform that changes it gets 500 `proxy_internal_error`.
    */
   path: string
   /**
@@ -73,7 +73,7 @@ export interface ForwardProxyIncomingResponse {
 }
 
 /**
- * Edits forwarded requests and responses (SPEC 2.3, 4.3.6): inside intercepted tunnels and for
+ * Edits forwarded requests and responses: inside intercepted tunnels and for
  * absolute-form `http://` forwarding alike. Several transforms run in registration order, each
  * awaited before the next. A transform that throws answers the request with 500
  * `proxy_internal_error` (on the request side nothing is sent; on the response side the
@@ -92,7 +92,7 @@ export interface ForwardProxyRequestTransform {
 
 /**
  * An extra check on every CONNECT tunnel, consulted after authentication and destination
- * policy and before interception is offered (SPEC 2.3). It can refuse a tunnel, intercepted
+ * policy and before interception is offered. It can refuse a tunnel, intercepted
  * or not; the client gets 403 `http_request_denied`.
  */
 export interface ForwardProxyDestinationFilter {
@@ -110,12 +110,12 @@ export type ForwardProxyCertificateProviderSource =
   | ForwardProxyCertificateProvider
   | ((request: FastifyRequest) => ForwardProxyCertificateProvider)
 
-/** HTTP versions offered to the client by ALPN inside an intercepted tunnel (SPEC 2.4). */
+/** HTTP versions offered to the client by ALPN inside an intercepted tunnel. */
 export type ForwardProxyClientProtocols = 'http1' | 'http2' | 'http1AndHttp2'
 
 /**
- * Decides whether the destination's certificate is accepted (SPEC 2.4,
- * DestinationCertificateValidation). `error` is what the default check found (untrusted chain,
+ * Decides whether the destination's certificate is accepted
+ * (replacing the default check). `error` is what the default check found (untrusted chain,
  * expired, wrong host name, ...) or null; return true to accept the certificate.
  */
 export type ForwardProxyDestinationCertificateCheck = (
@@ -130,9 +130,9 @@ export type ForwardProxyDestinationCertificateCheck = (
  * `forwardProxyInterceptionSelector` and `forwardProxyCertificateProvider`.
  */
 export interface TlsInterceptionOptions {
-  /** Decides which tunnels are intercepted; none is intercepted without one (SPEC 2.5.1). */
+  /** Decides which tunnels are intercepted; none is intercepted without one. */
   selector?: ForwardProxyInterceptionSelectorSource
-  /** Supplies leaf certificates; without one `fastify.ready()` fails (SPEC 2.5.2). */
+  /** Supplies leaf certificates; without one `fastify.ready()` fails. */
   certificateProvider?: ForwardProxyCertificateProviderSource
   /** Transforms, run after any registered earlier, in this order. */
   transforms?: readonly ForwardProxyRequestTransform[]
@@ -148,11 +148,11 @@ export interface TlsInterceptionOptions {
   checkDestinationCertificate?: ForwardProxyDestinationCertificateCheck
 }
 
-/** `request.interception` inside an intercepted tunnel (SPEC 2.2). */
+/** `request.interception` inside an intercepted tunnel (null for other requests). */
 export interface ForwardProxyInterception {
   /** The CONNECT target of the tunnel the request came through. */
   readonly destination: ForwardProxyDestination
 }
 
-/** The address the in-memory interception endpoint is listed under (SPEC 4.5.4). */
+/** The address the in-memory interception endpoint is listed under (it is never bound to a port). */
 export type ForwardProxyInterceptionAddress = 'https://forward-proxy-tls-interception'

@@ -2,7 +2,7 @@ import type { ForwardProxyCredentialCheck } from './user'
 import type { ForwardProxyRequestTransform } from './interception'
 
 /**
- * Proxy authentication (SPEC 5). Basic credentials on `Proxy-Authorization`; failures answer
+ * Proxy authentication. Basic credentials on `Proxy-Authorization`; failures answer
  * 407 with `Proxy-Authenticate: Basic realm="..."`. Give exactly one of `users` or `validate`.
  */
 export interface ForwardProxyAuthOptions {
@@ -43,7 +43,7 @@ export interface ResolvedAddress {
 export type ForwardProxyResolver = (hostname: string, signal: AbortSignal) => Promise<ResolvedAddress[]>
 
 /**
- * Destination policy (DESIGN section 4). Secure by default: ports 80 and 443 only, and no
+ * Destination policy. Secure by default: ports 80 and 443 only, and no
  * loopback, private, link-local, CGNAT, multicast, unspecified or reserved addresses, checked
  * after DNS resolution on every connect.
  */

@@ -23,8 +23,8 @@ export const CA_PROVIDER_DEFAULTS = {
 } as const
 
 /**
- * Creates the certificate provider backed by the operator's CA (SPEC 2.3 rules 3 to 5,
- * DESIGN 4): leaves for each intercepted host are minted with PKI.js, signed by the CA key,
+ * Creates the certificate provider backed by a CA the operator
+ * controls: leaves for each intercepted host are minted with PKI.js, signed by the CA key,
  * and cached per host (bounded LRU, single-flight, renewed before expiry). Pass it as
  * `certificateProvider` of `tlsInterception`.
  *

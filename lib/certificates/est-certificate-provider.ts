@@ -12,8 +12,8 @@ import { generateLeafKeyPair, type LeafKeyPair } from './leaf-keys'
 import { leafName } from './leaf-name'
 
 /**
- * Creates a certificate provider that enrolls leaves from an EST service (RFC 7030, SPEC 1
- * production guidance, DESIGN 4): per host it generates a key (ECDSA P-256 by default), posts
+ * Creates a certificate provider that enrolls leaves from an EST service (RFC 7030),
+ * for production, where the CA key stays in a separate service: per host it generates a key (ECDSA P-256 by default), posts
  * a PKCS#10 request carrying the host as subjectAltName to `/.well-known/est/simpleenroll`
  * (HTTP Basic and/or a TLS client certificate, over HTTPS trusting `ca`), waits out 202 +
  * Retry-After within `timeout`, and checks the issued leaf names the host and chains to the
@@ -22,7 +22,7 @@ import { leafName } from './leaf-name'
  *
  * The proxy never holds the CA key. Any failure (service down, slow, refusing, or issuing a
  * wrong-name or untrusted leaf) rejects `getCertificate`, which fails the client's handshake;
- * there is no self-signed fallback (HOSTILE 32). The rejection is a `ForwardProxyEstError`
+ * there is no self-signed fallback. The rejection is a `ForwardProxyEstError`
  * whose message carries the EST status and never a secret.
  * @throws ForwardProxyEstError (`invalid_option`) when an option is invalid.
  */

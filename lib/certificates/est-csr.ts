@@ -15,7 +15,7 @@ const GENERAL_NAME_IP = 7
 /**
  * A PKCS#10 certification request (DER) for `host` over `keyPair`, signed with it (SHA-256):
  * subject CN = host, and an extensionRequest with one subjectAltName, an iPAddress for an IP
- * host, else a dNSName (SPEC 1: the request carries the destination's SAN).
+ * host, else a dNSName.
  * @throws ForwardProxyCertificateError (`invalid_host`) for a host no leaf may name.
  */
 export async function certificationRequest (host: string, keyPair: LeafKeyPair): Promise<Buffer> {

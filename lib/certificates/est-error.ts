@@ -26,7 +26,7 @@ export class ForwardProxyEstError extends Error {
  * - `est_refused`: the server answered with an error status (the status is in `estStatus`);
  * - `est_bad_response`: the answer was not base64 PKCS#7 certs-only, or held no usable certificate;
  * - `est_untrusted_leaf`: the issued leaf does not name the host, is not for the proxy's key,
- *   is not valid now, or does not chain to the `/cacerts` certificates (HOSTILE 32).
+ *   is not valid now, or does not chain to the `/cacerts` certificates.
  */
 export type ForwardProxyEstErrorReason =
   | 'invalid_option'

@@ -29,7 +29,7 @@ export interface LeafCheckInput {
 }
 
 /**
- * Fails closed on anything but a leaf the proxy can present for `host` (HOSTILE 32): the leaf is
+ * Fails closed on anything but a leaf the proxy can present for `host`: the leaf is
  * the certificate for the proxy's own key; its subjectAltName names the host exactly (an
  * iPAddress for IP hosts, a dNSName otherwise; no wildcard, the subject CN is not consulted);
  * it is not a CA, allows server authentication when it restricts usage, and is valid now; and

@@ -31,7 +31,7 @@ export interface LeafExtensionInput {
 }
 
 /**
- * The extensions of a leaf (SPEC 2.3 rule 5): basicConstraints cA false (critical); keyUsage
+ * The extensions of a leaf: basicConstraints cA false (critical); keyUsage
  * digitalSignature, plus keyEncipherment for RSA keys (critical); extKeyUsage serverAuth; one
  * subjectAltName (iPAddress for an IP host, else dNSName); authorityKeyIdentifier from the
  * CA; subjectKeyIdentifier (RFC 5280 method 1).

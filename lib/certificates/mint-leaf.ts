@@ -27,7 +27,7 @@ export interface SignedLeaf {
 
 /**
  * Signs a leaf certificate for `host` over the public key `spki` (DER SubjectPublicKeyInfo)
- * with `ca` (SPEC 2.3 rule 5), with PKI.js over WebCrypto. `keyType` picks the key usage bits.
+ * with `ca` (subject CN = host, random serial, the leaf extensions), with PKI.js over WebCrypto. `keyType` picks the key usage bits.
  * Used by `mintLeaf` and by signers of requests whose private key lives elsewhere (EST).
  * @throws ForwardProxyCertificateError (`invalid_host`, `mint_failed`).
  */
@@ -65,7 +65,7 @@ export async function signLeaf (ca: CertificateAuthority, host: string, spki: Ui
 }
 
 /**
- * Mints a leaf for `host` signed by `ca` (SPEC 2.3 rule 5) with PKI.js over WebCrypto, and
+ * Mints a leaf for `host` signed by `ca` with PKI.js over WebCrypto, and
  * builds its secure context once: the leaf, then the CA chain, with the leaf's key.
  * @throws ForwardProxyCertificateError (`invalid_host`, `mint_failed`).
  */

@@ -1,5 +1,5 @@
 /**
- * JSON Schema (draft-07) of the `forward-proxy` configuration file (DESIGN section 5).
+ * JSON Schema (draft-07) of the `forward-proxy` configuration file.
  * Unknown keys are refused so a typo never silently falls back to a default.
  */
 export const CONFIG_SCHEMA = {

@@ -148,8 +148,8 @@ function requireOneLeafSource (interception: InterceptionConfig | undefined, sou
 }
 
 /**
- * HTTP/2 CONNECT needs TLS with ALPN `h2` (SPEC 4.1.3); a plain-text listener serves HTTP/1.1
- * only (SPEC 4.5.3), so `http2: true` without `tls` is refused rather than silently ignored.
+ * HTTP/2 CONNECT needs TLS with ALPN `h2`; a plain-text listener serves HTTP/1.1
+ * only, so `http2: true` without `tls` is refused rather than silently ignored.
  */
 function requireTlsForHttp2 (listen: readonly ListenerConfig[], source: string): void {
   listen.forEach((listener, index) => {

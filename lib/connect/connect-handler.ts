@@ -17,7 +17,7 @@ import { finishAbandonedConnect, finishTunnel, tunnelTraceContextOf } from '../d
 import { createDestinationReader } from './destination-reader'
 
 /**
- * Opens a CONNECT tunnel, over HTTP/1.1 or HTTP/2 (SPEC 4.1 rules 1 to 4 and 8, 4.2).
+ * Opens a CONNECT tunnel, over HTTP/1.1 or HTTP/2.
  * Authentication has already run as the route's onRequest hook; here the target, policy and
  * the tunnel limit are checked, then (with tlsInterception registered) the destination
  * filters and the selector. An opaque tunnel has its destination dialed (address checked

@@ -14,12 +14,12 @@ import { inTunnelProblemError } from '../interception/in-tunnel-request'
  * Builds the listener for a server's `'connect'` event. Node emits it with
  * `(request, socket, head)` for an HTTP/1.1 CONNECT and with `(request, response)` for an
  * HTTP/2 CONNECT stream on an HTTP/2 server; each goes to its own path. Every tunnel request
- * is counted here (SPEC 6 `forward_proxy.kind=connect`), before the application's hooks,
+ * is counted here (`forward_proxy.requests` with `forward_proxy.kind=connect`), before the application's hooks,
  * authentication and policy can answer it, so a 403, 407 or 501 counts too.
  *
  * The in-memory interception endpoint carries this listener as well. A CONNECT that arrives
  * there came inside an intercepted tunnel: it is not a tunnel request (only origin-form is
- * accepted inside, SPEC 4.3.1), so it is answered 400 before any hook, never counted as
+ * accepted inside), so it is answered 400 before any hook, never counted as
  * `kind=connect` (the endpoint counts it as a request inside), and never opens a tunnel.
  */
 export function createConnectListener (fastify: FastifyInstance, pseudonym: string) {

@@ -4,7 +4,7 @@ import { canonicalHost } from '../security/canonical-host'
 /**
  * Parses an authority-form CONNECT target (`host:port`, `[v6]:port`). The port is required
  * (1 to 65535, digits only). Userinfo, schemes, paths, percent-encoding and non-ASCII are
- * refused (HOSTILE 9). Returns null when the target is not acceptable.
+ * refused. Returns null when the target is not acceptable.
  */
 export function parseConnectTarget (target: string): ForwardProxyDestination | null {
   const match = /^(\[[0-9A-Fa-f:.]+\]|[A-Za-z0-9._~-]+):([0-9]{1,5})$/.exec(target)

@@ -10,7 +10,7 @@ import { watchPendingConnect } from './pending-connect'
 /**
  * Builds the listener for a Node HTTP/1.1 server's `'connect'` event. A CONNECT that is not the
  * first request on its connection gets 501 (after any earlier pipelined responses, to keep
- * response order) and the connection closes (SPEC 4.1.1). Otherwise the CONNECT is routed into
+ * response order) and the connection closes. Otherwise the CONNECT is routed into
  * Fastify with a response bound to its socket, so the application's hooks, authentication and
  * the proxy route handle it like any other request; whatever answer it gets other than a tunnel
  * closes the connection without parsing the bytes that follow. Until it is answered the

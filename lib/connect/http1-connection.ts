@@ -31,7 +31,7 @@ export function http1ConnectContextOf (req: object): Http1ConnectContext | undef
 }
 
 /**
- * Records that a connection carries a request (so a later CONNECT on it gets 501, SPEC 4.1.1)
+ * Records that a connection carries a request (so a later CONNECT on it gets 501: CONNECT must come first)
  * and tracks its response until it closes, so that 501 is not written ahead of it.
  */
 export function markConnectionUsed (socket: Socket, response: ServerResponse): void {

@@ -8,7 +8,7 @@ import type { FastifyInstance } from 'fastify'
  * A tunnel request has no `:path`, so its `url` is its `:authority`, the same `host:port`
  * an HTTP/1.1 CONNECT carries (set on the request object only; the headers stay as received).
  * Extended CONNECT (`:protocol`, e.g. WebSockets over HTTP/2) keeps its `:path` and is left to
- * the application's routes (SPEC 4.1.5).
+ * the application's routes.
  */
 export function routeHttp2Connect (fastify: FastifyInstance, req: Http2ServerRequest, res: Http2ServerResponse): void {
   if (req.headers[':protocol'] === undefined) {

@@ -4,7 +4,7 @@ import type { TunnelClient } from './tunnel-client'
 import { relayTunnel, type TunnelRelayOptions } from './tunnel-relay'
 
 /**
- * An HTTP/2 CONNECT (SPEC 4.1 rules 3 and 4): one stream of the session becomes the tunnel,
+ * An HTTP/2 CONNECT: one stream of the session becomes the tunnel,
  * other streams go on. Bytes from the client are read through Node's compatibility request,
  * which already consumes the stream and pauses it when unread (so HTTP/2 flow control holds
  * a fast client back); bytes to the client are written on the stream, whose writes wait for

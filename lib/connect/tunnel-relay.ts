@@ -67,7 +67,7 @@ export function relayTunnel (client: TunnelClientStreams, destination: Socket, o
   // The client's end reaches the destination as a FIN one turn of the event loop later, unless
   // the client side was reset in the meantime: Node's HTTP/2 client ends a stream right before it
   // resets it (END_STREAM, then RST_STREAM in the same read), and a destination that got the FIN
-  // first takes the upload for complete and stops reading, so it never sees the RST (SPEC 4.1.4).
+  // first takes the upload for complete and stops reading, so it never sees the RST.
   input.pipe(destination, { end: false })
   input.once('end', () => setImmediate(() => { if (!destination.destroyed) destination.end() }))
   const countDown = (count: number): void => { bytesDown += count; idleTimer.refresh() }

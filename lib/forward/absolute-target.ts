@@ -20,7 +20,7 @@ export function isAbsoluteForm (target: string): boolean {
 
 /**
  * Parses an absolute-form target. Only `http` is forwarded; `https` must use CONNECT
- * (SPEC 4.1.6). Userinfo, fragments, bad ports and hosts that do not canonicalize are refused.
+ * instead. Userinfo, fragments, bad ports and hosts that do not canonicalize are refused.
  */
 export function parseAbsoluteTarget (target: string): AbsoluteTarget | AbsoluteTargetProblem {
   const match = ABSOLUTE_FORM.exec(target)

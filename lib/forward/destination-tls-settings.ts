@@ -5,7 +5,7 @@ import type { ForwardProxyDestinationCertificateCheck, TlsInterceptionOptions } 
 import { ForwardProxyOptionsError } from '../options'
 
 /**
- * How the proxy validates `https://` destinations (SPEC 2.4 DestinationCertificateValidation):
+ * How the proxy validates `https://` destinations:
  * the trust store and the optional operator check. Built once; its secure context is shared by
  * every TLS connection to a destination.
  */

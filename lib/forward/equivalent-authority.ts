@@ -5,7 +5,7 @@ const AUTHORITY = /^(\[[0-9A-Fa-f:.]+\]|[^:[\]]+)(?::([0-9]{1,5}))?$/
 
 /**
  * True when a `Host` value names `destination`: same canonical host (case, IDNA and IPv4
- * spellings normalized) and same port, an omitted port meaning `defaultPort` (SPEC 4.3.7).
+ * spellings normalized) and same port, an omitted port meaning `defaultPort`.
  */
 export function isEquivalentAuthority (hostHeader: string, destination: ForwardProxyDestination, defaultPort: number): boolean {
   const match = AUTHORITY.exec(hostHeader.trim())

@@ -35,13 +35,13 @@ export interface ForwardTarget {
   readonly pathAndQuery: string
   /**
    * True for absolute-form requests: TRACE/OPTIONS Max-Forwards is decremented or answered.
-   * False inside intercepted tunnels, where Max-Forwards passes untouched (SPEC 4.4.4).
+   * False inside intercepted tunnels, where Max-Forwards passes untouched.
    */
   readonly applyMaxForwards: boolean
 }
 
 /**
- * Forwards an absolute-form `http://` request (SPEC 4.4): see {@link forwardRequest}.
+ * Forwards an absolute-form `http://` request: see {@link forwardRequest}.
  * Throws ProxyError for a target that cannot be forwarded and anything answered by the proxy.
  */
 export async function forwardAbsoluteRequest (

@@ -3,7 +3,7 @@ import { ProxyError } from '../diagnostics/proxy-error'
 import { isEquivalentAuthority } from './equivalent-authority'
 import type { ReceivedHeaders } from './received-headers'
 
-/** What the application's hooks did to `request.headers` (SPEC 4.3.5), in lower-case names. */
+/** What the application's hooks did to `request.headers`, in lower-case names. */
 export interface HookHeaderEdits {
   /** Names the hooks deleted. */
   readonly removed: ReadonlySet<string>
@@ -34,7 +34,7 @@ function hookRefused (details: string): ProxyError {
  * forwarded). Two names stay the proxy's: `Content-Length` frames the body the proxy streams
  * (deleting it changes nothing, another value is refused), and `Host` always comes from the
  * target (an equivalent authority changes nothing; another one is refused, so a hook can never
- * send a request to another virtual host than the tunnel or absolute target names, SPEC 4.3.7).
+ * send a request to another virtual host than the tunnel or absolute target names).
  * Hop-by-hop names are left to the header builder, which drops them whoever set them.
  * @throws ProxyError 500 `proxy_internal_error` for a refused `Host` or `Content-Length`, a
  * name that is not a token, or a value that is not a string or number or holds CR, LF or NUL.

@@ -1,4 +1,4 @@
-/** What Max-Forwards asks of the proxy for one request (SPEC 4.4.4). */
+/** What Max-Forwards asks of the proxy for one request: forward it, or answer it at 0. */
 export type MaxForwardsDecision =
   | { readonly action: 'forward', readonly value: string | undefined }
   | { readonly action: 'answer-options' }

@@ -9,7 +9,7 @@ export interface OutgoingHeaderSettings {
   readonly via: string
   /**
    * The Max-Forwards value to send (already decremented), undefined for none, or `'as-received'`
-   * to pass the client's header through untouched (requests inside intercepted tunnels, SPEC 4.4.4).
+   * to pass the client's header through untouched (requests inside intercepted tunnels).
    */
   readonly maxForwards: string | undefined | 'as-received'
 }
@@ -25,7 +25,7 @@ const REPLACED = new Set(['host', 'max-forwards', 'expect'])
  * HTTP/2 pseudo-headers are dropped and HTTP/2's separate `cookie` fields joined into one
  * (RFC 9113 section 8.2.3), since requests always leave over HTTP/1.1.
  *
- * The application hooks' `edits` apply on top (SPEC 4.3.5): a removed name is left out, a
+ * The application hooks' `edits` apply on top: a removed name is left out, a
  * replaced one is sent with the hook's value where it first appeared (the received name's
  * case kept), an added one after the received headers. The same removal rules apply to them,
  * so a hook cannot add a hop-by-hop or `Connection`-listed header either.

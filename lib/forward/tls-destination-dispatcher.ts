@@ -10,7 +10,7 @@ import { certificateProblem, tlsHandshakeError } from './tls-errors'
 
 /**
  * Creates the undici Agent that carries requests to `https://` destinations (requests inside
- * intercepted tunnels, SPEC 4.3.3 and 4.2.4). Every new connection is resolved, checked against
+ * intercepted tunnels). Every new connection is resolved, checked against
  * the policy and dialed by `connectToDestination`, then TLS runs over that socket: SNI is the
  * host name (none for IP literals), ALPN offers only `http/1.1`, and the certificate is judged
  * by `tlsSettings()` before undici may write a byte. DNS, TCP and the handshake share one

@@ -44,10 +44,10 @@ function transformRefused (details: string, cause?: unknown): ProxyError {
 }
 
 /**
- * Runs every `transformRequest` in registration order on a copy of the built request (SPEC
- * 4.3.6) and returns the headers to send: the built list untouched when no transform edits
+ * Runs every `transformRequest` in registration order on a copy of the built request (hop-by-hop
+ * headers removed, Via added) and returns the headers to send: the built list untouched when no transform edits
  * requests. Throws 500 `proxy_internal_error` when a transform throws, changes the method or the
- * path, sets a `Host` for another authority (SPEC 4.3.7), adds a framing header, changes
+ * path, sets a `Host` for another authority, adds a framing header, changes
  * `Content-Length`, or leaves a header that is not a valid field.
  */
 export async function transformOutgoingRequest (

@@ -6,7 +6,7 @@ export function viaEntry (httpVersion: string, pseudonym: string): string {
 
 /**
  * True when a `Via` value already lists this proxy's pseudonym: the request has looped
- * back to us (HOSTILE 23). Chained proxies must therefore use distinct pseudonyms.
+ * back to us. Chained proxies must therefore use distinct pseudonyms.
  */
 export function viaListsPseudonym (via: string | string[] | undefined, pseudonym: string): boolean {
   if (via === undefined) return false

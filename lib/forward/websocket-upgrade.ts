@@ -41,7 +41,7 @@ export function upgradeRequestHasBody (received: ReceivedHeaders): boolean {
 }
 
 /**
- * Relays a WebSocket upgrade inside an intercepted tunnel (SPEC 4.3.4, HOSTILE 41). The request
+ * Relays a WebSocket upgrade inside an intercepted tunnel (HTTP/1.1 only). The request
  * head is built like any forwarded request (hooks' edits, hop-by-hop removal, `Host` from the
  * target, `Via`, transforms), then `Connection: Upgrade` and the client's `Upgrade` are added
  * back. A new TLS connection to the destination is opened through the policy-checked connector

@@ -8,7 +8,7 @@ const COPIED_LIMITS = [
 ] as const
 
 /**
- * Gives the in-memory endpoint the application server's HTTP/1.1 limits (HOSTILE 33): idle
+ * Gives the in-memory endpoint the application server's HTTP/1.1 limits: idle
  * keep-alive connections close after keepAliveTimeout, and a request head that takes longer than
  * headersTimeout (or a request longer than requestTimeout) is answered 408 and its connection
  * closed, so a client trickling its head byte by byte cannot hold an intercepted tunnel open.

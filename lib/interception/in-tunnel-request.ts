@@ -2,7 +2,7 @@ import type { ForwardProxyDestination } from '../../types/destination'
 import { isEquivalentAuthority } from '../forward/equivalent-authority'
 import { ProxyError } from '../diagnostics/proxy-error'
 
-/** Why a request inside an intercepted tunnel cannot be forwarded (SPEC 4.3 rules 1 and 4). */
+/** Why a request inside an intercepted tunnel cannot be forwarded: only origin-form requests for the CONNECT target are. */
 export type InTunnelProblem = 'not-origin-form' | 'connect' | 'extended-connect' | 'missing-host' | 'misdirected'
 
 /** A request inside an intercepted tunnel. */
@@ -28,7 +28,7 @@ interface RawInTunnelRequest {
  * (absolute-form, asterisk-form and a CONNECT inside are refused), extended CONNECT
  * (`:protocol`, WebSockets over HTTP/2) is refused, and `Host` and `:authority` must name the
  * CONNECT target once case, a trailing dot and the default port 443 are normalized: anything
- * else is misdirected (HOSTILE 27 and 28), never sent elsewhere.
+ * else is misdirected, never sent elsewhere.
  */
 export function classifyInTunnelRequest (req: RawInTunnelRequest, destination: ForwardProxyDestination): InterceptedRequestTarget {
   const url = req.url ?? ''

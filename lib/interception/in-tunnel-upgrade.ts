@@ -24,12 +24,12 @@ export function inTunnelUpgradeOf (req: object): InTunnelUpgrade | undefined {
 }
 
 /**
- * Builds the in-memory endpoint's `'upgrade'` listener (SPEC 4.3.4). Node hands an HTTP/1.1
+ * Builds the in-memory endpoint's `'upgrade'` listener, for upgrades inside intercepted tunnels. Node hands an HTTP/1.1
  * request with `Connection: upgrade` over with the connection, no longer parsed; it is routed into
  * Fastify like any request inside the tunnel (the app's hooks see it), with a response bound to
  * the connection (as the HTTP/1.1 CONNECT listener does) and the connection and early bytes kept
  * for the proxy route. Whatever answer it gets other than a 101 closes the connection without
- * parsing (or forwarding) the bytes the client sent after the head (HOSTILE 41). It waits for
+ * parsing (or forwarding) the bytes the client sent after the head. It waits for
  * responses still being written for earlier requests on the connection, to keep their order.
  */
 export function createInTunnelUpgradeListener (fastify: FastifyInstance, pseudonym: string) {

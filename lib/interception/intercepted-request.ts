@@ -8,12 +8,12 @@ import { inTunnelProblemError, type InterceptedRequestTarget } from './in-tunnel
 import { inTunnelUpgradeOf } from './in-tunnel-upgrade'
 
 /**
- * Handles a request inside an intercepted tunnel (SPEC 4.3): refused (400, or 421 when it
+ * Handles a request inside an intercepted tunnel: refused (400, or 421 when it
  * names another host) unless it is an origin-form request for the tunnel's own destination;
  * otherwise sent to `https://<host>:<port>` over HTTP/1.1 with validated TLS, Max-Forwards
  * untouched. It was authorized when the tunnel opened and is not authorized again.
  *
- * An HTTP/1.1 WebSocket upgrade is relayed (SPEC 4.3.4). Another upgrade (h2c, say) is forwarded
+ * An HTTP/1.1 WebSocket upgrade is relayed. Another upgrade (h2c, say) is forwarded
  * as an ordinary request with `Upgrade` removed; Node hands an upgrade request's body over
  * unparsed, so an upgrade request announcing a body gets 400.
  */

@@ -20,7 +20,7 @@ import { TunnelTransport } from './tunnel-transport'
 import { SocketTransport } from './socket-transport'
 import type { ClientTransport, InterceptedClient, InterceptedStream, TransportSummary } from './client-transport'
 
-/** The address the in-memory endpoint is listed under (SPEC 4.5.4). */
+/** The address the in-memory endpoint is listed under (it is never bound to a port). */
 export const INTERCEPTION_ADDRESS = 'https://forward-proxy-tls-interception'
 
 /** One tunnel chosen for interception, its 200 already sent. */
@@ -51,7 +51,7 @@ export interface EndpointSettings {
 }
 
 /**
- * The in-memory interception endpoint (SPEC 4.2 rule 5): an HTTP/2 TLS server (HTTP/1.1 too,
+ * The in-memory interception endpoint: an HTTP/2 TLS server (HTTP/1.1 too,
  * per clientProtocols) that is never bound to a port. Each intercepted tunnel gets its TLS
  * terminated with the provider's certificate for the CONNECT target and is then handed to
  * this server as a connection, and the server's requests are routed into the same Fastify
@@ -70,7 +70,7 @@ export class InterceptionEndpoint {
     this.#alpnProtocols = clientProtocols === 'http1' ? ['http/1.1'] : clientProtocols === 'http2' ? ['h2'] : ['h2', 'http/1.1']
     this.#server = createSecureServer({
       allowHTTP1: clientProtocols !== 'http2',
-      // Advertised so that a client attempting WebSockets over HTTP/2 gets a 400 (SPEC 4.3.4)
+      // Advertised so that a client attempting WebSockets over HTTP/2 gets a 400
       // rather than a protocol error.
       settings: { enableConnectProtocol: true }
     })
@@ -92,7 +92,7 @@ export class InterceptionEndpoint {
     this.#server.on('request', (req: Http2ServerRequest | IncomingMessage, res: Http2ServerResponse | ServerResponse) => {
       countInterceptedRequest()
       // A misdirected or malformed request is refused before any hook could act on it as a
-      // request for the tunnel's destination (HOSTILE 27 and 28).
+      // request for the tunnel's destination.
       const target = proxyRequestTargetOf(req)
       if (target?.kind === 'intercepted' && target.problem !== null) {
         writeRawResponseError(res, settings.pseudonym, inTunnelProblemError(target.problem))

@@ -8,7 +8,7 @@ import type {
 } from '../../types/interception'
 import { ForwardProxyOptionsError, checkTransform } from '../options'
 
-/** Default time allowed for the client's TLS handshake (SPEC 2.4 HandshakeTimeout). */
+/** Default time allowed for the client's TLS handshake: 10 s. */
 export const DEFAULT_HANDSHAKE_TIMEOUT = 10_000
 
 /** The validated options of `tlsInterception`, defaults filled in. */

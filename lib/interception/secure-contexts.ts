@@ -2,7 +2,7 @@ import { createSecureContext, type SecureContext } from 'node:tls'
 import type { ForwardProxyCertificate, ForwardProxyPemCertificate } from '../../types/interception'
 
 // One SecureContext per object a provider returned: a provider that caches its PEM objects
-// (SPEC 2.3 rule 3) gets its contexts built once, not on every handshake.
+// (as it should: it is called on every handshake) gets its contexts built once, not on every handshake.
 const contexts = new WeakMap<ForwardProxyPemCertificate, SecureContext>()
 
 /**

@@ -10,10 +10,10 @@ import { recordHandshake, recordHandshakeFailure, type HandshakeFailure } from '
 /** One client handshake to run on an intercepted tunnel. */
 export interface TlsTermination {
   readonly transport: ClientTransport
-  /** The CONNECT target: the only name a certificate is asked for (never the client's SNI, HOSTILE 26). */
+  /** The CONNECT target: the only name a certificate is asked for (never the client's SNI). */
   readonly destination: ForwardProxyDestination
   readonly provider: ForwardProxyCertificateProvider
-  /** Covers the provider's time and the handshake (SPEC 2.4 HandshakeTimeout, HOSTILE 33). */
+  /** Covers the provider's time and the handshake, so a stalled ClientHello closes the tunnel. */
   readonly handshakeTimeout: number
   /** ALPN protocols offered, in preference order. */
   readonly alpnProtocols: readonly string[]
@@ -23,11 +23,11 @@ export interface TlsTermination {
 }
 
 /**
- * Terminates the client's TLS on an intercepted tunnel (SPEC 4.2 rule 3): asks the provider
+ * Terminates the client's TLS on an intercepted tunnel: asks the provider
  * for the certificate of the CONNECT target, then runs the server side of the handshake over
  * the tunnel. Resolves with the TLS socket once the handshake is done, or null when it failed
  * and the tunnel was closed: the provider returned null or failed (the client gets a
- * handshake_failure alert), the client spoke something other than TLS (HOSTILE 29), or
+ * handshake_failure alert), the client spoke something other than TLS, or
  * everything took longer than the handshake timeout. Never rejects.
  */
 export async function terminateTls (termination: TlsTermination): Promise<TLSSocket | null> {

@@ -6,7 +6,7 @@ import { policyRefusal } from '../diagnostics/policy-refusal'
 import type { InterceptionRuntime } from './interception-runtime'
 
 /**
- * Runs the destination filters, then the selector, for one CONNECT (SPEC 4.2 rules 1 and 2),
+ * Runs the destination filters, then the selector, once per CONNECT,
  * after authentication, policy and the tunnel limit. Returns the certificate provider for the
  * tunnel when it is to be intercepted, null when it is relayed opaquely (no selector, or the
  * selector said no). `signal` aborts when the client goes away.

@@ -20,7 +20,7 @@ export interface DestinationPolicySettings {
 }
 
 /**
- * Decides which destinations may be reached (DESIGN section 4). Names and ports are checked
+ * Decides which destinations may be reached (by default ports 80 and 443, public addresses only). Names and ports are checked
  * when a request arrives; addresses are checked on every connect, after DNS, and only the
  * addresses that pass are dialed, so DNS rebinding cannot slip through.
  */

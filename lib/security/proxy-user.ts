@@ -7,7 +7,7 @@ const assigned = new WeakMap<object, ForwardProxyUser | null>()
 
 /**
  * Decorates `request.proxyUser`: what authentication (or the application) set on this request;
- * otherwise, inside an intercepted tunnel, the user who opened the tunnel (SPEC 2.3 rule 2),
+ * otherwise, inside an intercepted tunnel, the user who opened the tunnel,
  * known before any hook runs, whatever order the application's hooks were added in; else null.
  */
 export function decorateProxyUser (fastify: FastifyInstance): void {
