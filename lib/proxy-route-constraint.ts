@@ -8,11 +8,12 @@ export const PROXY_CONSTRAINT = 'fastifyForwardProxy'
 export const PROXY_CONSTRAINT_VALUE = 'proxy'
 
 /**
- * Router constraint that keeps proxy requests (CONNECT, absolute-form, inside intercepted tunnels) away from the application's own routes.
- * A CONNECT or absolute-form request derives the value `proxy`; because the strategy must
- * match when derived, such a request can only match a route that declares the constraint, so
- * `GET http://example.com/healthz` is forwarded, never served by the app's `/healthz`.
- * Origin-form requests derive nothing and route as usual.
+ * Router constraint that keeps proxy requests away from the application's own routes. A
+ * CONNECT, an absolute-form request or a request inside an intercepted tunnel derives the value
+ * `proxy`; because the strategy must match when derived, such a request can only match a route
+ * that declares the constraint, so `GET http://example.com/healthz` is forwarded, never served
+ * by the app's `/healthz`. Origin-form requests to the proxy itself derive nothing and route as
+ * usual.
  */
 export const proxyRouteConstraint: Parameters<FastifyInstance['addConstraintStrategy']>[0] = {
   name: PROXY_CONSTRAINT,
