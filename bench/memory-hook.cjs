@@ -10,6 +10,10 @@ const mib = (bytes) => Math.round(bytes / 1048576 * 10) / 10
 
 process.on('SIGUSR2', () => {
   if (process.env.MEMORY_HOOK_GC === '1' && typeof global.gc === 'function') global.gc()
+  if (process.env.MEMORY_HOOK_GC === 'last-resort') {
+    v8.setFlagsFromString('--expose-gc')
+    require('node:vm').runInNewContext('gc')({ type: 'major', execution: 'sync', flavor: 'last-resort' })
+  }
   const usage = process.memoryUsage()
   const spaces = {}
   for (const space of v8.getHeapSpaceStatistics()) spaces[space.space_name] = { size: mib(space.space_size), used: mib(space.space_used_size) }

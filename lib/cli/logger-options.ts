@@ -2,6 +2,7 @@ import { LogController } from 'fastify'
 import type { PinoLoggerOptions } from 'fastify/types/logger'
 import type { ForwardProxyHeaderRule } from '../../types/header-rules'
 import { createPrettyLogStream } from './pretty-log-stream'
+import { createBatchedLogStream } from './batched-log-stream'
 
 /** The `log` key of the configuration file, defaults applied. */
 export interface LogConfig {
@@ -71,7 +72,8 @@ export function proxyLoggerOptions (log: LogConfig, headerRules?: readonly Forwa
       level: log.level,
       redact: { paths: redactedPaths(headerRules), censor: REDACTED },
       serializers: { req: serializeRequest },
-      ...(log.format === 'pretty' ? { stream: createPrettyLogStream(process.stdout) } : {})
+      // Fastify hands `stream` to pino, though its type for these options does not list it.
+      ...{ stream: log.format === 'pretty' ? createPrettyLogStream(process.stdout) : createBatchedLogStream(process.stdout) }
     }
   }
 }

@@ -57,10 +57,10 @@ async function main (): Promise<void> {
 }
 
 /**
- * Writes the summary into the logger's own destination when that is pino's asynchronous one
- * (sonic-boom): process.stdout would be written at once, ahead of the start-up log lines pino
- * still holds ("Server listening at ..."), which would then land after or inside the summary.
- * The pretty format writes through process.stdout already, in order.
+ * Writes the summary into the logger's own destination when it has one that holds lines back
+ * (the batched stream of the JSON format): process.stdout would be written at once, ahead of the
+ * start-up log lines still pending ("Server listening at ..."), which would then land after or
+ * inside the summary. The pretty format writes through process.stdout already, in order.
  */
 function writeBesideLog (log: object, text: string): void {
   let streamSymbol: symbol | undefined
