@@ -2,7 +2,8 @@
 // product: on SIGUSR2 it writes one line to stderr, `memory-usage <JSON>`, with
 // process.memoryUsage() and the size of each V8 heap space (MiB), so the benchmark can tell
 // heap, array buffers, code and the rest of RSS apart. With MEMORY_HOOK_GC=1 (and --expose-gc)
-// a full collection runs first.
+// a full collection runs first; with MEMORY_HOOK_GC=last-resort, V8's "last resort" collection
+// (the one meant to give memory back), reached without --expose-gc.
 'use strict'
 const v8 = require('node:v8')
 
