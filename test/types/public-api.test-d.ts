@@ -1,0 +1,152 @@
+// Type tests of the public API with tsd (`npm run test:types`, run by `npm test` before tap),
+// against the declarations the package ships (dist/, built first): what an application writes
+// against the package must compile, and what it must not write must fail to.
+import type { SecureContext } from 'node:tls'
+import Fastify, { type FastifyRequest } from 'fastify'
+import { expectAssignable, expectError, expectNotAssignable, expectType } from 'tsd'
+import {
+  CA_PROVIDER_DEFAULTS,
+  createCaCertificateProvider,
+  createEstCertificateProvider,
+  createHeaderRulesTransform,
+  createHostListSelector,
+  DEFAULT_LIMITS,
+  forwardProxy,
+  ForwardProxyCertificateError,
+  ForwardProxyOptionsError,
+  PROXY_ERROR_STATUS,
+  ProxyError,
+  tlsInterception,
+  type ForwardProxyCaCertificateProvider,
+  type ForwardProxyCertificate,
+  type ForwardProxyCertificateProvider,
+  type ForwardProxyControl,
+  type ForwardProxyDestination,
+  type ForwardProxyDestinationFilter,
+  type ForwardProxyEstCertificateProvider,
+  type ForwardProxyIncomingResponse,
+  type ForwardProxyInterception,
+  type ForwardProxyInterceptionAddress,
+  type ForwardProxyInterceptionSelector,
+  type ForwardProxyIssuedLeaf,
+  type ForwardProxyLimitOptions,
+  type ForwardProxyOptions,
+  type ForwardProxyOutgoingRequest,
+  type ForwardProxyRequestTransform,
+  type ForwardProxyUser,
+  type ProxyErrorType,
+  type TlsInterceptionOptions
+} from '../..'
+
+const app = Fastify()
+
+// forwardProxy options
+void app.register(forwardProxy, {
+  auth: { realm: 'egress', users: { alice: 's3cret' }, failureLimit: { maxFailures: 10, window: 60_000 } },
+  destinations: { allowedHosts: ['*.example.com', '10.0.0.0/8'], deniedHosts: [], allowedPorts: [443], allowPrivateNetworks: false, allowedNetworks: ['fd00::/8'] },
+  limits: { maxConcurrentTunnels: 100, maxConcurrentRequests: 100, maxStreamResets: 50, tunnelIdleTimeout: 1, httpActivityTimeout: 1, connectTimeout: 1, firstByteTimeout: 1 },
+  via: 'egress-1',
+  resolver: async (hostname: string, signal: AbortSignal) => { void hostname; void signal; return [{ address: '192.0.2.1', family: 4 as const }] },
+  propagateTraceContext: false
+})
+void app.register(forwardProxy, { auth: { validate: async (name, password, request) => name === 'a' && password === 'b' && request.ip !== '' } })
+void app.register(forwardProxy, { auth: { validate: (name) => ({ name, tenant: 'acme' }) } })
+expectError(app.register(forwardProxy, { destinations: { allowedPorts: ['443'] } }))
+expectError(app.register(forwardProxy, { limits: { connectTimeout: '10s' } }))
+expectError(app.register(forwardProxy, { limits: { maxStreamResets: true } }))
+expectNotAssignable<ForwardProxyOptions>({ auth: { users: { alice: 1 } } })
+expectAssignable<Required<ForwardProxyLimitOptions>>(DEFAULT_LIMITS)
+
+// tlsInterception options: selectors, providers, transforms, filters
+const selector: ForwardProxyInterceptionSelector = { shouldIntercept: (request, destination, signal) => request.proxyUser?.name === 'ci' && destination.port === 443 && !signal.aborted }
+const asyncSelector: ForwardProxyInterceptionSelector = { shouldIntercept: async () => true }
+const provider: ForwardProxyCertificateProvider = {
+  getCertificate: async (destination, signal) => { void signal; return destination.host === 'api.example.com' ? { cert: 'PEM', key: 'PEM', chain: ['PEM'] } : null }
+}
+const transform: ForwardProxyRequestTransform = {
+  transformRequest (request, destination, outgoing, signal) {
+    expectType<FastifyRequest>(request)
+    expectType<ForwardProxyDestination>(destination)
+    expectType<ForwardProxyOutgoingRequest>(outgoing)
+    expectType<AbortSignal>(signal)
+    outgoing.headers.authorization = 'Bearer token'
+    outgoing.headers['x-forwarded-tags'] = ['a', 'b']
+  },
+  async transformResponse (_request, _destination, response) {
+    expectType<ForwardProxyIncomingResponse>(response)
+    response.statusCode = 200
+    delete response.headers['set-cookie']
+  }
+}
+const filter: ForwardProxyDestinationFilter = { allowTunnel: async (_request, destination) => destination.host !== 'blocked.example' }
+const interception: TlsInterceptionOptions = {
+  selector: (request) => { void request; return asyncSelector },
+  certificateProvider: () => provider,
+  transforms: [transform, createHeaderRulesTransform([{ hosts: ['api.example.com'], set: { authorization: 'Bearer x' }, removeResponse: ['set-cookie'] }])],
+  destinationFilters: [filter],
+  clientProtocols: 'http1AndHttp2',
+  handshakeTimeout: 5_000,
+  trustedDestinationCa: ['PEM'],
+  checkDestinationCertificate: (certificate, error, destination) => error === null && certificate.subject.CN === destination.host
+}
+void app.register(tlsInterception, interception)
+void app.register(tlsInterception, { selector, certificateProvider: provider })
+expectError(app.register(tlsInterception, { clientProtocols: 'http3' }))
+expectNotAssignable<ForwardProxyRequestTransform>({ transformRequest: (request: FastifyRequest, destination: ForwardProxyDestination, outgoing: ForwardProxyOutgoingRequest) => { void request; void destination; outgoing.method = 1 as unknown as string; return 'done' } })
+expectNotAssignable<ForwardProxyInterceptionSelector>({ shouldIntercept: () => 'yes' })
+expectAssignable<ForwardProxyCertificate>({ cert: Buffer.from('PEM'), key: Buffer.from('PEM') })
+expectAssignable<ForwardProxyCertificate>({} as SecureContext)
+expectNotAssignable<ForwardProxyCertificate>({ cert: 'PEM' })
+
+// Decorated services instead of options
+app.decorate('forwardProxyInterceptionSelector', createHostListSelector(['*.example.com']))
+app.decorate('forwardProxyCertificateProvider', provider)
+
+// Providers of the package
+const caProvider = createCaCertificateProvider({ cert: 'PEM', key: 'PEM', keyType: 'ecdsa-p256', validityDays: 7, onLeafIssued: (leaf) => { expectType<ForwardProxyIssuedLeaf>(leaf) } })
+expectType<ForwardProxyCaCertificateProvider>(caProvider)
+expectAssignable<ForwardProxyCertificateProvider>(caProvider)
+expectType<Promise<SecureContext>>(caProvider.getCertificate({ host: 'a.example', port: 443 }, new AbortController().signal))
+expectType<Promise<ForwardProxyIssuedLeaf>>(caProvider.getLeaf('a.example'))
+expectError(createCaCertificateProvider({ cert: 'PEM', key: 'PEM', keyType: 'ed25519' }))
+expectAssignable<number>(CA_PROVIDER_DEFAULTS.validityDays)
+const estProvider = createEstCertificateProvider({ url: 'https://est.example/.well-known/est', username: 'proxy', password: 'secret' })
+expectType<ForwardProxyEstCertificateProvider>(estProvider)
+expectAssignable<ForwardProxyCertificateProvider>(estProvider)
+
+// What hooks see: request.proxyUser, request.interception, request.proxyDestination
+declare module '../..' {
+  interface ForwardProxyUser {
+    tenant?: string
+  }
+}
+app.addHook('onRequest', async (request) => {
+  expectType<ForwardProxyUser | null>(request.proxyUser)
+  expectType<string | undefined>(request.proxyUser?.tenant)
+  expectType<ForwardProxyInterception | null>(request.interception)
+  expectType<ForwardProxyDestination | null>(request.proxyDestination)
+  if (request.interception !== null) {
+    expectType<string>(request.interception.destination.host)
+    expectType<number>(request.interception.destination.port)
+    expectError(request.interception.destination.host = 'elsewhere')
+  }
+  expectError(request.interception = null)
+})
+
+// fastify.forwardProxy
+expectType<ForwardProxyControl>(app.forwardProxy)
+expectType<number>(app.forwardProxy.activeTunnels)
+expectType<number>(app.forwardProxy.activeRequests)
+expectType<ForwardProxyInterceptionAddress | null>(app.forwardProxy.interceptionAddress)
+app.forwardProxy.addTransform(transform)
+app.forwardProxy.addOwnListener({ address: () => null })
+expectError(app.forwardProxy.addTransform({ transformRequest: 'nope' }))
+expectError(app.forwardProxy.activeTunnels = 0)
+
+// Errors
+const refusal = new ProxyError('http_request_denied', 'not today', { status: 403, details: 'policy' })
+expectType<ProxyErrorType>(refusal.errorType)
+expectAssignable<number>(PROXY_ERROR_STATUS.connection_limit_reached)
+expectError(new ProxyError('not_a_type', 'x'))
+expectAssignable<TypeError>(new ForwardProxyOptionsError('limits.connectTimeout', 'must be positive'))
+expectAssignable<Error>(new ForwardProxyCertificateError('bad_ca_key', 'bad CA key'))
