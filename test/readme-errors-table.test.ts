@@ -16,7 +16,7 @@ function wireType (type: ProxyErrorType): string {
  * with the `status:` it passes or else the status its type maps to. A status the code picks at
  * run time (`status: someVariable`) is a 4xx from the parser or the framework: `4xx`.
  */
-function pairsInCode (): Set<string> {
+function pairsInCode (raised = new Set<string>()): Set<string> {
   const pairs = new Set<string>()
   const files = readdirSync(join(root, 'lib'), { recursive: true, encoding: 'utf8' }).filter((file) => file.endsWith('.ts'))
   for (const file of files) {
@@ -25,6 +25,7 @@ function pairsInCode (): Set<string> {
       const type = (match[1] ?? '') as ProxyErrorType
       const rest = match[2] ?? ''
       if (!(type in PROXY_ERROR_STATUS)) throw new Error(`${file}: unknown error type ${type}`)
+      raised.add(type)
       const literal = /\bstatus: (\d{3})\b/.exec(rest)
       const computed = /\{ status(,| ?}|: [a-zA-Z])/.test(rest)
       const status = literal !== null ? literal[1] : computed ? '4xx' : String(PROXY_ERROR_STATUS[type])
@@ -52,4 +53,10 @@ test('README: the errors table lists exactly the statuses and Proxy-Status error
   t.ok(code.size > 20, `found the code's error constructions (${code.size} pairs)`)
   t.strictSame([...code].filter((pair) => !readme.has(pair)).sort(), [], 'every answer the code gives is in the README table')
   t.strictSame([...readme].filter((pair) => !code.has(pair)).sort(), [], 'every README row is an answer the code gives')
+})
+
+test('every Proxy-Status error type in the code\'s table is one the proxy raises somewhere (no type kept that nothing answers with)', async (t) => {
+  const raised = new Set<string>()
+  pairsInCode(raised)
+  t.strictSame(Object.keys(PROXY_ERROR_STATUS).filter((type) => !raised.has(type)).sort(), [])
 })

@@ -14,7 +14,7 @@ export const AUTH_FAILURE_REASON_ATTRIBUTE = 'forward_proxy.auth.reason'
  * `connection_terminated` is left out: it also stands for a client that left while connecting.
  */
 const CONNECT_FAILURES: ReadonlySet<ProxyErrorType> = new Set<ProxyErrorType>([
-  'dns_error', 'dns_timeout', 'destination_not_found', 'destination_unavailable',
+  'dns_error', 'dns_timeout', 'destination_unavailable',
   'connection_refused', 'connection_timeout', 'tls_protocol_error', 'tls_certificate_error'
 ])
 

@@ -1,6 +1,7 @@
 /**
  * RFC 9209 error types this proxy reports in `Proxy-Status`, with the status each maps to.
- * One table, so a status and its error type never disagree.
+ * One table, so a status and its error type never disagree; every type in it is one the proxy
+ * raises (a test keeps it so).
  */
 export const PROXY_ERROR_STATUS = {
   http_request_error: 400,
@@ -10,7 +11,6 @@ export const PROXY_ERROR_STATUS = {
   proxy_loop_detected: 508,
   dns_error: 502,
   dns_timeout: 504,
-  destination_not_found: 502,
   destination_unavailable: 503,
   connection_refused: 502,
   connection_terminated: 502,
@@ -18,13 +18,11 @@ export const PROXY_ERROR_STATUS = {
   connection_read_timeout: 504,
   connection_limit_reached: 503,
   http_response_timeout: 504,
-  http_response_incomplete: 502,
   http_response_header_section_size: 502,
   http_protocol_error: 502,
   tls_protocol_error: 502,
   tls_certificate_error: 502,
-  proxy_internal_error: 500,
-  proxy_configuration_error: 500
+  proxy_internal_error: 500
 } as const
 
 /** An RFC 9209 error type (`Proxy-Status: ...; error=<type>`). */
