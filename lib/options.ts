@@ -7,6 +7,7 @@ import { credentialCheckFromUsers } from './security/credential-check'
 import { systemResolver } from './security/default-resolver'
 import type { DestinationPolicySettings } from './security/destination-policy'
 import { DEFAULT_AUTH_FAILURE_LIMIT, type AuthFailureLimitSettings } from './security/auth-failure-limit'
+import { OPTIONS_ERROR_CODE } from './error-codes'
 
 /** Default limits, in milliseconds where they are durations. */
 export const DEFAULT_LIMITS = {
@@ -26,6 +27,8 @@ export const DEFAULT_PSEUDONYM = 'fastify-forward-proxy'
 export class ForwardProxyOptionsError extends TypeError {
   /** Dotted path of the bad option, e.g. `limits.connectTimeout`. */
   readonly option: string
+  /** Stable code of every invalid-option error. */
+  readonly code = OPTIONS_ERROR_CODE
 
   constructor (option: string, problem: string) {
     super(`fastify-forward-proxy: option "${option}" ${problem}`)

@@ -1,3 +1,5 @@
+import { CERTIFICATE_ERROR_CODES } from '../error-codes'
+
 /**
  * Thrown by the CA-backed certificate provider: an unusable CA certificate or key at creation,
  * a host no leaf may be issued for, or a failed mint. Messages never hold key material or
@@ -6,11 +8,14 @@
 export class ForwardProxyCertificateError extends Error {
   /** Stable reason, for code that reacts to one case. */
   readonly reason: ForwardProxyCertificateErrorReason
+  /** Stable code, `FFP_ERR_CERTIFICATE_` and the reason in upper case. */
+  readonly code: typeof CERTIFICATE_ERROR_CODES[ForwardProxyCertificateErrorReason]
 
   constructor (reason: ForwardProxyCertificateErrorReason, message: string) {
     super(`fastify-forward-proxy: ${message}`)
     this.name = 'ForwardProxyCertificateError'
     this.reason = reason
+    this.code = CERTIFICATE_ERROR_CODES[reason]
   }
 }
 

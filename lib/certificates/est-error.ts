@@ -1,3 +1,5 @@
+import { EST_ERROR_CODES } from '../error-codes'
+
 /**
  * Thrown by the EST certificate provider: a bad option at creation, or an enrollment that
  * failed (the intercepted handshake then fails: no fallback certificate is ever made). The
@@ -9,11 +11,14 @@ export class ForwardProxyEstError extends Error {
   readonly reason: ForwardProxyEstErrorReason
   /** The EST server's HTTP status, when it answered with one that was not a success. */
   readonly estStatus: number | undefined
+  /** Stable code, `FFP_ERR_EST_` and the reason (without its `est_` prefix) in upper case. */
+  readonly code: typeof EST_ERROR_CODES[ForwardProxyEstErrorReason]
 
   constructor (reason: ForwardProxyEstErrorReason, message: string, estStatus?: number) {
     super(`fastify-forward-proxy: ${message}`)
     this.name = 'ForwardProxyEstError'
     this.reason = reason
+    this.code = EST_ERROR_CODES[reason]
     this.estStatus = estStatus
   }
 }

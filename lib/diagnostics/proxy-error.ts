@@ -28,6 +28,17 @@ export const PROXY_ERROR_STATUS = {
 /** An RFC 9209 error type (`Proxy-Status: ...; error=<type>`). */
 export type ProxyErrorType = keyof typeof PROXY_ERROR_STATUS
 
+/**
+ * The stable `code` of a {@link ProxyError}: `FFP_ERR_` and its Proxy-Status error type in upper
+ * case, e.g. `FFP_ERR_HTTP_REQUEST_DENIED`.
+ */
+export type ProxyErrorCode = `FFP_ERR_${Uppercase<ProxyErrorType>}`
+
+/** The code of a {@link ProxyError} of `type`. */
+export function proxyErrorCode (type: ProxyErrorType): ProxyErrorCode {
+  return `FFP_ERR_${type.toUpperCase()}` as ProxyErrorCode
+}
+
 /** Options of a {@link ProxyError} beyond its type. */
 export interface ProxyErrorOptions {
   /** Overrides the status the type maps to (e.g. 405 for TRACE at Max-Forwards 0). */
@@ -45,6 +56,8 @@ export interface ProxyErrorOptions {
 export class ProxyError extends Error {
   /** RFC 9209 error type. */
   readonly errorType: ProxyErrorType
+  /** Stable code, `FFP_ERR_` and the error type in upper case. */
+  readonly code: ProxyErrorCode
   /** HTTP status of the response. */
   readonly status: number
   /** Client-visible detail, if any. */
@@ -54,6 +67,7 @@ export class ProxyError extends Error {
     super(message, options.cause === undefined ? undefined : { cause: options.cause })
     this.name = 'ProxyError'
     this.errorType = errorType
+    this.code = proxyErrorCode(errorType)
     this.status = options.status ?? PROXY_ERROR_STATUS[errorType]
     this.details = options.details
   }

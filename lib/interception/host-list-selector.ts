@@ -1,8 +1,12 @@
 import type { ForwardProxyInterceptionSelector } from '../../types/interception'
 import { compileHostPattern, matchesAny, type HostPattern } from '../security/host-pattern'
+import { RULE_ERROR_CODE } from '../error-codes'
 
 /** Thrown by the built-ins when a host pattern or header rule is unusable; the message says which. */
 export class ForwardProxyRuleError extends TypeError {
+  /** Stable code of every invalid-rule error. */
+  readonly code = RULE_ERROR_CODE
+
   constructor (message: string) {
     super(`fastify-forward-proxy: ${message}`)
     this.name = 'ForwardProxyRuleError'

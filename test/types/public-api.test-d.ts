@@ -6,6 +6,8 @@ import Fastify, { type FastifyRequest } from 'fastify'
 import { expectAssignable, expectError, expectNotAssignable, expectType } from 'tsd'
 import {
   CA_PROVIDER_DEFAULTS,
+  CERTIFICATE_ERROR_CODES,
+  EST_ERROR_CODES,
   createCaCertificateProvider,
   createEstCertificateProvider,
   createHeaderRulesTransform,
@@ -34,6 +36,8 @@ import {
   type ForwardProxyOutgoingRequest,
   type ForwardProxyRequestTransform,
   type ForwardProxyUser,
+  type ForwardProxyErrorCode,
+  type ProxyErrorCode,
   type ProxyErrorType,
   type TlsInterceptionOptions
 } from '../..'
@@ -146,6 +150,13 @@ expectError(app.forwardProxy.activeTunnels = 0)
 // Errors
 const refusal = new ProxyError('http_request_denied', 'not today', { status: 403, details: 'policy' })
 expectType<ProxyErrorType>(refusal.errorType)
+expectType<ProxyErrorCode>(refusal.code)
+expectAssignable<ProxyErrorCode>('FFP_ERR_HTTP_REQUEST_DENIED')
+expectNotAssignable<ProxyErrorCode>('FFP_ERR_NOT_A_TYPE')
+expectType<'FFP_ERR_INVALID_OPTION'>(new ForwardProxyOptionsError('via', 'must be a string').code)
+expectType<'FFP_ERR_CERTIFICATE_BAD_CA_KEY'>(CERTIFICATE_ERROR_CODES.bad_ca_key)
+expectAssignable<ForwardProxyErrorCode>(new ForwardProxyCertificateError('mint_failed', 'm').code)
+expectAssignable<ForwardProxyErrorCode>(EST_ERROR_CODES.est_refused)
 expectAssignable<number>(PROXY_ERROR_STATUS.connection_limit_reached)
 expectError(new ProxyError('not_a_type', 'x'))
 expectAssignable<TypeError>(new ForwardProxyOptionsError('limits.connectTimeout', 'must be positive'))
