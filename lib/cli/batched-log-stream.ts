@@ -21,24 +21,33 @@ export interface BatchedLogStream {
  */
 export function createBatchedLogStream (target: LogTarget): BatchedLogStream {
   let pending: string[] = []
-  let scheduled = false
   const flushSync = (): void => {
-    scheduled = false
+    unflushed.delete(flushSync)
     if (pending.length === 0) return
     const text = pending.length === 1 ? pending[0] : pending.join('')
     pending = []
     target.write(text as string)
   }
-  process.once('exit', flushSync)
   return {
     write (line: string): boolean {
       pending.push(line)
-      if (!scheduled) {
-        scheduled = true
+      if (!unflushed.has(flushSync)) {
+        watchExit()
+        unflushed.add(flushSync)
         setImmediate(flushSync)
       }
       return true
     },
     flushSync
   }
+}
+
+/** The flushes of the streams holding lines, run at exit: one listener for every stream of the process. */
+const unflushed = new Set<() => void>()
+let watchingExit = false
+
+function watchExit (): void {
+  if (watchingExit) return
+  watchingExit = true
+  process.once('exit', () => { for (const flush of [...unflushed]) flush() })
 }
