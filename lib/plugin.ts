@@ -1,25 +1,35 @@
+// The two Fastify plugins: `forwardProxy` (options, runtime, the proxy route, the server's CONNECT
+// listener) and `tlsInterception` (the in-memory endpoint and how CONNECT reaches it).
+
 import fp from 'fastify-plugin'
 import type { FastifyInstance } from 'fastify'
 import type { ForwardProxyOptions } from '../types/options'
 import type { ForwardProxyControl } from '../types/control'
-import { resolveProxySettings } from './options'
-import { proxyDestinationOf } from './proxy-request'
-import { proxyRouteConstraint } from './proxy-route-constraint'
-import { proxyRoutes } from './proxy-routes'
-import { attachProxyToServer, secondaryServersOf, type ProxyServer } from './attach-server'
-import { TunnelRegistry } from './connect/tunnel-registry'
-import { ConcurrencyLimit } from './concurrency-limit'
-import { DestinationPolicy } from './security/destination-policy'
-import { OwnListeners } from './security/own-listeners'
-import { createDestinationDispatcher } from './forward/destination-dispatcher'
-import { createTlsDestinationDispatcher } from './forward/tls-destination-dispatcher'
-import { DEFAULT_DESTINATION_TLS } from './forward/destination-tls-settings'
-import { checkTransform } from './options'
-import { addForwardedMethods } from './forward/forwarded-methods'
-import { rememberProxyRuntime, type ProxyRuntime } from './proxy-runtime'
-import { decorateProxyUser } from './security/proxy-user'
-import { interceptedTunnelOf } from './interception/intercepted-tunnels'
-import { INTERCEPTION_ADDRESS } from './interception/interception-endpoint'
+import {
+  resolveProxySettings,
+  DEFAULT_DESTINATION_TLS,
+  checkTransform,
+  resolveDestinationTlsSettings,
+  checkProviderSource,
+  checkSelectorSource,
+  resolveInterceptionSettings
+} from './core/options'
+import { proxyDestinationOf, decorateProxyUser, interceptedTunnelOf } from './core/proxy-request'
+import { proxyRouteConstraint, proxyRoutes, addForwardedMethods } from './routes'
+import { attachProxyToServer, secondaryServersOf, type ProxyServer } from './connect/listener'
+import {
+  TunnelRegistry,
+  ConcurrencyLimit,
+  rememberProxyRuntime,
+  type ProxyRuntime,
+  proxyRuntimeOf,
+  type InterceptionRuntime
+} from './core/runtime'
+import { DestinationPolicy, OwnListeners } from './security/destination-policy'
+import { createDestinationDispatcher, createTlsDestinationDispatcher } from './forward/destinations'
+import { INTERCEPTION_ADDRESS, InterceptionEndpoint } from './interception/endpoint'
+import type { TlsInterceptionOptions } from '../types/interception'
+import { ForwardProxyOptionsError } from './protocol/errors'
 
 async function forwardProxyPlugin (fastify: FastifyInstance, options: ForwardProxyOptions): Promise<void> {
   const settings = resolveProxySettings(options)
@@ -93,3 +103,57 @@ async function forwardProxyPlugin (fastify: FastifyInstance, options: ForwardPro
  * @throws ForwardProxyOptionsError (at registration) naming the first bad option.
  */
 export const forwardProxy = fp(forwardProxyPlugin, { fastify: '5.x', name: 'fastify-forward-proxy' })
+
+async function tlsInterceptionPlugin (fastify: FastifyInstance, options: TlsInterceptionOptions): Promise<void> {
+  const settings = resolveInterceptionSettings(options)
+  const destinationTls = resolveDestinationTlsSettings(options)
+  const runtime = proxyRuntimeOf(fastify.forwardProxy)
+  if (runtime === undefined) throw new Error('fastify-forward-proxy: register forwardProxy before tlsInterception')
+  if (runtime.interception !== undefined) throw new Error('fastify-forward-proxy: tlsInterception is already registered for this proxy')
+
+  runtime.destinationTls = destinationTls
+  for (const transform of settings.transforms) fastify.forwardProxy.addTransform(transform)
+  const interception: InterceptionRuntime = {
+    settings,
+    endpoint: new InterceptionEndpoint(fastify, {
+      clientProtocols: settings.clientProtocols,
+      handshakeTimeout: settings.handshakeTimeout,
+      pseudonym: runtime.settings.pseudonym,
+      maxStreamResets: runtime.settings.limits.maxStreamResets
+    }),
+    selector: settings.selector,
+    certificateProvider: settings.certificateProvider
+  }
+  runtime.interception = interception
+
+  // Decorators may be added after this plugin is registered; they are looked up once ready.
+  fastify.addHook('onReady', async function resolveInterceptionServices () {
+    if (interception.selector === null && fastify.forwardProxyInterceptionSelector !== undefined) {
+      interception.selector = checkSelectorSource(fastify.forwardProxyInterceptionSelector, 'forwardProxyInterceptionSelector')
+    }
+    if (interception.certificateProvider === null && fastify.forwardProxyCertificateProvider !== undefined) {
+      interception.certificateProvider = checkProviderSource(fastify.forwardProxyCertificateProvider, 'forwardProxyCertificateProvider')
+    }
+    if (interception.certificateProvider === null) {
+      throw new ForwardProxyOptionsError('certificateProvider', 'is required by tlsInterception: pass it in the options or decorate the instance with forwardProxyCertificateProvider (there is no built-in CA)')
+    }
+  })
+}
+
+/**
+ * TLS interception: `fastify.register(tlsInterception, { selector, certificateProvider, ...options })`
+ * after `forwardProxy`. Tunnels the selector picks are answered 200 without dialing
+ * the destination, their TLS is terminated with the provider's certificate for the CONNECT
+ * target in an in-memory endpoint, and each request inside runs through the application's
+ * hooks before it is sent to the destination over validated TLS. The selector and provider
+ * may instead be decorated as `forwardProxyInterceptionSelector` and
+ * `forwardProxyCertificateProvider` (objects, or factories `(request) => impl`); without a
+ * selector nothing is intercepted.
+ * @throws ForwardProxyOptionsError (at registration) naming the first bad option, and from
+ * `fastify.ready()` when there is no certificate provider.
+ */
+export const tlsInterception = fp(tlsInterceptionPlugin, {
+  fastify: '5.x',
+  name: 'fastify-forward-proxy-tls-interception',
+  dependencies: ['fastify-forward-proxy']
+})

@@ -1,7 +1,6 @@
 import { inspect } from 'node:util'
 import { test } from 'tap'
-import { createCaCertificateProvider } from '../lib/certificates/ca-certificate-provider'
-import { ForwardProxyCertificateError } from '../lib/certificates/certificate-error'
+import { createCaCertificateProvider, ForwardProxyCertificateError } from '../lib/index'
 import type { ForwardProxyCaProviderOptions } from '../types/certificates'
 import { CA_EXTENSIONS, FIXTURE_PASSPHRASE, fixtureDirectory, makeCa, type CaKeyKind } from './helpers/ca-fixtures'
 

@@ -1,5 +1,5 @@
 import { test } from 'tap'
-import { createCaCertificateProvider } from '../lib/certificates/ca-certificate-provider'
+import { createCaCertificateProvider } from '../lib/index'
 import { fixtureDirectory, makeCa } from './helpers/ca-fixtures'
 
 test('DESIGN 4: 1,000 distinct hosts stay within the cache bound, least recently used dropped first', async (t) => {

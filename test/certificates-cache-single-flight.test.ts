@@ -1,5 +1,5 @@
 import { test } from 'tap'
-import { createCaCertificateProvider } from '../lib/certificates/ca-certificate-provider'
+import { createCaCertificateProvider } from '../lib/index'
 import type { ForwardProxyIssuedLeaf } from '../types/certificates'
 import { fixtureDirectory, makeCa } from './helpers/ca-fixtures'
 

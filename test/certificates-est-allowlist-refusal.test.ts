@@ -1,5 +1,5 @@
 import { test } from 'tap'
-import { createEstCertificateProvider } from '../lib/certificates/est-certificate-provider'
+import { createEstCertificateProvider } from '../lib/index'
 import { startInnerTls, tunnelTransport } from './helpers/intercepted-client'
 import { makeInterceptionPki } from './helpers/interception-pki'
 import { startInterceptingProxy, startTlsOrigin } from './helpers/intercepting-proxy'

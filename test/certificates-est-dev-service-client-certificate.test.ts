@@ -5,7 +5,7 @@ import type { AddressInfo } from 'node:net'
 import { join } from 'node:path'
 import { promisify } from 'node:util'
 import { test } from 'tap'
-import { createEstCertificateProvider } from '../lib/certificates/est-certificate-provider'
+import { createEstCertificateProvider } from '../lib/index'
 import { buildEstService } from '../examples/est-dev-service/est-service'
 import { fixtureDirectory, makeCa } from './helpers/ca-fixtures'
 

@@ -3,7 +3,7 @@ import { once } from 'node:events'
 import type { AddressInfo } from 'node:net'
 import { connect, createServer } from 'node:tls'
 import { test } from 'tap'
-import { createEstCertificateProvider } from '../lib/certificates/est-certificate-provider'
+import { createEstCertificateProvider } from '../lib/index'
 import { buildEstService, NOT_HARDENED_NOTICE } from '../examples/est-dev-service/est-service'
 import { fixtureDirectory, makeCa } from './helpers/ca-fixtures'
 

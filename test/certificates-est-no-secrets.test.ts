@@ -1,6 +1,6 @@
 import { inspect } from 'node:util'
 import { test } from 'tap'
-import { createEstCertificateProvider } from '../lib/certificates/est-certificate-provider'
+import { createEstCertificateProvider } from '../lib/index'
 import { startOpensslEstResponder } from './helpers/openssl-est-responder'
 
 const PASSWORD = 'echoed-secret-6a0d'

@@ -1,6 +1,6 @@
 import { X509Certificate } from 'node:crypto'
 import { test } from 'tap'
-import { createEstCertificateProvider } from '../lib/certificates/est-certificate-provider'
+import { createEstCertificateProvider } from '../lib/index'
 import { startOpensslEstResponder } from './helpers/openssl-est-responder'
 
 test('EST 202 + Retry-After (RFC 7030 4.2.3): the provider waits the time asked, repeats the request, and the handshake gets the leaf', async (t) => {

@@ -1,7 +1,7 @@
 import { createServer } from 'node:net'
 import type { AddressInfo } from 'node:net'
 import { test } from 'tap'
-import { createEstCertificateProvider } from '../lib/certificates/est-certificate-provider'
+import { createEstCertificateProvider } from '../lib/index'
 
 test('EST service down (HOSTILE 32): a refused connection fails the enrollment at once with est_unreachable', async (t) => {
   // A port that was just free: nothing listens there.

@@ -1,5 +1,5 @@
 import { test } from 'tap'
-import { createEstCertificateProvider } from '../lib/certificates/est-certificate-provider'
+import { createEstCertificateProvider } from '../lib/index'
 import { startOpensslEstResponder } from './helpers/openssl-est-responder'
 
 test('EST service slow (HOSTILE 32): an answer that does not come within the timeout fails the enrollment with est_timeout, at the timeout', async (t) => {

@@ -1,5 +1,5 @@
 import { test } from 'tap'
-import { createEstCertificateProvider } from '../lib/certificates/est-certificate-provider'
+import { createEstCertificateProvider } from '../lib/index'
 import { startOpensslEstResponder } from './helpers/openssl-est-responder'
 
 test('EST single-flight (HOSTILE 32): 50 concurrent getCertificate calls for one new host make one enrollment and share its leaf', async (t) => {

@@ -1,5 +1,5 @@
 import { test } from 'tap'
-import { createEstCertificateProvider } from '../lib/certificates/est-certificate-provider'
+import { createEstCertificateProvider } from '../lib/index'
 import { fixtureDirectory, makeCa } from './helpers/ca-fixtures'
 import { startOpensslEstResponder } from './helpers/openssl-est-responder'
 

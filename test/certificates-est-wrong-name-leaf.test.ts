@@ -1,5 +1,5 @@
 import { test } from 'tap'
-import { createEstCertificateProvider } from '../lib/certificates/est-certificate-provider'
+import { createEstCertificateProvider } from '../lib/index'
 import { startOpensslEstResponder } from './helpers/openssl-est-responder'
 
 test('EST wrong-name leaf (HOSTILE 32): a responder issuing for another name is refused; nothing is cached, no fallback', async (t) => {

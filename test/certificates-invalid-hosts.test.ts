@@ -1,5 +1,5 @@
 import { test } from 'tap'
-import { createCaCertificateProvider } from '../lib/certificates/ca-certificate-provider'
+import { createCaCertificateProvider } from '../lib/index'
 import { fixtureDirectory, makeCa } from './helpers/ca-fixtures'
 
 // HOSTILE 28: leaves are never wildcards; hosts arrive canonical, anything else is refused.

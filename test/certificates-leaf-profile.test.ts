@@ -1,8 +1,8 @@
 import { createHash, createPrivateKey, X509Certificate } from 'node:crypto'
 import { test } from 'tap'
 import { AuthorityKeyIdentifier, BasicConstraints, Certificate, ExtKeyUsage } from 'pkijs'
-import { createCaCertificateProvider } from '../lib/certificates/ca-certificate-provider'
-import { parseIP } from '../lib/security/ip-address'
+import { createCaCertificateProvider } from '../lib/index'
+import { parseIP } from './helpers/internals'
 import { fixtureDirectory, makeCa } from './helpers/ca-fixtures'
 import { keyUsageNames, octets, parseLeaf, subjectAltNames } from './helpers/leaf-inspection'
 

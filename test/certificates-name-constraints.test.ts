@@ -3,7 +3,7 @@ import { writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { promisify } from 'node:util'
 import { test } from 'tap'
-import { createCaCertificateProvider } from '../lib/certificates/ca-certificate-provider'
+import { createCaCertificateProvider } from '../lib/index'
 import { CA_EXTENSIONS, fixtureDirectory, makeCa, opensslVerify, writeFixture, type CaFixture } from './helpers/ca-fixtures'
 
 const run = promisify(execFile)

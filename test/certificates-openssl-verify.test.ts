@@ -1,7 +1,7 @@
 import { createHash } from 'node:crypto'
 import { test } from 'tap'
 import type { AuthorityKeyIdentifier } from 'pkijs'
-import { createCaCertificateProvider } from '../lib/certificates/ca-certificate-provider'
+import { createCaCertificateProvider } from '../lib/index'
 import { fixtureDirectory, makeCa, opensslVerify, writeFixture } from './helpers/ca-fixtures'
 import { octets, parseLeaf } from './helpers/leaf-inspection'
 

@@ -1,7 +1,7 @@
 import { X509Certificate } from 'node:crypto'
 import { test } from 'tap'
-import { createCaCertificateProvider } from '../lib/certificates/ca-certificate-provider'
-import { LeafCache, RENEWAL_RETRY_BASE_MS, RENEWAL_RETRY_MAX_MS, type CachedLeaf } from '../lib/certificates/leaf-cache'
+import { createCaCertificateProvider } from '../lib/index'
+import { LeafCache, RENEWAL_RETRY_BASE_MS, RENEWAL_RETRY_MAX_MS, type CachedLeaf } from './helpers/internals'
 import { fixtureDirectory, makeCa } from './helpers/ca-fixtures'
 import { eventually } from './helpers/eventually'
 

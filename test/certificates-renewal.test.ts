@@ -1,6 +1,6 @@
 import { X509Certificate } from 'node:crypto'
 import { test } from 'tap'
-import { createCaCertificateProvider } from '../lib/certificates/ca-certificate-provider'
+import { createCaCertificateProvider } from '../lib/index'
 import type { ForwardProxyIssuedLeaf } from '../types/certificates'
 import { eventually } from './helpers/eventually'
 import { fixtureDirectory, makeCa } from './helpers/ca-fixtures'

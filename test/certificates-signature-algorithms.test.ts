@@ -1,6 +1,6 @@
 import { createPrivateKey, X509Certificate } from 'node:crypto'
 import { test } from 'tap'
-import { createCaCertificateProvider } from '../lib/certificates/ca-certificate-provider'
+import { createCaCertificateProvider } from '../lib/index'
 import { fixtureDirectory, makeCa, type CaKeyKind } from './helpers/ca-fixtures'
 import { keyUsageNames, parseLeaf } from './helpers/leaf-inspection'
 

@@ -2,7 +2,7 @@ import { once } from 'node:events'
 import type { AddressInfo } from 'node:net'
 import { connect, createServer, type Server } from 'node:tls'
 import { test, type Test } from 'tap'
-import { createCaCertificateProvider } from '../lib/certificates/ca-certificate-provider'
+import { createCaCertificateProvider } from '../lib/index'
 import type { ForwardProxyCaCertificateProvider } from '../types/certificates'
 import { fixtureDirectory, makeCa } from './helpers/ca-fixtures'
 

@@ -1,6 +1,6 @@
 import { X509Certificate } from 'node:crypto'
 import { test } from 'tap'
-import { createCaCertificateProvider } from '../lib/certificates/ca-certificate-provider'
+import { createCaCertificateProvider } from '../lib/index'
 import { fixtureDirectory, makeCa } from './helpers/ca-fixtures'
 
 const DAY = 86_400_000

@@ -1,7 +1,6 @@
 import { test } from 'tap'
 import { once } from 'node:events'
-import { parseConfig } from '../lib/cli/config'
-import { startProxyServer } from '../lib/cli/build-server'
+import { parseConfig, startProxyServer } from './helpers/internals'
 import { openTunnel } from './helpers/raw-client'
 import { startTcpDestination } from './helpers/tcp-destination'
 

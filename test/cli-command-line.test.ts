@@ -1,7 +1,7 @@
 import { test } from 'tap'
 import { writeFileSync } from 'node:fs'
 import { join } from 'node:path'
-import { configFromCommandLine, parseCommandLine } from '../lib/cli/command-line'
+import { configFromCommandLine, parseCommandLine } from './helpers/internals'
 
 test('command line: --config, --config=, FORWARD_PROXY_CONFIG (the flag wins), --help', async (t) => {
   t.same(parseCommandLine([], {}), { help: false })

@@ -1,7 +1,7 @@
 import { test } from 'tap'
 import { readFileSync } from 'node:fs'
 import { join } from 'node:path'
-import { CONFIG_SCHEMA } from '../lib/cli/config-schema'
+import { CONFIG_SCHEMA } from './helpers/internals'
 
 interface Node { properties?: Record<string, Node>, items?: Node }
 

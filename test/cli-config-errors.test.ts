@@ -1,7 +1,7 @@
 import { test } from 'tap'
 import { readFileSync } from 'node:fs'
 import { join } from 'node:path'
-import { ConfigError, loadConfigFile, parseConfig } from '../lib/cli/config'
+import { ConfigError, loadConfigFile, parseConfig } from './helpers/internals'
 
 const parse = (value: unknown): unknown => parseConfig(value, 'proxy.json', '/srv')
 

@@ -1,7 +1,7 @@
 import { test } from 'tap'
 import { readFileSync } from 'node:fs'
 import { join } from 'node:path'
-import { parseConfig } from '../lib/cli/config'
+import { parseConfig } from './helpers/internals'
 
 const parse = (value: unknown): ReturnType<typeof parseConfig> => parseConfig(value, 'proxy.json', '/srv')
 const PASSWORD = 'config-est-password-0a9d'

@@ -1,5 +1,5 @@
 import { test } from 'tap'
-import { parseConfig } from '../lib/cli/config'
+import { parseConfig } from './helpers/internals'
 
 const parse = (value: unknown): ReturnType<typeof parseConfig> => parseConfig(value, 'proxy.json', '/srv')
 const ca = { cert: 'ca.pem', key: 'keys/ca.key' }

@@ -1,5 +1,5 @@
 import { test } from 'tap'
-import { parseConfig } from '../lib/cli/config'
+import { parseConfig } from './helpers/internals'
 
 const parse = (value: unknown): unknown => parseConfig(value, 'proxy.json', '/srv')
 

@@ -1,8 +1,7 @@
 import { test } from 'tap'
 import { chmodSync, readFileSync, statSync } from 'node:fs'
 import { join } from 'node:path'
-import { parseConfig } from '../lib/cli/config'
-import { startProxyServer } from '../lib/cli/build-server'
+import { parseConfig, startProxyServer } from './helpers/internals'
 import { freshDataDirectory, pemBody } from './helpers/development-ca-dir'
 
 test('server: a development CA key file readable by group or others is refused with a clear error (as ssh does), never used', async (t) => {

@@ -1,9 +1,7 @@
 import { test } from 'tap'
 import { mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
-import { parseConfig } from '../lib/cli/config'
-import { startProxyServer } from '../lib/cli/build-server'
-import { mintDevelopmentCa } from '../lib/certificates/development-ca'
+import { parseConfig, startProxyServer, mintDevelopmentCa } from './helpers/internals'
 import { freshDataDirectory, pemBody } from './helpers/development-ca-dir'
 
 const YEAR_MS = 365 * 86_400_000

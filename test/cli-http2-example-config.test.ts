@@ -1,7 +1,7 @@
 import { test } from 'tap'
 import { readFileSync } from 'node:fs'
 import { join } from 'node:path'
-import { parseConfig } from '../lib/cli/config'
+import { parseConfig } from './helpers/internals'
 
 test('config: examples/proxy-http2.example.json is valid and has a TLS listener with HTTP/2', async (t) => {
   const examples = join(__dirname, '..', 'examples')

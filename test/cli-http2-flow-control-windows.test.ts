@@ -1,5 +1,5 @@
 import { test } from 'tap'
-import { HTTP2_RECEIVE_WINDOWS } from '../lib/cli/http2-listener'
+import { HTTP2_RECEIVE_WINDOWS } from './helpers/internals'
 import { makeSelfSignedCertificate } from './helpers/tls-fixture'
 import { startConfiguredServer } from './helpers/cli-server'
 import { connectHttp2Listener } from './helpers/cli-http2'

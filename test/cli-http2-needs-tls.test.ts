@@ -1,7 +1,7 @@
 import { test } from 'tap'
 import { writeFileSync } from 'node:fs'
 import { join } from 'node:path'
-import { parseConfig } from '../lib/cli/config'
+import { parseConfig } from './helpers/internals'
 import { runBin } from './helpers/cli-bin'
 
 const parse = (value: unknown): unknown => parseConfig(value, 'proxy.json', '/srv')

@@ -45,7 +45,7 @@ test('bin: access lines written a loop turn at a time stay whole and in order, a
 
 test('bin log stream: lines written in the same turn as process.exit() still reach stdout', async (t) => {
   const script = [
-    `const { createBatchedLogStream } = require(${JSON.stringify(join(__dirname, '..', 'lib/cli/batched-log-stream.ts'))})`,
+    `const { createBatchedLogStream } = require(${JSON.stringify(join(__dirname, 'helpers', 'internals.ts'))})`,
     'const stream = createBatchedLogStream(process.stdout)',
     'for (let i = 0; i < 3; i++) stream.write(`line ${i}\\n`)',
     'process.exit(3)'

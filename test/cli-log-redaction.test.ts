@@ -1,8 +1,7 @@
 import { test } from 'tap'
 import { Writable } from 'node:stream'
 import Fastify from 'fastify'
-import { proxyLoggerOptions, REDACTED } from '../lib/cli/logger-options'
-import { formatPrettyLine } from '../lib/cli/pretty-log-stream'
+import { proxyLoggerOptions, REDACTED, formatPrettyLine } from './helpers/internals'
 
 function capture (): { stream: Writable, lines: () => string[] } {
   const lines: string[] = []

@@ -5,7 +5,7 @@ import { startOrigin } from './helpers/servers'
 import { openTunnel, rawExchange } from './helpers/raw-client'
 import { once, startTcpDestination } from './helpers/tcp-destination'
 import { eventually } from './helpers/eventually'
-import { parseConfig } from '../lib/cli/config'
+import { parseConfig } from './helpers/internals'
 
 test('server: "metrics" serves the proxy\'s instruments in the Prometheus text format at GET /metrics on a separate listener (counters _total, units as suffixes, histograms with buckets)', async (t) => {
   const origin = await startOrigin(t)

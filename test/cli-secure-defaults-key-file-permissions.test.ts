@@ -5,8 +5,7 @@ import { runBin } from './helpers/cli-bin'
 import { makeSelfSignedCertificate } from './helpers/tls-fixture'
 import { fixtureDirectory, makeCa } from './helpers/ca-fixtures'
 import { pemBody } from './helpers/development-ca-dir'
-import { parseConfig } from '../lib/cli/config'
-import { startProxyServer } from '../lib/cli/build-server'
+import { parseConfig, startProxyServer } from './helpers/internals'
 
 const NO_STACK = /\n\s+at /
 const escape = (text: string): string => text.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')

@@ -1,8 +1,6 @@
 import { test } from 'tap'
 import { runBin } from './helpers/cli-bin'
-import { isLoopbackHost } from '../lib/cli/listener-exposure'
-import { parseConfig } from '../lib/cli/config'
-import { startProxyServer } from '../lib/cli/build-server'
+import { isLoopbackHost, parseConfig, startProxyServer } from './helpers/internals'
 
 const NO_STACK = /\n\s+at /
 

@@ -3,8 +3,7 @@ import { mkdirSync, writeFileSync } from 'node:fs'
 import { createServer, type AddressInfo } from 'node:net'
 import { join } from 'node:path'
 import { makeSelfSignedCertificate } from './helpers/tls-fixture'
-import { parseConfig } from '../lib/cli/config'
-import { startProxyServer } from '../lib/cli/build-server'
+import { parseConfig, startProxyServer } from './helpers/internals'
 
 const config = (value: object): ReturnType<typeof parseConfig> => parseConfig({ log: { level: 'silent' }, ...value }, 'test.json', '/')
 

@@ -1,6 +1,6 @@
 import { test } from 'tap'
 import { readFileSync, readdirSync, readlinkSync } from 'node:fs'
-import { parseConfig } from '../lib/cli/config'
+import { parseConfig } from './helpers/internals'
 import { childPids, getThroughProxy, startTwoWorkerBin } from './helpers/cli-workers'
 import { startOrigin } from './helpers/servers'
 
@@ -21,16 +21,19 @@ function ownerOfLocalPort (port: number, pids: number[]): number | undefined {
 }
 
 test('bin workers: with "workers": 2 two processes share the listener, both forward requests, SIGTERM closes all and exits 0', async (t) => {
-  const originPorts: number[] = []
+  let workers: number[] = []
+  const forwarders = new Set<number | undefined>()
   const origin = await startOrigin(t, (req, res) => {
-    originPorts.push(req.socket.remotePort ?? 0)
+    // Which worker holds the other end of this connection, looked up while the request is open
+    // (an idle keep-alive connection may be closed by the time the test looks later).
+    forwarders.add(ownerOfLocalPort(req.socket.remotePort ?? 0, workers))
     res.end('hello')
   })
   const { bin, url } = await startTwoWorkerBin(t)
   t.ok(url, 'the summary names the listener')
   t.match(bin.stdout(), /workers: 2 processes \(Node cluster\)/)
   t.equal(bin.stdout().match(/listening on/g)?.length, 1, 'the summary is printed once, by the first process')
-  const workers = childPids(bin.child.pid ?? 0)
+  workers = childPids(bin.child.pid ?? 0)
   t.equal(workers.length, 2, 'two worker processes')
 
   for (let i = 0; i < 6; i++) {
@@ -39,8 +42,6 @@ test('bin workers: with "workers": 2 two processes share the listener, both forw
     t.equal(answer.body, 'hello')
     t.match(answer.via ?? '', /1\.1 fastify-forward-proxy/)
   }
-  // Each worker keeps its connection to the origin alive: the origin's peer ports name the workers.
-  const forwarders = new Set(originPorts.map((port) => ownerOfLocalPort(port, workers)))
   t.same([...forwarders].sort(), [...workers].sort(), 'both workers forwarded requests')
 
   bin.child.kill('SIGTERM')

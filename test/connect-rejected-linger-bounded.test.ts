@@ -1,7 +1,7 @@
 import { test } from 'tap'
 import { connect } from 'node:net'
 import { startProxy, startSentinel } from './helpers/servers'
-import { LINGER_TIMEOUT_MS } from '../lib/connect/lingering-close'
+import { LINGER_TIMEOUT_MS } from './helpers/internals'
 
 test('HOSTILE 10 / resource bound: a refused CONNECT whose client keeps sending is drained only for the linger timeout, then closed', async (t) => {
   const sentinel = await startSentinel(t)

@@ -4,7 +4,7 @@ import type { Socket } from 'node:net'
 import { startProxy } from './helpers/servers'
 import { openTunnel } from './helpers/raw-client'
 import { startTcpDestination } from './helpers/tcp-destination'
-import { borrowRelayBuffer, borrowedRelayBuffers, returnRelayBuffer, RELAY_BUFFER_SIZE } from '../lib/connect/relay-buffers'
+import { borrowRelayBuffer, borrowedRelayBuffers, returnRelayBuffer, RELAY_BUFFER_SIZE } from './helpers/internals'
 
 /** Resolves once `socket` has received `expected` bytes in all; resolves with their SHA-256. */
 function receive (socket: Socket, already: Buffer, expected: number): Promise<string> {

@@ -1,7 +1,7 @@
 import { test } from 'tap'
 import { connect, createServer, type AddressInfo, type OnReadOpts } from 'node:net'
 import { PassThrough } from 'node:stream'
-import { createDestinationReader } from '../lib/connect/destination-reader'
+import { createDestinationReader } from './helpers/internals'
 
 test('destination reader: bytes and an end read before the relay starts are kept, then written in order and the output ended', async (t) => {
   const server = createServer((socket) => socket.end('early bytes'))

@@ -2,7 +2,7 @@ import { test } from 'tap'
 import { createServer, type IncomingMessage } from 'node:http'
 import { connect as http2Connect, constants, createServer as createHttp2Server, type Http2ServerRequest } from 'node:http2'
 import { connect, type AddressInfo } from 'node:net'
-import { receivedHeaderObject } from '../lib/forward/received-headers'
+import { receivedHeaderObject } from './helpers/internals'
 
 // Every field Node's parsers treat specially, plus ordinary ones, each sent twice.
 const NAMES = [

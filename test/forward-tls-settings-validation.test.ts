@@ -1,8 +1,7 @@
 import { test } from 'tap'
 import { rootCertificates } from 'node:tls'
-import { ForwardProxyOptionsError } from '../lib/index'
-import { resolveDestinationTlsSettings } from '../lib/forward/destination-tls-settings'
-import type { ForwardProxyDestinationCertificateCheck } from '../lib/index'
+import { ForwardProxyOptionsError, type ForwardProxyDestinationCertificateCheck } from '../lib/index'
+import { resolveDestinationTlsSettings } from './helpers/internals'
 
 test('SPEC 2.4: destination TLS options are checked when built: a trustedDestinationCa that is not PEM, a corrupt certificate, or a check that is not a function fails with the option named', async (t) => {
   const cases: Array<[string, () => unknown]> = [

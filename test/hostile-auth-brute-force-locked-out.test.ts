@@ -3,8 +3,8 @@ import { startOrigin, startProxy, startSentinel } from './helpers/servers'
 import { basic, openTunnel, rawExchange } from './helpers/raw-client'
 import { LOOPBACK_ORIGINS, portOf, startConfiguredServer } from './helpers/cli-server'
 import { connectHttp2, openHttp2Tunnel, startHttp2Proxy } from './helpers/http2-proxy'
-import { AuthFailureLimiter } from '../lib/security/auth-failure-limit'
-import { resolveProxySettings, ForwardProxyOptionsError } from '../lib/options'
+import { AuthFailureLimiter, resolveProxySettings } from './helpers/internals'
+import { ForwardProxyOptionsError } from '../lib/index'
 
 const USERS = { alice: 's3cret' }
 

@@ -2,7 +2,7 @@ import { connect } from 'node:net'
 import { test } from 'tap'
 import { startOrigin, startProxy } from './helpers/servers'
 import { basic, rawExchange } from './helpers/raw-client'
-import { AuthFailureLimiter } from '../lib/security/auth-failure-limit'
+import { AuthFailureLimiter } from './helpers/internals'
 
 const USERS = { alice: 's3cret' }
 

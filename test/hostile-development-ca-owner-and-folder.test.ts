@@ -1,8 +1,7 @@
 import { test } from 'tap'
 import { chmodSync, chownSync, existsSync, mkdirSync, readFileSync, renameSync, symlinkSync } from 'node:fs'
 import { join } from 'node:path'
-import { parseConfig } from '../lib/cli/config'
-import { startProxyServer } from '../lib/cli/build-server'
+import { parseConfig, startProxyServer } from './helpers/internals'
 import { freshDataDirectory, pemBody } from './helpers/development-ca-dir'
 
 const configFor = (dataDirectory: string): ReturnType<typeof parseConfig> =>

@@ -2,7 +2,7 @@ import { test } from 'tap'
 import { startOrigin, startProxy } from './helpers/servers'
 import { rawExchange } from './helpers/raw-client'
 import { createHeaderRulesTransform, ForwardProxyRuleError } from '../lib/index'
-import { parseConfig } from '../lib/cli/config'
+import { parseConfig } from './helpers/internals'
 
 test('attacker finding 9: request headers named after Object members (constructor, toString) toward a host with header rules are forwarded, never a 500 or a stack in the log', async (t) => {
   const origin = await startOrigin(t)

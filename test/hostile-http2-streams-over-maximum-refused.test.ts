@@ -3,7 +3,7 @@ import { startBundledHttp2 } from './helpers/bundled-http2'
 import { startCountingDestination } from './helpers/counting-destination'
 import { eventually } from './helpers/eventually'
 import { FLAG, FRAME, connectRawHttp2, frame, headerBlock } from './helpers/raw-http2'
-import { HTTP2_MAX_CONCURRENT_STREAMS } from '../lib/cli/http2-listener'
+import { HTTP2_MAX_CONCURRENT_STREAMS } from './helpers/internals'
 
 const REFUSED_STREAM = 0x7
 

@@ -1,7 +1,7 @@
 import { test } from 'tap'
 import { startProxy, startSentinel } from './helpers/servers'
 import { openTunnel, rawExchange } from './helpers/raw-client'
-import { compileHostPattern } from '../lib/security/host-pattern'
+import { compileHostPattern } from './helpers/internals'
 import { createHostListSelector } from '../lib/index'
 import type { FastifyRequest } from 'fastify'
 

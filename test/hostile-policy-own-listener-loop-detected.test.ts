@@ -3,7 +3,7 @@ import { startProxy } from './helpers/servers'
 import { openTunnel, rawExchange } from './helpers/raw-client'
 import { connectHttp2, openHttp2Tunnel, startHttp2Proxy } from './helpers/http2-proxy'
 import { portOf, startConfiguredServer } from './helpers/cli-server'
-import { OwnListeners } from '../lib/security/own-listeners'
+import { OwnListeners } from './helpers/internals'
 
 const LOOP = /\r\nproxy-status: fastify-forward-proxy; error=proxy_loop_detected; details="the destination is this proxy"\r\n/i
 

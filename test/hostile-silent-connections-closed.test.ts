@@ -4,8 +4,8 @@ import { startOrigin, startProxy } from './helpers/servers'
 import { LOOPBACK_ORIGINS, portOf, startConfiguredServer } from './helpers/cli-server'
 import { openTunnel } from './helpers/raw-client'
 import { startTcpDestination } from './helpers/tcp-destination'
-import { secondaryServersOf } from '../lib/attach-server'
-import { resolveProxySettings, ForwardProxyOptionsError } from '../lib/options'
+import { secondaryServersOf, resolveProxySettings } from './helpers/internals'
+import { ForwardProxyOptionsError } from '../lib/index'
 import type { AddressInfo } from 'node:net'
 
 const FIRST_BYTE_TIMEOUT = 300

@@ -1,7 +1,7 @@
 import { readFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { test } from 'tap'
-import { PROXY_METER_VERSION } from '../lib/diagnostics/proxy-metrics'
+import { PROXY_METER_VERSION } from './helpers/internals'
 import { installMetrics } from './helpers/metric-reader'
 import { startOrigin, startProxy } from './helpers/servers'
 import { openTunnel, rawExchange } from './helpers/raw-client'

@@ -1,5 +1,5 @@
 import { test } from 'tap'
-import { countConnectRequest, countInterceptedRequest, countInterceptedTunnel } from '../lib/diagnostics/proxy-metrics'
+import { countConnectRequest, countInterceptedRequest, countInterceptedTunnel } from './helpers/internals'
 import { installMetrics } from './helpers/metric-reader'
 
 test('SPEC 6: without a MeterProvider the counters are no-ops', async (t) => {

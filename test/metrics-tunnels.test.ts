@@ -8,7 +8,7 @@ import { connectHttp2, openHttp2Tunnel, startHttp2Proxy } from './helpers/http2-
 import { eventually } from './helpers/eventually'
 import { makeInterceptionPki } from './helpers/interception-pki'
 import { startInterceptingProxy, startTlsOrigin } from './helpers/intercepting-proxy'
-import { createCaCertificateProvider } from '../lib/certificates/ca-certificate-provider'
+import { createCaCertificateProvider } from '../lib/index'
 
 test('Metrics: an opaque HTTP/1.1 tunnel is forward_proxy.tunnel.active 1 while open and 0 after; its duration and the bytes each way are recorded once at close', async (t) => {
   const installed = installMetrics(t)

@@ -1,6 +1,6 @@
 import { test } from 'tap'
 import { MeterProvider, MetricReader } from '@opentelemetry/sdk-metrics'
-import { toPrometheusText } from '../lib/cli/prometheus-text'
+import { toPrometheusText } from './helpers/internals'
 
 class OnDemandReader extends MetricReader {
   protected override async onShutdown (): Promise<void> {}

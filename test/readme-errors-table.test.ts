@@ -1,8 +1,8 @@
 import { readFileSync, readdirSync } from 'node:fs'
 import { join } from 'node:path'
 import { test } from 'tap'
-import { PROXY_ERROR_STATUS, ProxyError, type ProxyErrorType } from '../lib/diagnostics/proxy-error'
-import { formatProxyStatus } from '../lib/diagnostics/proxy-status'
+import { PROXY_ERROR_STATUS, ProxyError, type ProxyErrorType } from '../lib/index'
+import { formatProxyStatus } from './helpers/internals'
 
 const root = join(__dirname, '..')
 

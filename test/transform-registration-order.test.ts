@@ -3,9 +3,8 @@ import { request } from 'undici'
 import type { AddressInfo } from 'node:net'
 import Fastify from 'fastify'
 import { LOOPBACK_TEST_POLICY, startOrigin } from './helpers/servers'
-import { forwardProxy } from '../lib/index'
+import { forwardProxy, type ForwardProxyRequestTransform } from '../lib/index'
 import { absoluteFormAgent } from './helpers/forward-client'
-import type { ForwardProxyRequestTransform } from '../lib/index'
 
 function appending (name: string): ForwardProxyRequestTransform {
   return {

@@ -1,11 +1,5 @@
 import { test } from 'tap'
-import { classifyAddress } from '../lib/security/special-purpose-ranges'
-import { canonicalHost } from '../lib/security/canonical-host'
-import { compileHostPattern } from '../lib/security/host-pattern'
-import { parseCidr, cidrContains } from '../lib/security/cidr'
-import { parseIP } from '../lib/security/ip-address'
-import { credentialCheckFromUsers } from '../lib/security/credential-check'
-import { parseConnectTarget } from '../lib/connect/connect-target'
+import { classifyAddress, canonicalHost, compileHostPattern, parseCidr, cidrContains, parseIP, credentialCheckFromUsers, parseConnectTarget } from './helpers/internals'
 
 test('classifyAddress: each special-purpose range is named; public addresses are null', async (t) => {
   const cases: Array<[string, string | null]> = [

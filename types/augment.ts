@@ -1,11 +1,7 @@
 import type { ForwardProxyUser } from './user'
 import type { ForwardProxyDestination } from './destination'
 import type { ForwardProxyControl } from './control'
-import type {
-  ForwardProxyCertificateProviderSource,
-  ForwardProxyInterception,
-  ForwardProxyInterceptionSelectorSource
-} from './interception'
+import type { ForwardProxyCertificateProviderSource, ForwardProxyInterception, ForwardProxyInterceptionSelectorSource } from './interception'
 
 declare module 'fastify' {
   interface FastifyInstance {

@@ -1,3 +1,5 @@
+
+
 /**
  * Where a proxy request is going: the CONNECT target or the authority of an absolute-form
  * `http://` target, after validation and canonicalization.

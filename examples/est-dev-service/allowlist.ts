@@ -1,4 +1,4 @@
-import { leafName } from '../../lib/certificates/leaf-name'
+import { leafName } from '../../lib/certificates/leaf'
 
 /**
  * The hosts the service signs for: exact names or IP addresses, and `*.suffix` entries that

@@ -2,9 +2,8 @@ import { createPublicKey } from 'node:crypto'
 import type { OctetString } from 'asn1js'
 import { AltName, CertificationRequest, Extensions } from 'pkijs'
 import type { ForwardProxyLeafKeyType } from '../../types/certificates'
-import { nodeCryptoEngine } from '../../lib/certificates/crypto-engine'
-import { EXTENSION_REQUEST_OID } from '../../lib/certificates/est-csr'
-import { EXTENSION_OID } from '../../lib/certificates/leaf-extensions'
+import { EXTENSION_OID, nodeCryptoEngine } from '../../lib/certificates/leaf'
+import { EXTENSION_REQUEST_OID } from '../../lib/certificates/est-client'
 
 const GENERAL_NAME_DNS = 2
 const GENERAL_NAME_IP = 7

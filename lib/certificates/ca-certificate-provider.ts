@@ -1,12 +1,15 @@
-import type { ForwardProxyCaCertificateProvider, ForwardProxyCaProviderOptions, ForwardProxyIssuedLeaf, ForwardProxyLeafKeyType } from '../../types/certificates'
-import { loadCertificateAuthority } from './certificate-authority'
-import { ForwardProxyCertificateError } from './certificate-error'
+// The certificate provider that mints leaves with the operator's CA.
+
+import type {
+  ForwardProxyCaCertificateProvider,
+  ForwardProxyCaProviderOptions,
+  ForwardProxyIssuedLeaf,
+  ForwardProxyLeafKeyType
+} from '../../types/certificates'
+import { loadCertificateAuthority, mintLeaf, nameConstraintViolation } from './ca'
+import { ForwardProxyCertificateError } from './errors'
 import { LeafCache } from './leaf-cache'
-import { LeafKeyPool } from './leaf-keys'
-import { leafName } from './leaf-name'
-import { leafValidity } from './leaf-validity'
-import { mintLeaf } from './mint-leaf'
-import { nameConstraintViolation } from './name-constraints'
+import { LeafKeyPool, leafName, leafValidity } from './leaf'
 
 const DAY_MS = 86_400_000
 const KNOWN_OPTIONS = ['cert', 'key', 'passphrase', 'keyType', 'validityDays', 'cacheSize', 'keyPoolSize', 'now', 'onLeafIssued', 'onRenewalError']

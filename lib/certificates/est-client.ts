@@ -1,9 +1,26 @@
-import type { X509Certificate } from 'node:crypto'
+// The EST client (RFC 7030): its transport, certification requests and PKCS#7 bodies.
+
+import { X509Certificate, createPrivateKey, webcrypto } from 'node:crypto'
 import { setTimeout as sleep } from 'node:timers/promises'
-import { ForwardProxyEstError } from './est-error'
-import { certificatesOfPkcs7, decodeEstBase64 } from './est-pkcs7'
-import { retryAfterMs } from './est-retry-after'
-import type { EstResponse, EstTransport } from './est-transport'
+import { Agent, request } from 'undici'
+import { OctetString, Utf8String } from 'asn1js'
+import {
+  Attribute,
+  AttributeTypeAndValue,
+  CertificationRequest,
+  Extension,
+  Extensions,
+  GeneralName,
+  GeneralNames,
+  PublicKeyInfo,
+  RelativeDistinguishedNames,
+  Certificate,
+  ContentInfo,
+  EncapsulatedContentInfo,
+  SignedData
+} from 'pkijs'
+import { ForwardProxyEstError } from './errors'
+import { nodeCryptoEngine, EXTENSION_OID, type LeafKeyPair, leafName, type LeafName } from './leaf'
 
 const EXCERPT_LENGTH = 160
 
@@ -84,4 +101,207 @@ export class EstClient {
     const text = body.subarray(0, EXCERPT_LENGTH * 2).toString('utf8').replace(/[^\x20-\x7e]+/g, ' ').trim().slice(0, EXCERPT_LENGTH)
     return text === '' ? '' : `: ${this.#transport.redact(text)}`
   }
+}
+
+/** How the transport reaches and authenticates to the EST server. */
+export interface EstTransportSettings {
+  /** `https://host[:port]/.well-known/est[/label]` without a trailing slash. */
+  readonly base: string
+  readonly username?: string | undefined
+  readonly password?: string | undefined
+  readonly clientCert?: string | Buffer | undefined
+  readonly clientKey?: string | Buffer | undefined
+  readonly clientKeyPassphrase?: string | undefined
+  readonly ca?: string | Buffer | ReadonlyArray<string | Buffer> | undefined
+  readonly maxResponseBytes: number
+}
+
+/** One EST answer: its status, headers and (bounded) body. */
+export interface EstResponse {
+  readonly status: number
+  readonly headers: Record<string, string | string[] | undefined>
+  readonly body: Buffer
+}
+
+/**
+ * HTTPS to the EST server (RFC 7030 3.2): undici with the EST trust anchors and, when given,
+ * the client certificate; HTTP Basic credentials are sent only over that TLS connection. The
+ * credentials live in this closure only: no error, log or inspect output shows them.
+ */
+export class EstTransport {
+  readonly #base: string
+  readonly #agent: Agent
+  readonly #authorization: string | undefined
+  readonly #secrets: readonly string[]
+  readonly #maxResponseBytes: number
+
+  constructor (settings: EstTransportSettings) {
+    this.#base = settings.base
+    this.#maxResponseBytes = settings.maxResponseBytes
+    const ca = settings.ca === undefined ? undefined : (Array.isArray(settings.ca) ? [...settings.ca] : settings.ca as string | Buffer)
+    this.#agent = new Agent({
+      connect: {
+        rejectUnauthorized: true,
+        ...(ca === undefined ? {} : { ca }),
+        ...(settings.clientCert === undefined ? {} : { cert: settings.clientCert, key: settings.clientKey }),
+        ...(settings.clientKeyPassphrase === undefined ? {} : { passphrase: settings.clientKeyPassphrase })
+      },
+      maxResponseSize: settings.maxResponseBytes
+    })
+    if (settings.username !== undefined && settings.password !== undefined) {
+      const token = Buffer.from(`${settings.username}:${settings.password}`).toString('base64')
+      this.#authorization = `Basic ${token}`
+      this.#secrets = [settings.password, token].filter((secret) => secret.length >= 4)
+    } else {
+      this.#authorization = undefined
+      this.#secrets = []
+    }
+  }
+
+  /**
+   * GETs or POSTs `operation` (`cacerts`, `simpleenroll`). Resolves with any status; rejects
+   * only when no answer came (`est_unreachable`, or `est_timeout` when `signal` aborted).
+   */
+  async send (operation: string, signal: AbortSignal, body?: Buffer): Promise<EstResponse> {
+    const headers: Record<string, string> = {}
+    if (this.#authorization !== undefined) headers.authorization = this.#authorization
+    if (body !== undefined) {
+      headers['content-type'] = 'application/pkcs10'
+      headers['content-transfer-encoding'] = 'base64'
+    }
+    try {
+      const response = await request(`${this.#base}/${operation}`, {
+        method: body === undefined ? 'GET' : 'POST',
+        headers,
+        ...(body === undefined ? {} : { body: body.toString('base64') }),
+        dispatcher: this.#agent,
+        signal
+      })
+      const chunks: Buffer[] = []
+      for await (const chunk of response.body) chunks.push(chunk as Buffer)
+      return { status: response.statusCode, headers: response.headers, body: Buffer.concat(chunks) }
+    } catch (error) {
+      if (signal.aborted) throw new ForwardProxyEstError('est_timeout', `EST ${operation} at ${this.#base}: no answer within the timeout`)
+      throw new ForwardProxyEstError('est_unreachable', `EST ${operation} at ${this.#base} failed: ${this.redact(describe(error))}`)
+    }
+  }
+
+  /** `text` with the password and the Basic token replaced, for error messages. */
+  redact (text: string): string {
+    return this.#secrets.reduce((result, secret) => result.split(secret).join('[redacted]'), text)
+  }
+
+  /** Closes the connections to the EST server; requests under way fail. */
+  async close (): Promise<void> {
+    await this.#agent.destroy()
+  }
+}
+
+function describe (error: unknown): string {
+  if (!(error instanceof Error)) return String(error)
+  const cause = (error as Error & { cause?: unknown }).cause
+  const code = (error as Error & { code?: unknown }).code
+  const own = `${error.message}${typeof code === 'string' ? ` (${code})` : ''}`
+  return cause instanceof Error ? `${own}: ${describe(cause)}` : own
+}
+
+const COMMON_NAME = '2.5.4.3'
+/** PKCS#9 extensionRequest (RFC 2985 5.4.2). */
+export const EXTENSION_REQUEST_OID = '1.2.840.113549.1.9.14'
+const GENERAL_NAME_DNS = 2
+const GENERAL_NAME_IP = 7
+
+/**
+ * A PKCS#10 certification request (DER) for `host` over `keyPair`, signed with it (SHA-256):
+ * subject CN = host, and an extensionRequest with one subjectAltName, an iPAddress for an IP
+ * host, else a dNSName.
+ * @throws ForwardProxyCertificateError (`invalid_host`) for a host no leaf may name.
+ */
+export async function certificationRequest (host: string, keyPair: LeafKeyPair): Promise<Buffer> {
+  const name = leafName(host)
+  const subjectAltName = new GeneralNames({ names: [generalName(name)] })
+  const request = new CertificationRequest({
+    version: 0,
+    subject: new RelativeDistinguishedNames({
+      typesAndValues: [new AttributeTypeAndValue({ type: COMMON_NAME, value: new Utf8String({ value: host }) })]
+    }),
+    subjectPublicKeyInfo: PublicKeyInfo.fromBER(keyPair.spki),
+    attributes: [new Attribute({
+      type: EXTENSION_REQUEST_OID,
+      values: [new Extensions({
+        extensions: [new Extension({ extnID: EXTENSION_OID.subjectAltName, critical: false, extnValue: subjectAltName.toSchema().toBER(false) })]
+      }).toSchema()]
+    })]
+  })
+  const pkcs8 = createPrivateKey(keyPair.privateKeyPem).export({ type: 'pkcs8', format: 'der' })
+  try {
+    const algorithm = keyPair.type === 'rsa-2048'
+      ? { name: 'RSASSA-PKCS1-v1_5', hash: 'SHA-256' }
+      : { name: 'ECDSA', namedCurve: 'P-256' }
+    const privateKey = await webcrypto.subtle.importKey('pkcs8', pkcs8, algorithm, false, ['sign'])
+    await request.sign(privateKey as unknown as Parameters<typeof request.sign>[0], 'SHA-256', nodeCryptoEngine)
+  } finally {
+    pkcs8.fill(0)
+  }
+  return Buffer.from(request.toSchema().toBER(false))
+}
+
+function generalName (name: LeafName): GeneralName {
+  return name.type === 'ip'
+    ? new GeneralName({ type: GENERAL_NAME_IP, value: new OctetString({ valueHex: name.bytes }) })
+    : new GeneralName({ type: GENERAL_NAME_DNS, value: name.name })
+}
+
+const SIGNED_DATA = '1.2.840.113549.1.7.2'
+const DATA = '1.2.840.113549.1.7.1'
+
+/**
+ * Decodes an EST body (RFC 7030 4.1.3, RFC 8951): base64, possibly with line breaks, whatever
+ * Content-Transfer-Encoding says. Null when it is not base64.
+ */
+export function decodeEstBase64 (body: Buffer): Buffer | null {
+  const text = body.toString('latin1').replace(/[\r\n\t ]+/g, '')
+  if (text.length === 0 || !/^[A-Za-z0-9+/]+={0,2}$/.test(text)) return null
+  return Buffer.from(text, 'base64')
+}
+
+/**
+ * The certificates of a PKCS#7 / CMS SignedData "certs-only" message (DER), parsed by Node.
+ * Null when the bytes are not such a message or a certificate does not parse.
+ */
+export function certificatesOfPkcs7 (der: Uint8Array): X509Certificate[] | null {
+  try {
+    const contentInfo = ContentInfo.fromBER(der)
+    if (contentInfo.contentType !== SIGNED_DATA) return null
+    const signedData = new SignedData({ schema: contentInfo.content })
+    const certificates = (signedData.certificates ?? []).filter((item): item is Certificate => item instanceof Certificate)
+    return certificates.map((certificate) => new X509Certificate(Buffer.from(certificate.toSchema(true).toBER(false))))
+  } catch {
+    return null
+  }
+}
+
+/** A PKCS#7 / CMS SignedData "certs-only" message (DER) holding `certificates` (DER each). */
+export function certsOnlyPkcs7 (certificates: readonly Uint8Array[]): Buffer {
+  const signedData = new SignedData({
+    version: 1,
+    encapContentInfo: new EncapsulatedContentInfo({ eContentType: DATA }),
+    certificates: certificates.map((der) => Certificate.fromBER(der)),
+    signerInfos: []
+  })
+  const contentInfo = new ContentInfo({ contentType: SIGNED_DATA, content: signedData.toSchema(true) })
+  return Buffer.from(contentInfo.toSchema().toBER(false))
+}
+
+/**
+ * The wait a `Retry-After` header asks for (RFC 9110 10.2.3), in milliseconds from `now`:
+ * delay-seconds or an HTTP-date. Null when the header is missing or unreadable.
+ */
+export function retryAfterMs (header: string | string[] | undefined, now: number): number | null {
+  const value = (Array.isArray(header) ? header[0] : header)?.trim()
+  if (value === undefined || value === '') return null
+  if (/^\d+$/.test(value)) return Number(value) * 1000
+  const date = Date.parse(value)
+  if (Number.isNaN(date)) return null
+  return Math.max(0, date - now)
 }

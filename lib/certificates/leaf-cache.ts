@@ -1,5 +1,8 @@
+// The cache of minted or enrolled leaves: one issue per name at a time, renewal before expiry, a
+// bounded size.
+
 import type { ForwardProxyIssuedLeaf } from '../../types/certificates'
-import { recordCertificateLookup, startCertificateIssue } from '../diagnostics/certificate-metrics'
+import { recordCertificateLookup, startCertificateIssue } from '../telemetry/metrics'
 
 /** A cached leaf and when it is due for renewal, in milliseconds since the epoch. */
 export interface CachedLeaf {

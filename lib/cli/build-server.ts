@@ -1,22 +1,38 @@
+// Builds and starts the bundled server: the Fastify app, its listeners and the proxy registered on
+// them.
+
+import '../../types/augment'
 import { createServer as createHttpServer } from 'node:http'
 import { createServer as createHttpsServer } from 'node:https'
 import type { AddressInfo } from 'node:net'
-import type { FastifyInstance } from 'fastify'
-import '../../types/augment'
+import Fastify, { type FastifyInstance, type FastifyServerOptions } from 'fastify'
+import type { Http2SecureServer } from 'node:http2'
 import { forwardProxy } from '../plugin'
-import { secondaryServersOf, type ProxyServer } from '../attach-server'
+import { secondaryServersOf, type ProxyServer } from '../connect/listener'
 import type { ForwardProxyOptions } from '../../types/options'
-import { proxyClientErrorHandler } from '../diagnostics/client-error-handler'
-import type { ListenerConfig, ProxyServerConfig } from './config'
-import { closeAllConnections, closeIdleConnections } from './connection-shutdown'
-import { createHttp2Listener } from './http2-listener'
-import { loadListenerTls, type ListenerTlsFiles } from './listener-tls'
-import { createProxyApp } from './proxy-app'
+import { proxyClientErrorHandler, proxyFrameworkErrors } from '../protocol/error-responses'
+import {
+  type ListenerConfig,
+  type ProxyServerConfig,
+  loadListenerTls,
+  type ListenerTlsFiles,
+  ConfigError
+} from './config'
+import {
+  closeAllConnections,
+  closeIdleConnections,
+  createHttp2Listener,
+  SERVER_TIMEOUTS,
+  TLS_HANDSHAKE_TIMEOUT,
+  http2ServerOptions,
+  prepareHttp2Server,
+  HTTP2_SESSION_TIMEOUT
+} from './http2-listener'
 import type { DevelopmentCaInUse } from './interception-from-config'
-import { createHeaderRulesTransform } from '../forward/header-rules-transform'
-import { SERVER_TIMEOUTS, TLS_HANDSHAKE_TIMEOUT } from './server-timeouts'
-import { checkListenerExposure } from './listener-exposure'
-import type { MetricsEndpoint } from './metrics-endpoint'
+import { createHeaderRulesTransform } from '../forward/transforms'
+import type { MetricsEndpoint } from './metrics'
+import { proxyLoggerOptions } from './logging'
+import { parseIP } from '../protocol/hosts'
 
 /** A running proxy server. */
 export interface RunningProxyServer {
@@ -145,8 +161,8 @@ function interceptionFromConfig (): typeof import('./interception-from-config') 
   return require('./interception-from-config') as typeof import('./interception-from-config')
 }
 
-function metricsEndpointModule (): typeof import('./metrics-endpoint') {
-  return require('./metrics-endpoint') as typeof import('./metrics-endpoint')
+function metricsEndpointModule (): typeof import('./metrics') {
+  return require('./metrics') as typeof import('./metrics')
 }
 
 /** The Node server of a further listener: HTTP/1.1, HTTPS, or HTTP/2 TLS with HTTP/1.1. */
@@ -158,4 +174,66 @@ function createListenerServer (listener: ListenerConfig, files: ListenerTlsFiles
 function listenerUrl (listener: ListenerConfig, address: AddressInfo): string {
   const host = address.family === 'IPv6' ? `[${address.address}]` : address.address
   return `${listener.tls === undefined ? 'http' : 'https'}://${host}:${address.port}`
+}
+
+/**
+ * Creates the Fastify app of the bundled server, with `GET /healthz`. Its own server is the
+ * first listener's: HTTP/1.1, HTTPS, or (with `http2`) an HTTP/2 TLS server that also speaks
+ * HTTP/1.1. With `http2` the app's raw request and reply are Node's HTTP/2 compatibility
+ * objects at run time, though the returned type keeps Fastify's HTTP/1.1 defaults.
+ */
+export function createProxyApp (first: ListenerConfig, files: ListenerTlsFiles | undefined, config: Pick<ProxyServerConfig, 'log' | 'headers'>): FastifyInstance {
+  const common = { ...proxyLoggerOptions(config.log, config.headers), clientErrorHandler: proxyClientErrorHandler }
+  const http2 = first.http2 === true && files !== undefined
+  const app = http2
+    ? Fastify({ ...common, frameworkErrors: proxyFrameworkErrors as unknown as FastifyServerOptions<Http2SecureServer>['frameworkErrors'], http2: true, https: http2ServerOptions(files), http2SessionTimeout: HTTP2_SESSION_TIMEOUT }) as unknown as FastifyInstance
+    : Fastify({
+      ...common,
+      frameworkErrors: proxyFrameworkErrors,
+      keepAliveTimeout: SERVER_TIMEOUTS.keepAliveTimeout,
+      requestTimeout: SERVER_TIMEOUTS.requestTimeout,
+      ...(files === undefined ? { http: { headersTimeout: SERVER_TIMEOUTS.headersTimeout } } : { https: { ...files, headersTimeout: SERVER_TIMEOUTS.headersTimeout, handshakeTimeout: TLS_HANDSHAKE_TIMEOUT } })
+    })
+  if (http2) prepareHttp2Server(app.server as unknown as Http2SecureServer)
+  // Fastify gives clientErrorHandler to its main server only, not to the servers it binds for
+  // the other addresses of a name such as `localhost`; nor are those HTTP/2 servers configured.
+  app.addHook('onListen', async function prepareSecondaryBindings () {
+    for (const server of secondaryServersOf(app)) {
+      if (server.listenerCount('clientError') === 0) server.on('clientError', proxyClientErrorHandler)
+      if (http2) prepareHttp2Server(server as Http2SecureServer)
+    }
+  })
+  app.get('/healthz', async () => ({ status: 'ok' }))
+  return app
+}
+
+const V4_MAPPED_PREFIX = [0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff]
+
+/**
+ * True when `host` only accepts connections from this machine: `localhost`, `127.0.0.0/8`,
+ * `::1`, or `::ffff:127.0.0.0/104`. Any other name may resolve to anything, and IPv6 forms that
+ * merely carry an IPv4 address (NAT64, 6to4, IPv4-compatible) are addresses of other hosts.
+ */
+export function isLoopbackHost (host: string): boolean {
+  if (host.toLowerCase() === 'localhost') return true
+  const bytes = parseIP(host)
+  if (bytes === null) return false
+  if (bytes.length === 4) return bytes[0] === 127
+  if (V4_MAPPED_PREFIX.every((value, index) => bytes[index] === value)) return bytes[12] === 127
+  return bytes.every((value, index) => value === (index === 15 ? 1 : 0))
+}
+
+/**
+ * Refuses an open proxy: a listener on a non-loopback address while no `users` are configured,
+ * unless the file says `"allowAnonymous": true`. Run on the final configuration (after
+ * `--host`), before anything listens.
+ * @throws ConfigError naming the listener, `users` and `allowAnonymous`.
+ */
+export function checkListenerExposure (config: ProxyServerConfig): void {
+  if (config.allowAnonymous === true) return
+  if (config.users !== undefined && Object.keys(config.users).length > 0) return
+  config.listen.forEach((listener, index) => {
+    if (isLoopbackHost(listener.host)) return
+    throw new ConfigError(`/listen/${index}/host: "${listener.host}" is not a loopback address and no "users" are configured, so anyone who can reach it could use the proxy. Add "users" (proxy authentication), listen on 127.0.0.1, or set "allowAnonymous": true to accept this deliberately`)
+  })
 }

@@ -1,5 +1,15 @@
-import { ConfigError } from './config-error'
-import { loadConfigFile, parseConfig, type ProxyServerConfig } from './config'
+// What the command line asks for, and the start-up summary printed on start.
+
+import {
+  ConfigError,
+  loadConfigFile,
+  parseConfig,
+  type ProxyServerConfig,
+  type InterceptionConfig,
+  type EstConfig
+} from './config'
+import { DEFAULT_LIMITS } from '../core/options'
+import type { DevelopmentCaInUse } from './interception-from-config'
 
 /** What the `forward-proxy` command line asks for. */
 export interface CommandLine {
@@ -54,4 +64,89 @@ function portNumber (text: string): number {
   const port = Number(text)
   if (!/^\d+$/.test(text) || port > 65535) throw new ConfigError(`--port must be an integer from 0 to 65535, got "${text}"`)
   return port
+}
+
+/**
+ * The human-readable lines printed on start: where it listens and with which HTTP versions
+ * (`https://127.0.0.1:8443 (HTTP/1.1 + HTTP/2)`), whether authentication is on
+ * (user count only, never a password), the destination policy, the limits, and interception;
+ * with a development CA (`developmentCa`), a warning, its path and how clients trust it; the
+ * Prometheus endpoint's URL (`metricsUrl`) when there is one.
+ */
+export function startupSummary (config: ProxyServerConfig, urls: readonly string[], developmentCa?: DevelopmentCaInUse, metricsUrl?: string): string[] {
+  const users = Object.keys(config.users ?? {}).length
+  const d = config.destinations ?? {}
+  const ports = d.allowedPorts === '*' ? 'any port' : `ports ${(d.allowedPorts ?? [80, 443]).join(', ')}`
+  const networks = d.allowPrivateNetworks === true
+    ? 'private networks ALLOWED'
+    : `private networks refused${(d.allowedNetworks ?? []).length > 0 ? ` except ${(d.allowedNetworks ?? []).join(', ')}` : ''}`
+  const denied = (d.deniedHosts ?? []).length > 0 ? `; denied hosts ${(d.deniedHosts ?? []).join(', ')}` : ''
+  const limits = { ...DEFAULT_LIMITS, ...config.limits }
+  return [
+    'fastify-forward-proxy',
+    ...urls.map((url, i) => `  listening on ${url} (${config.listen[i]?.http2 === true ? 'HTTP/1.1 + HTTP/2' : 'HTTP/1.1'})`),
+    users > 0 ? `  authentication: on (Basic, ${users} user${users === 1 ? '' : 's'})` : '  authentication: OFF (anyone who can reach a listener can use the proxy)',
+    `  destinations: hosts ${(d.allowedHosts ?? ['*']).join(', ')}${denied}; ${ports}; ${networks}`,
+    `  limits: ${limits.maxConcurrentTunnels} tunnels, ${limits.maxConcurrentRequests} forwarded requests in flight, tunnel idle ${limits.tunnelIdleTimeout} ms, http activity ${limits.httpActivityTimeout} ms, connect ${limits.connectTimeout} ms, first byte ${limits.firstByteTimeout} ms, ${limits.maxStreamResets} HTTP/2 stream resets per 10 s`,
+    config.interception === undefined ? '  interception: off' : interceptionLine(config.interception, developmentCa),
+    ...(developmentCa === undefined ? [] : developmentCaNotice(developmentCa)),
+    ...(config.headers === undefined || config.headers.length === 0 ? [] : [`  header rules: ${config.headers.length} (${config.headers.map((rule) => rule.hosts.join(', ')).join('; ')})`]),
+    ...(metricsUrl === undefined ? [] : [`  metrics: ${metricsUrl} (Prometheus text format, separate listener)`]),
+    '  health check: GET /healthz on every listener'
+  ]
+}
+
+function interceptionLine (interception: InterceptionConfig, developmentCa: DevelopmentCaInUse): string {
+  const hosts = interception.hosts.join(', ')
+  if (interception.est !== undefined) {
+    return `  interception: ${hosts} (leaves enrolled from EST ${estEndpoint(interception.est)}; clients must trust the EST service's CA)`
+  }
+  return `  interception: ${hosts} (leaves signed by ${interception.ca?.cert ?? developmentCa?.certPath ?? 'no CA'}; clients must trust that CA)`
+}
+
+/** Days before the development CA's end from which the start-up summary warns about it. */
+export const DEVELOPMENT_CA_EXPIRY_WARNING_DAYS = 30
+const DAY_MS = 86_400_000
+
+/**
+ * The start-up lines about the development CA: a warning that it is for development only with
+ * the operator guidance for production, where its certificate is, and one line per kind of client
+ * on how to trust it; when it ends within {@link DEVELOPMENT_CA_EXPIRY_WARNING_DAYS} days, a
+ * warning saying when and how to replace it. The key's path is shown, never its content.
+ */
+export function developmentCaNotice (ca: NonNullable<DevelopmentCaInUse>, now = Date.now()): string[] {
+  const cert = ca.certPath
+  return [
+    ...expiryWarning(ca, now),
+    `  WARNING: TLS interception uses a DEVELOPMENT CA, ${ca.created ? 'created now' : 'reused'} (valid until ${ca.notAfter.toISOString().slice(0, 10)}). Not for production:`,
+    `    whoever holds its key (${ca.keyPath}, mode 0600) can impersonate any site to clients that trust it.`,
+    '    In production use a dedicated CA ("interception.ca") whose key is kept in a secret store or hardware module,',
+    '    intercept only the destinations needed, and inform the people whose traffic is decrypted.',
+    `  development CA certificate: ${cert}`,
+    '  trust it (curl --cacert, SSL_CERT_FILE and REQUESTS_CA_BUNDLE replace the default roots; NODE_EXTRA_CA_CERTS adds to them):',
+    `    curl:     curl --proxy <proxy URL> --cacert ${cert} https://...`,
+    `    Node.js:  NODE_EXTRA_CA_CERTS=${cert}`,
+    `    OpenSSL:  SSL_CERT_FILE=${cert}`,
+    '              (curl reads CURL_CA_BUNDLE before SSL_CERT_FILE: when both are set, CURL_CA_BUNDLE wins)',
+    `    Python:   REQUESTS_CA_BUNDLE=${cert}`
+  ]
+}
+
+/**
+ * Leaves are never valid past their CA, so near its end they get shorter and, once it has
+ * ended, start-up is refused: say so while there is time to roll a new CA out to clients.
+ */
+function expiryWarning (ca: NonNullable<DevelopmentCaInUse>, now: number): string[] {
+  const left = ca.notAfter.getTime() - now
+  if (left >= DEVELOPMENT_CA_EXPIRY_WARNING_DAYS * DAY_MS) return []
+  const days = Math.max(0, Math.floor(left / DAY_MS))
+  return [
+    `  WARNING: the development CA ends on ${ca.notAfter.toISOString().slice(0, 10)} (in ${days} day${days === 1 ? '' : 's'}); the proxy will not start with it after that.`,
+    `    To replace it: stop the proxy, remove ${ca.certPath} and ${ca.keyPath}, start again, and make clients trust the new certificate.`
+  ]
+}
+
+/** Where the leaves come from, for the start-up summary: the EST endpoint, never a credential. */
+export function estEndpoint (est: EstConfig): string {
+  return `${new URL(est.url).origin}/.well-known/est${est.label === undefined ? '' : `/${est.label}`}`
 }

@@ -1,3 +1,5 @@
+// The JSON Schema of the configuration file.
+
 /**
  * JSON Schema (draft-07) of the `forward-proxy` configuration file.
  * Unknown keys are refused so a typo never silently falls back to a default.
@@ -28,7 +30,7 @@ export const CONFIG_SCHEMA = {
         }
       }
     },
-    // Without it, a listener on a non-loopback address needs `users` (lib/cli/listener-exposure.ts).
+    // Without it, a listener on a non-loopback address needs `users` (lib/cli/build-server.ts).
     allowAnonymous: { type: 'boolean' },
     users: {
       type: 'object',

@@ -1,17 +1,19 @@
+// The configuration file: parsed, checked against the schema and resolved, with the files it names
+// read.
+
 import { readFileSync } from 'node:fs'
 import { dirname, resolve } from 'node:path'
-import Ajv from 'ajv'
+import Ajv, { type ErrorObject } from 'ajv'
+import { createSecureContext } from 'node:tls'
 import { CONFIG_SCHEMA } from './config-schema'
-import { ConfigError, describeSchemaError } from './config-error'
 import type { ForwardProxyHeaderRule } from '../../types/header-rules'
 import type { ForwardProxyClientProtocols } from '../../types/interception'
-import { createHeaderRulesTransform } from '../forward/header-rules-transform'
-import { createHostListSelector, ForwardProxyRuleError } from '../interception/host-list-selector'
-import { parseCidr } from '../security/cidr'
-import type { LogConfig } from './logger-options'
-import { DEFAULT_METRICS_LISTENER, type MetricsListenerConfig } from './metrics-listener'
-
-export { ConfigError } from './config-error'
+import { createHeaderRulesTransform } from '../forward/transforms'
+import { createHostListSelector } from '../interception/host-list-selector'
+import { ForwardProxyRuleError } from '../protocol/errors'
+import { parseCidr } from '../protocol/hosts'
+import type { LogConfig } from './logging'
+import { octalMode, tooOpenKeyFileMode } from '../certificates/pem'
 
 /** One listener of the configuration file; TLS paths already resolved against the file's folder. */
 export interface ListenerConfig {
@@ -201,3 +203,171 @@ export function loadConfigFile (path: string): ProxyServerConfig {
   }
   return parseConfig(value, path, dirname(resolve(path)))
 }
+
+/** A configuration or command-line problem; the message names the file and the key. */
+export class ConfigError extends Error {
+  constructor (message: string) {
+    super(message)
+    this.name = 'ConfigError'
+  }
+}
+
+interface SchemaNode {
+  type?: string
+  description?: string
+  minimum?: number
+  maximum?: number
+  minLength?: number
+  enum?: readonly unknown[]
+  items?: SchemaNode
+  properties?: Record<string, unknown>
+}
+
+/**
+ * Turns the first schema violation ajv reports (compiled with `verbose: true`) into one line
+ * naming the key (a JSON Pointer) and what is expected there,
+ * e.g. `/listen/0/port must be an integer from 0 to 65535`.
+ */
+export function describeSchemaError (errors: readonly ErrorObject[]): string {
+  // A failed oneOf also reports each branch's failure; the oneOf's own description is the one that helps.
+  const error = errors.find((e) => e.keyword === 'oneOf') ?? errors.find((e) => e.keyword === 'propertyNames') ?? errors[0]
+  if (error === undefined) return 'invalid configuration'
+  const where = error.instancePath === '' ? '(top level)' : error.instancePath
+  const params = error.params as Record<string, unknown>
+  switch (error.keyword) {
+    case 'additionalProperties':
+      return `${where}: unknown key "${String(params.additionalProperty)}"${suggestion(String(params.additionalProperty), error.parentSchema as SchemaNode | undefined)}`
+    case 'required':
+      return `${where}: missing required key "${String(params.missingProperty)}"`
+    case 'minItems':
+      return `${where} must list at least ${String(params.limit)} item${params.limit === 1 ? '' : 's'}`
+    case 'dependencies':
+      return `${where}: "${String(params.property)}" needs "${String(params.missingProperty)}" too`
+    case 'propertyNames':
+      return `${where}: key "${String(params.propertyName)}" is not allowed (user names must be non-empty and contain no ":")`
+    default:
+      return `${where} must be ${expected(error.parentSchema as SchemaNode | undefined)}`
+  }
+}
+
+/** ` (did you mean "users"?)` when a known key of `schema` is a likely typo of `key`, else ''. */
+function suggestion (key: string, schema: SchemaNode | undefined): string {
+  let best: string | undefined
+  let bestDistance = Infinity
+  for (const known of Object.keys(schema?.properties ?? {})) {
+    const distance = editDistance(key.toLowerCase(), known.toLowerCase())
+    if (distance < bestDistance) {
+      best = known
+      bestDistance = distance
+    }
+  }
+  // A third of the key's length (at least 1, at most 3) keeps unrelated names from being offered.
+  return best !== undefined && bestDistance <= Math.min(3, Math.max(1, Math.floor(key.length / 3))) ? ` (did you mean "${best}"?)` : ''
+}
+
+/** Edit distance with insertions, deletions, substitutions and swaps of two neighbours ("tsl" is 1 from "tls"). */
+function editDistance (a: string, b: string): number {
+  const rows: number[][] = Array.from({ length: a.length + 1 }, (_, i) => Array.from({ length: b.length + 1 }, (_, j) => (i === 0 ? j : j === 0 ? i : 0)))
+  const at = (i: number, j: number): number => rows[i]?.[j] ?? 0
+  for (let i = 1; i <= a.length; i++) {
+    const row = rows[i] ?? []
+    for (let j = 1; j <= b.length; j++) {
+      let best = Math.min(at(i - 1, j) + 1, at(i, j - 1) + 1, at(i - 1, j - 1) + (a[i - 1] === b[j - 1] ? 0 : 1))
+      if (i > 1 && j > 1 && a[i - 1] === b[j - 2] && a[i - 2] === b[j - 1]) best = Math.min(best, at(i - 2, j - 2) + 1)
+      row[j] = best
+    }
+  }
+  return at(a.length, b.length)
+}
+
+function expected (schema: SchemaNode | undefined): string {
+  if (schema === undefined) return 'valid'
+  if (schema.description !== undefined) return schema.description
+  if (schema.enum !== undefined) return `one of ${schema.enum.map((v) => JSON.stringify(v)).join(', ')}`
+  switch (schema.type) {
+    case 'integer':
+      if (schema.minimum !== undefined && schema.maximum !== undefined) return `an integer from ${schema.minimum} to ${schema.maximum}`
+      return schema.minimum === undefined ? 'an integer' : `an integer of at least ${schema.minimum}`
+    case 'string':
+      return schema.minLength === undefined ? 'a string' : 'a non-empty string'
+    case 'boolean':
+      return 'true or false'
+    case 'array':
+      return schema.items === undefined ? 'an array' : `an array of ${plural(expected(schema.items))}`
+    case 'object':
+      return 'an object'
+    default:
+      return 'valid'
+  }
+}
+
+function plural (text: string): string {
+  return text.replace(/^an? /, '').replace(/\b(string|integer|object)\b/, '$1s')
+}
+
+/**
+ * Reads a file named by the configuration (a certificate, a key, a CA bundle), whole.
+ * @param key the configuration key that names the file, e.g. `/interception/ca/key`.
+ * @throws ConfigError naming the key, the path and the error code, never the file's content.
+ */
+export function readConfigFile (path: string, key: string): Buffer {
+  try {
+    return readFileSync(path)
+  } catch (error) {
+    throw new ConfigError(`${key}: cannot read "${path}" (${(error as NodeJS.ErrnoException).code ?? 'error'})`)
+  }
+}
+
+/**
+ * Reads a private key file named by the configuration (a TLS listener's key, the interception
+ * CA's key, the EST client key) and refuses it when group or others may read, write or run it,
+ * as ssh does: such a key may already be in other hands.
+ * @param key the configuration key that names the file, e.g. `/listen/0/tls/key`.
+ * @throws ConfigError naming the key, the path and the mode (or the read error), never the file's content.
+ */
+export function readKeyFile (path: string, key: string): Buffer {
+  const content = readConfigFile(path, key)
+  let mode: number | undefined
+  try {
+    mode = tooOpenKeyFileMode(path)
+  } catch (error) {
+    content.fill(0)
+    throw new ConfigError(`${key}: cannot read "${path}" (${(error as NodeJS.ErrnoException).code ?? 'error'})`)
+  }
+  if (mode !== undefined) {
+    content.fill(0)
+    throw new ConfigError(`${key}: permissions ${octalMode(mode)} for the private key "${path}" are too open: it must be readable by the proxy's user only. Run "chmod 600 ${path}" if nobody else could have read it; otherwise treat the key as exposed and replace it`)
+  }
+  return content
+}
+
+/** PEM certificate chain and private key of a TLS listener. */
+export interface ListenerTlsFiles {
+  cert: Buffer
+  key: Buffer
+}
+
+/**
+ * Reads the PEM files of `listen[index].tls` and checks that they make a usable TLS context
+ * (parsable, key matching the certificate, key file readable by its owner only), so start-up fails with the key named rather than
+ * with a bare OpenSSL message.
+ * @throws ConfigError naming `listen[index].tls.cert`/`.key` or `listen[index].tls`.
+ */
+export function loadListenerTls (tls: { cert: string, key: string }, index: number): ListenerTlsFiles {
+  const files = { cert: readConfigFile(tls.cert, `/listen/${index}/tls/cert`), key: readKeyFile(tls.key, `/listen/${index}/tls/key`) }
+  try {
+    createSecureContext(files)
+  } catch (error) {
+    throw new ConfigError(`/listen/${index}/tls: the certificate and key cannot be used together (${(error as Error).message})`)
+  }
+  return files
+}
+
+/** The `metrics` key of the configuration file, defaults applied. */
+export interface MetricsListenerConfig {
+  host: string
+  port: number
+}
+
+/** Defaults of the `metrics` key: loopback only, Prometheus' registered exporter port. */
+export const DEFAULT_METRICS_LISTENER: MetricsListenerConfig = { host: '127.0.0.1', port: 9464 }

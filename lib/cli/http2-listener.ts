@@ -1,7 +1,16 @@
-import { createSecureServer, type Http2SecureServer, type SecureServerOptions } from 'node:http2'
-import type { ListenerTlsFiles } from './listener-tls'
-import { trackHttp2Connections } from './connection-shutdown'
-import { HTTP2_SESSION_TIMEOUT, SERVER_TIMEOUTS, TLS_HANDSHAKE_TIMEOUT } from './server-timeouts'
+// The HTTP/2 TLS listeners of the bundled server, their timeouts, and how their connections are
+// closed on shutdown.
+
+import {
+  createSecureServer,
+  type Http2SecureServer,
+  type SecureServerOptions,
+  type ServerHttp2Session
+} from 'node:http2'
+import type { Server as HttpServer } from 'node:http'
+import type { TLSSocket } from 'node:tls'
+import type { ListenerTlsFiles } from './config'
+import type { ProxyServer } from '../connect/listener'
 
 /**
  * HTTP/2 flow-control windows the proxy grants clients for the bytes they send (bytes in
@@ -70,3 +79,85 @@ export function createHttp2Listener (files: ListenerTlsFiles): Http2SecureServer
   })
   return server
 }
+
+interface Http2Connections {
+  readonly sessions: Set<ServerHttp2Session>
+  readonly sockets: Set<TLSSocket>
+  closing: boolean
+}
+
+const http2Servers = new WeakMap<Http2SecureServer, Http2Connections>()
+
+/**
+ * Remembers the HTTP/2 sessions and the TLS connections (HTTP/2 and HTTP/1.1) of an HTTP/2
+ * server, for shutdown: Node 20's HTTP/2 server has no `closeAllConnections`, and its
+ * `close()` waits for every session, idle ones included. Call before it accepts connections.
+ */
+export function trackHttp2Connections (server: Http2SecureServer): void {
+  if (http2Servers.has(server)) return
+  const tracked: Http2Connections = { sessions: new Set(), sockets: new Set(), closing: false }
+  http2Servers.set(server, tracked)
+  server.on('secureConnection', (socket: TLSSocket) => {
+    tracked.sockets.add(socket)
+    socket.once('close', () => tracked.sockets.delete(socket))
+  })
+  server.on('session', (session) => {
+    tracked.sessions.add(session)
+    session.once('close', () => tracked.sessions.delete(session))
+    // A session set up while shutting down (its handshake had begun) gets no new streams.
+    if (tracked.closing) session.close()
+  })
+}
+
+/**
+ * Shutdown, first step: closes the idle connections of a listener. HTTP/1.1 keep-alive
+ * connections waiting for a request are closed; every HTTP/2 session is closed gracefully
+ * (GOAWAY: no new streams; it ends when its open streams have, at once when it has none).
+ */
+export function closeIdleConnections (server: ProxyServer): void {
+  // Node's HTTP/2 server has it too, for its HTTP/1.1 connections; its typings omit it.
+  (server as Partial<Pick<HttpServer, 'closeIdleConnections'>>).closeIdleConnections?.()
+  const tracked = http2Servers.get(server as Http2SecureServer)
+  if (tracked === undefined) return
+  tracked.closing = true
+  for (const session of tracked.sessions) if (!session.closed) session.close()
+}
+
+/** Shutdown, last step (the grace period is over): destroys every connection still open. */
+export function closeAllConnections (server: ProxyServer): void {
+  if ('closeAllConnections' in server) server.closeAllConnections()
+  const tracked = http2Servers.get(server as Http2SecureServer)
+  if (tracked === undefined) return
+  for (const session of tracked.sessions) session.destroy()
+  for (const socket of tracked.sockets) socket.destroy()
+}
+
+/**
+ * Node server timeouts the bundled server sets on every listener, passed as server options so
+ * the servers Fastify creates for extra addresses of a name (`localhost`) get them too.
+ * - headersTimeout: a client must finish its request head within 30 s (slow-head attacks).
+ * - requestTimeout 0: no deadline on a whole request, so long uploads through the proxy are not
+ *   cut; forwarded requests are bounded by httpActivityTimeout and tunnels by their idle timeout.
+ * - keepAliveTimeout: idle keep-alive client connections close after 5 s.
+ * None of these starts before a connection's first byte: a silent one is closed by the plugin's
+ * `limits.firstByteTimeout`, or on TLS listeners by {@link TLS_HANDSHAKE_TIMEOUT}.
+ */
+export const SERVER_TIMEOUTS = {
+  headersTimeout: 30_000,
+  requestTimeout: 0,
+  keepAliveTimeout: 5_000
+} as const
+
+/**
+ * An HTTP/2 connection (session) with no frames either way for 72 s is closed gracefully
+ * (GOAWAY: no new streams; streams still open, such as a quiet tunnel, go on until they end).
+ * The value is Fastify's `http2SessionTimeout` default, applied to every HTTP/2 listener.
+ */
+export const HTTP2_SESSION_TIMEOUT = 72_000
+
+/**
+ * A client of a TLS listener (HTTPS or HTTP/2) must finish its TLS handshake within 10 s, the
+ * default `handshakeTimeout` of intercepted tunnels too; Node's own default is 120 s, which let
+ * a client that opens connections and never sends a ClientHello hold each one for two minutes.
+ */
+export const TLS_HANDSHAKE_TIMEOUT = 10_000

@@ -1,15 +1,18 @@
-import type { FastifyInstance } from 'fastify'
-import { tlsInterception } from '../interception-plugin'
+// The configuration's `interception` key turned into plugin options: the CA or EST provider and the
+// header rules.
+
+import type { FastifyInstance, FastifyBaseLogger } from 'fastify'
+import { createSecureContext } from 'node:tls'
+import { tlsInterception } from '../plugin'
 import { createHostListSelector } from '../interception/host-list-selector'
 import { createCaCertificateProvider } from '../certificates/ca-certificate-provider'
-import { ForwardProxyCertificateError } from '../certificates/certificate-error'
-import { openDevelopmentCa, type DevelopmentCa } from '../certificates/development-ca-files'
+import { ForwardProxyCertificateError, ForwardProxyEstError } from '../certificates/errors'
+import { openDevelopmentCa, type DevelopmentCa } from '../certificates/development-ca'
 import type { ForwardProxyCertificateProvider, TlsInterceptionOptions } from '../../types/interception'
-import { ConfigError } from './config-error'
-import { createEstProviderFromConfig } from './est-from-config'
-import { readConfigFile } from './read-config-file'
-import { readKeyFile } from './read-key-file'
-import type { InterceptionConfig } from './config'
+import { ConfigError, readConfigFile, readKeyFile, type InterceptionConfig, type EstConfig } from './config'
+import { createEstCertificateProvider } from '../certificates/est-certificate-provider'
+import { parseCertificates, pemCertificateBlocks } from '../certificates/pem'
+import type { ForwardProxyEstCertificateProvider } from '../../types/est'
 
 /** The development CA in use (without `interception.ca`), or undefined with an operator CA. */
 export type DevelopmentCaInUse = Omit<DevelopmentCa, 'provider'> | undefined
@@ -80,4 +83,55 @@ function loadCaProvider (ca: { cert: string, key: string }): ForwardProxyCertifi
     if (error instanceof ForwardProxyCertificateError) throw new ConfigError(`/interception/ca: ${error.message.replace(/^fastify-forward-proxy: /, '')}`)
     throw error
   }
+}
+
+/**
+ * Creates the EST certificate provider of `interception.est`: reads the client certificate,
+ * client key and server CA files it names and checks them now (a key that does not match its
+ * certificate or that group or others may read, a CA file without a certificate), so start-up fails with the key named. The EST
+ * service itself is not contacted before the first intercepted handshake; a failure then fails
+ * that handshake (no fallback certificate) and is logged with the EST status.
+ * Background renewal failures are logged as warnings. Messages never hold the password or a key.
+ * @throws ConfigError naming the key of an unreadable or unusable setting.
+ */
+export function createEstProviderFromConfig (est: EstConfig, log: FastifyBaseLogger): ForwardProxyEstCertificateProvider {
+  const clientCert = est.clientCert === undefined ? undefined : readConfigFile(est.clientCert, '/interception/est/clientCert')
+  const clientKey = est.clientKey === undefined ? undefined : readKeyFile(est.clientKey, '/interception/est/clientKey')
+  if (clientCert !== undefined && clientKey !== undefined) checkClientPair(clientCert, clientKey)
+  const ca = est.ca === undefined ? undefined : readCaFile(est.ca)
+  try {
+    return createEstCertificateProvider({
+      url: est.url,
+      ...(est.label === undefined ? {} : { label: est.label }),
+      ...(est.username === undefined ? {} : { username: est.username, password: est.password }),
+      ...(clientCert === undefined ? {} : { clientCert, clientKey }),
+      ...(ca === undefined ? {} : { ca }),
+      ...(est.timeout === undefined ? {} : { timeout: est.timeout }),
+      onRenewalError: (host, error) => { log.warn({ host, err: error.message }, 'EST renewal failed; the current leaf is served until it expires') }
+    })
+  } catch (error) {
+    if (error instanceof ForwardProxyEstError) {
+      // 'fastify-forward-proxy: option "url" must ...' -> '/interception/est/url: must ...'
+      throw new ConfigError(error.message.replace(/^fastify-forward-proxy: option "(\w+)" (.*)$/s, '/interception/est/$1: $2'))
+    }
+    throw error
+  }
+}
+
+function checkClientPair (cert: Buffer, key: Buffer): void {
+  try {
+    createSecureContext({ cert, key })
+  } catch (error) {
+    // OpenSSL's reason only (e.g. "key values mismatch"); it never quotes the key.
+    throw new ConfigError(`/interception/est: clientCert and clientKey cannot be used together (${(error as Error).message})`)
+  }
+}
+
+function readCaFile (path: string): Buffer {
+  const pem = readConfigFile(path, '/interception/est/ca')
+  const blocks = pemCertificateBlocks(pem.toString('latin1'))
+  if (blocks.length === 0 || parseCertificates(blocks) === null) {
+    throw new ConfigError(`/interception/est/ca: "${path}" must hold PEM certificates (at least one CERTIFICATE block, each parsable)`)
+  }
+  return pem
 }

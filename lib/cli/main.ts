@@ -1,9 +1,10 @@
 #!/usr/bin/env node
-import { DEFAULT_LISTENER } from './config'
-import { ConfigError } from './config-error'
-import { configFromCommandLine, parseCommandLine } from './command-line'
+// The `forward-proxy` command: reads the configuration, starts the server (or its workers) and
+// prints the start-up summary.
+
+import { DEFAULT_LISTENER, ConfigError } from './config'
+import { configFromCommandLine, parseCommandLine, startupSummary } from './command-line'
 import { startProxyServer } from './build-server'
-import { startupSummary } from './startup-summary'
 import { isWorker, reportWorkerReady, runWorkers } from './workers'
 
 const USAGE = `Usage: forward-proxy [--config <file>] [--host <address>] [--port <n>]

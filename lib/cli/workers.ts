@@ -1,3 +1,5 @@
+// Runs the bundled server in several worker processes sharing its listeners.
+
 import cluster, { type Worker } from 'node:cluster'
 
 /** What a worker tells the first process once its listeners are bound. */

@@ -1,23 +1,29 @@
+// Forwards one request (absolute-form `http://`, or one inside an intercepted tunnel) to its
+// destination and streams the response back: body counting, client departure and inactivity
+// timeout.
+
 import type { FastifyReply, FastifyRequest } from 'fastify'
+import { Transform, type Readable } from 'node:stream'
+import { Http2ServerRequest } from 'node:http2'
+import { EventEmitter } from 'node:events'
 import type { ForwardProxyDestination } from '../../types/destination'
-import type { ProxyRuntime } from '../proxy-runtime'
-import { ProxyError } from '../diagnostics/proxy-error'
-import { errorCode, proxyErrorFromNetworkError } from '../diagnostics/network-error'
-import { formatAuthority, formatHostHeader } from '../security/canonical-host'
-import type { AbsoluteTarget, AbsoluteTargetProblem } from './absolute-target'
-import { decideMaxForwards } from './max-forwards'
-import { buildOutgoingRequestHeaders } from './request-headers'
-import { receivedHeaderObject } from './received-headers'
-import { hookHeaderEdits } from './hook-header-edits'
-import { buildClientResponseHeaders } from './response-headers'
-import { viaEntry, viaListsPseudonym } from './via'
-import { hasBody } from './request-body'
-import { withInactivityTimeout } from './inactivity-timeout'
+import type { ProxyRuntime } from '../core/runtime'
+import { ProxyError, errorCode, proxyErrorFromNetworkError } from '../protocol/errors'
+import { formatAuthority, formatHostHeader } from '../protocol/hosts'
+import type { AbsoluteTarget, AbsoluteTargetProblem } from '../core/proxy-request'
+import {
+  decideMaxForwards,
+  buildOutgoingRequestHeaders,
+  receivedHeaderObject,
+  hookHeaderEdits,
+  buildClientResponseHeaders,
+  viaEntry,
+  viaListsPseudonym,
+  injectTraceContext,
+  type ReceivedHeaders
+} from './outgoing-head'
 import { transformIncomingResponse, transformOutgoingRequest } from './transforms'
-import { countBytesIn, countBytesOut, proxyRequestSpanOf } from '../diagnostics/request-telemetry'
-import { injectTraceContext } from './trace-context-headers'
-import { countedBody } from './counted-body'
-import { ClientDeparture } from './client-departure'
+import { countBytesIn, countBytesOut, proxyRequestSpanOf } from '../telemetry/request-telemetry'
 
 const TARGET_PROBLEMS: Record<AbsoluteTargetProblem, string> = {
   'https-scheme': 'https:// targets must use CONNECT.',
@@ -189,4 +195,121 @@ function clientGone (reply: FastifyReply): boolean {
 
 function headerText (value: string | string[] | undefined): string | undefined {
   return Array.isArray(value) ? value[0] : value
+}
+
+/**
+ * Passes a request body through unchanged, telling `onBytes` the size of each chunk (the
+ * access log's bytes from the client). A 'data' listener on the client's request itself
+ * would start it flowing before undici reads it, losing the first chunks. Wired by hand
+ * rather than with `stream.pipeline` (an AbortController per request): an error on `body`
+ * fails the copy undici reads, and the copy closing early (undici gave up) destroys `body`.
+ * A body that moves no byte for `idleTimeout` milliseconds fails the copy, which aborts the
+ * request to the destination: 408 `http_request_error` when the client stopped sending, 504
+ * `http_response_timeout` when the destination stopped reading. Neither side can hold the other's
+ * connection for longer than that.
+ */
+export function countedBody (body: Readable, onBytes: (bytes: number) => void, idleTimeout: number): Readable {
+  const counter = new Transform({
+    transform (chunk: Buffer, _encoding, callback) {
+      idle.refresh()
+      onBytes(chunk.length)
+      callback(null, chunk)
+    }
+  })
+  let stalled = false
+  const idle = setTimeout(() => {
+    // Bytes waiting in the copy mean the destination stopped reading, not the client sending.
+    const destinationStalled = counter.readableLength > 0 || counter.writableLength > 0
+    // A client that stalled keeps its connection until the 408 is written (then it closes).
+    stalled = !destinationStalled
+    counter.destroy(destinationStalled
+      ? new ProxyError('http_response_timeout', 'The destination stopped reading the request body.', { details: 'request body not read' })
+      : new ProxyError('http_request_error', 'The client stopped sending its request body.', { status: 408, details: 'request body stalled' }))
+  }, idleTimeout)
+  idle.unref()
+  body.on('error', (error) => counter.destroy(error))
+  body.once('end', () => clearTimeout(idle))
+  counter.once('close', () => {
+    clearTimeout(idle)
+    if (stalled) body.unpipe(counter)
+    else if (!body.destroyed && !body.readableEnded) body.destroy()
+  })
+  body.pipe(counter)
+  return counter
+}
+
+/**
+ * True when the client's request carries a body: HTTP/1.1 framing (RFC 9112 section 6.3), or,
+ * over HTTP/2, a HEADERS frame without END_STREAM (a body needs no Content-Length there).
+ * Judged on the headers as received: what hooks did to `request.headers` cannot change framing.
+ */
+export function hasBody (request: FastifyRequest, headers: ReceivedHeaders): boolean {
+  const raw: unknown = request.raw
+  if (raw instanceof Http2ServerRequest) return !raw.stream.endAfterHeaders
+  if (headers['transfer-encoding'] !== undefined) return true
+  const length = headers['content-length']
+  return length !== undefined && length !== '0'
+}
+
+/** The part of a response (HTTP/1.1 or HTTP/2 compatibility) a departure watches. */
+interface WatchedResponse {
+  readonly writableFinished: boolean
+  once: (event: 'close', listener: () => void) => unknown
+}
+
+/**
+ * Says when the client left before its response was finished: sets `aborted` and emits
+ * `'abort'` once, which is the shape undici accepts as a request's `signal`. An
+ * AbortController (an EventTarget) per forwarded request cost about 5% of the proxy's CPU on
+ * the forwarding path, so a real AbortSignal is only made for the transforms, which are
+ * promised one, the first time one asks.
+ */
+export class ClientDeparture extends EventEmitter {
+  /** True once the client has left. */
+  aborted = false
+  #controller: AbortController | undefined
+
+  constructor (response: WatchedResponse) {
+    super()
+    response.once('close', () => {
+      if (response.writableFinished || this.aborted) return
+      this.aborted = true
+      this.#controller?.abort()
+      this.emit('abort')
+    })
+  }
+
+  /** An AbortSignal that aborts when the client leaves (made on first use). */
+  get signal (): AbortSignal {
+    if (this.#controller === undefined) {
+      this.#controller = new AbortController()
+      if (this.aborted) this.#controller.abort()
+    }
+    return this.#controller.signal
+  }
+}
+
+/**
+ * Arms `body` (a destination's response body, about to be sent as the reply) with an
+ * inactivity timer: when no bytes arrive for `idleTimeout` it is destroyed with a read-timeout
+ * ProxyError; the timer restarts on every chunk, so a slow but live stream is never cut.
+ * `onBytes` hears the size of every chunk (for the access log). Returns `body` itself: no
+ * stream is layered on it (a Transform per response cost measurable CPU on the forwarding
+ * path). The body is paused before the listener is added, so nothing flows until the reply
+ * pipes it; the reply destroys it when the client leaves.
+ */
+export function withInactivityTimeout (body: Readable, idleTimeout: number, onBytes?: (bytes: number) => void): Readable {
+  const timer = setTimeout(() => {
+    body.destroy(new ProxyError('connection_read_timeout', 'The destination stopped sending its response.'))
+  }, idleTimeout)
+  timer.unref()
+  body.pause()
+  body.on('data', (chunk: Buffer) => {
+    timer.refresh()
+    onBytes?.(chunk.length)
+  })
+  // The reply reports the error once it pipes the body; until then nothing else listens.
+  body.on('error', () => {})
+  body.once('close', () => clearTimeout(timer))
+  return body
 }

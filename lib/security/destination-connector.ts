@@ -1,10 +1,10 @@
+// Resolves, checks and dials a destination: only addresses the policy allows are dialed.
+
 import { connect, isIP, type OnReadOpts, type Socket } from 'node:net'
 import type { ForwardProxyDestination } from '../../types/destination'
 import type { ForwardProxyResolver, ResolvedAddress } from '../../types/options'
-import { ProxyError } from '../diagnostics/proxy-error'
-import { proxyErrorFromNetworkError } from '../diagnostics/network-error'
-import type { DestinationPolicy } from './destination-policy'
-import type { OwnListeners } from './own-listeners'
+import { ProxyError, proxyErrorFromNetworkError } from '../protocol/errors'
+import type { DestinationPolicy, OwnListeners } from './destination-policy'
 
 /** What a connect needs: the policy, a resolver and the time allowed for DNS plus TCP. */
 export interface DestinationConnectorSettings {

@@ -1,5 +1,5 @@
 import type { Test } from 'tap'
-import type { RunningProxyServer } from '../../lib/cli/build-server'
+import type { RunningProxyServer } from './internals'
 import { makeSelfSignedCertificate } from './tls-fixture'
 import { LOOPBACK_ORIGINS, portOf, startConfiguredServer } from './cli-server'
 import { connectHttp2Listener } from './cli-http2'

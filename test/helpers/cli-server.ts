@@ -1,6 +1,5 @@
 import type { Test } from 'tap'
-import { parseConfig } from '../../lib/cli/config'
-import { startProxyServer, type RunningProxyServer, type StartOptions } from '../../lib/cli/build-server'
+import { parseConfig, startProxyServer, type RunningProxyServer, type StartOptions } from './internals'
 
 /**
  * Starts the bundled server in-process from a configuration object (validated like a file in

@@ -1,0 +1,401 @@
+// The operator's CA: loaded and checked, its key, its name constraints, and the leaves it signs.
+
+import { createHash, type X509Certificate, createPrivateKey, webcrypto, type KeyObject } from 'node:crypto'
+import { BitString, OctetString, fromBER, Integer, Utf8String } from 'asn1js'
+import {
+  BasicConstraints,
+  Certificate,
+  RelativeDistinguishedNames,
+  NameConstraints,
+  type GeneralSubtree,
+  AttributeTypeAndValue,
+  PublicKeyInfo,
+  Time
+} from 'pkijs'
+import { createSecureContext } from 'node:tls'
+import { ForwardProxyCertificateError } from './errors'
+import { parseCertificates, pemCertificateBlocks, derToPem } from './pem'
+import {
+  type LeafName,
+  nodeCryptoEngine,
+  leafExtensions,
+  type LeafKeyPair,
+  leafName,
+  type LeafValidity,
+  randomSerialNumber
+} from './leaf'
+import type { ForwardProxyIssuedLeaf, ForwardProxyLeafKeyType } from '../../types/certificates'
+
+const BASIC_CONSTRAINTS = '2.5.29.19'
+const KEY_USAGE = '2.5.29.15'
+const SUBJECT_KEY_IDENTIFIER = '2.5.29.14'
+const KEY_CERT_SIGN = 0x04 // bit 5 of the first byte of keyUsage
+
+/** The operator's CA, checked and ready to sign leaves. Holds no extractable key material. */
+export interface CertificateAuthority {
+  /** The CA's subject, copied byte for byte as the issuer of every leaf. */
+  readonly subject: RelativeDistinguishedNames
+  /** The CA's subject key identifier (or the RFC 5280 method 1 value when it has none). */
+  readonly keyIdentifier: Uint8Array
+  /** Validity of the CA, milliseconds since the epoch. */
+  readonly notBefore: number
+  readonly notAfter: number
+  /** PEM sent after each leaf: the issuing CA, then its own intermediates. */
+  readonly chainPem: string
+  /** The nameConstraints of the CA and its intermediates, which every leaf name must satisfy. */
+  readonly nameConstraints: readonly NameSubtrees[]
+  /** Resolves to the WebCrypto signing key (imported once, in the background). */
+  readonly signingKey: Promise<CaSigningKey>
+}
+
+/** What `loadCertificateAuthority` reads. */
+export interface CertificateAuthorityMaterial {
+  readonly cert: string | Buffer
+  readonly key: string | Buffer
+  readonly passphrase?: string | Buffer | undefined
+}
+
+/**
+ * Checks and loads the operator's CA: the first PEM certificate must be a CA (basicConstraints
+ * cA true, keyUsage keyCertSign) valid at `now`, any further certificates must each issue the
+ * one before, and the key must be the CA certificate's.
+ * @throws ForwardProxyCertificateError (`bad_ca_certificate`, `bad_ca_key`, `key_mismatch`).
+ */
+export function loadCertificateAuthority (material: CertificateAuthorityMaterial, now: number): CertificateAuthority {
+  const certText = Buffer.isBuffer(material.cert) ? material.cert.toString('latin1') : material.cert
+  if (typeof certText !== 'string') throw new ForwardProxyCertificateError('invalid_option', 'option "cert" must be PEM text (string or Buffer)')
+  const blocks = pemCertificateBlocks(certText)
+  const certificates = parseCertificates(blocks)
+  const ca = certificates?.[0]
+  if (certificates === null || ca === undefined) {
+    throw new ForwardProxyCertificateError('bad_ca_certificate', 'the CA certificate is not a PEM certificate')
+  }
+  const parsed = Certificate.fromBER(ca.raw)
+  checkIsCa(parsed)
+  const notBefore = parsed.notBefore.value.getTime()
+  const notAfter = parsed.notAfter.value.getTime()
+  if (notAfter <= now) throw new ForwardProxyCertificateError('bad_ca_certificate', `the CA certificate expired on ${new Date(notAfter).toISOString()}`)
+  if (notBefore > now) throw new ForwardProxyCertificateError('bad_ca_certificate', `the CA certificate is not valid before ${new Date(notBefore).toISOString()}`)
+  checkChainOrder(certificates)
+
+  if (typeof material.key !== 'string' && !Buffer.isBuffer(material.key)) {
+    throw new ForwardProxyCertificateError('invalid_option', 'option "key" must be PEM text (string or Buffer)')
+  }
+  const keyObject = readCaPrivateKey(material.key, material.passphrase)
+  caKeyAlgorithm(keyObject)
+  if (!ca.checkPrivateKey(keyObject)) {
+    throw new ForwardProxyCertificateError('key_mismatch', `the CA key does not belong to the CA certificate (${ca.subject.replace(/\n/g, ', ')})`)
+  }
+  const signingKey = importCaSigningKey(keyObject)
+  signingKey.catch(() => {}) // awaited by every mint; this only keeps an early failure from being unhandled
+
+  return {
+    subject: parsed.subject,
+    keyIdentifier: subjectKeyIdentifier(parsed),
+    notBefore,
+    notAfter,
+    chainPem: blocks.map((block) => `${block}\n`).join(''),
+    nameConstraints: chainNameConstraints(parsed, certificates.slice(1)),
+    signingKey
+  }
+}
+
+function checkIsCa (parsed: Certificate): void {
+  // Read basicConstraints itself: Node's X509Certificate.ca also says false for a keyUsage
+  // without keyCertSign, and each case deserves its own message.
+  const basicConstraints = parsed.extensions?.find((extension) => extension.extnID === BASIC_CONSTRAINTS)?.parsedValue as unknown
+  if (!(basicConstraints instanceof BasicConstraints) || !basicConstraints.cA) {
+    throw new ForwardProxyCertificateError('bad_ca_certificate', 'the CA certificate is not a CA: it lacks basicConstraints with cA true')
+  }
+  const keyUsage = parsed.extensions?.find((extension) => extension.extnID === KEY_USAGE)?.parsedValue as unknown
+  const firstByte = keyUsage instanceof BitString ? keyUsage.valueBlock.valueHexView[0] ?? 0 : 0
+  if ((firstByte & KEY_CERT_SIGN) === 0) {
+    throw new ForwardProxyCertificateError('bad_ca_certificate', 'the CA certificate may not sign certificates: its keyUsage lacks keyCertSign (or it has no keyUsage); issue it with "keyUsage = critical, keyCertSign, cRLSign"')
+  }
+}
+
+function checkChainOrder (certificates: readonly X509Certificate[]): void {
+  for (let index = 1; index < certificates.length; index++) {
+    const child = certificates[index - 1]
+    const issuer = certificates[index]
+    if (child === undefined || issuer === undefined) continue
+    if (!issuer.ca || !child.checkIssued(issuer) || !child.verify(issuer.publicKey)) {
+      throw new ForwardProxyCertificateError('bad_ca_certificate', `certificate ${index + 1} of "cert" is not the CA that issued certificate ${index}; list the issuing CA first, then each issuer in turn`)
+    }
+  }
+}
+
+function chainNameConstraints (ca: Certificate, intermediates: readonly X509Certificate[]): NameSubtrees[] {
+  return [ca, ...intermediates.map((certificate) => Certificate.fromBER(certificate.raw))]
+    .map(readNameConstraints)
+    .filter((constraints): constraints is NameSubtrees => constraints !== null)
+}
+
+function subjectKeyIdentifier (parsed: Certificate): Uint8Array {
+  const extension = parsed.extensions?.find((candidate) => candidate.extnID === SUBJECT_KEY_IDENTIFIER)?.parsedValue as unknown
+  if (extension instanceof OctetString && extension.valueBlock.valueHexView.byteLength > 0) {
+    return new Uint8Array(extension.valueBlock.valueHexView)
+  }
+  // RFC 5280 4.2.1.2 method 1: SHA-1 of the subjectPublicKey bits.
+  return new Uint8Array(createHash('sha1').update(parsed.subjectPublicKeyInfo.subjectPublicKey.valueBlock.valueHexView).digest())
+}
+
+/** Digest used with the CA key for leaf signatures. */
+export type SignatureHash = 'SHA-256' | 'SHA-384' | 'SHA-512'
+
+/** The CA key as WebCrypto needs it for PKI.js: non-extractable, sign only. */
+export interface CaSigningKey {
+  readonly privateKey: webcrypto.CryptoKey
+  readonly hash: SignatureHash
+}
+
+type ImportAlgorithm = webcrypto.RsaHashedImportParams | webcrypto.EcKeyImportParams
+
+const EC_CURVES: Readonly<Record<string, { namedCurve: string, hash: SignatureHash }>> = {
+  prime256v1: { namedCurve: 'P-256', hash: 'SHA-256' },
+  secp384r1: { namedCurve: 'P-384', hash: 'SHA-384' },
+  secp521r1: { namedCurve: 'P-521', hash: 'SHA-512' }
+}
+
+const MIN_RSA_BITS = 2048
+
+/**
+ * Reads the CA private key from PEM: PKCS#8 (encrypted with `passphrase` or not), PKCS#1 RSA
+ * or SEC1 EC. Errors say what is wrong without quoting the key, the passphrase or OpenSSL's
+ * own message.
+ * @throws ForwardProxyCertificateError (`bad_ca_key`).
+ */
+export function readCaPrivateKey (key: string | Buffer, passphrase: string | Buffer | undefined): KeyObject {
+  const text = Buffer.isBuffer(key) ? key.toString('latin1') : key
+  if (!/-----BEGIN [A-Z0-9 ]*PRIVATE KEY-----/.test(text)) {
+    throw new ForwardProxyCertificateError('bad_ca_key', 'the CA key is not a PEM private key (PKCS#8, PKCS#1 RSA or SEC1 EC)')
+  }
+  const encrypted = text.includes('-----BEGIN ENCRYPTED PRIVATE KEY-----') || /Proc-Type:\s*4,ENCRYPTED/.test(text)
+  if (encrypted && (passphrase === undefined || passphrase.length === 0)) {
+    throw new ForwardProxyCertificateError('bad_ca_key', 'the CA key is encrypted: give its passphrase')
+  }
+  try {
+    return createPrivateKey({ key: text, format: 'pem', ...(passphrase === undefined ? {} : { passphrase }) })
+  } catch {
+    throw new ForwardProxyCertificateError('bad_ca_key', encrypted
+      ? 'the CA key could not be decrypted with the passphrase given'
+      : 'the CA key could not be read as a PEM private key (PKCS#8, PKCS#1 RSA or SEC1 EC)')
+  }
+}
+
+/**
+ * The import parameters and signature digest for a CA key: RSA (2048 bits or more,
+ * PKCS#1 v1.5 with SHA-256) or ECDSA P-256, P-384, P-521 (SHA-256, SHA-384, SHA-512).
+ * @throws ForwardProxyCertificateError (`bad_ca_key`) for any other key.
+ */
+export function caKeyAlgorithm (keyObject: KeyObject): { algorithm: ImportAlgorithm, hash: SignatureHash } {
+  const details = keyObject.asymmetricKeyDetails ?? {}
+  if (keyObject.asymmetricKeyType === 'rsa') {
+    if ((details.modulusLength ?? 0) < MIN_RSA_BITS) {
+      throw new ForwardProxyCertificateError('bad_ca_key', `RSA CA keys shorter than ${MIN_RSA_BITS} bits are refused`)
+    }
+    return { algorithm: { name: 'RSASSA-PKCS1-v1_5', hash: 'SHA-256' }, hash: 'SHA-256' }
+  }
+  if (keyObject.asymmetricKeyType === 'ec') {
+    const curve = EC_CURVES[details.namedCurve ?? '']
+    if (curve !== undefined) return { algorithm: { name: 'ECDSA', namedCurve: curve.namedCurve }, hash: curve.hash }
+    throw new ForwardProxyCertificateError('bad_ca_key', `the CA key's curve ${String(details.namedCurve)} is not supported (P-256, P-384, P-521)`)
+  }
+  throw new ForwardProxyCertificateError('bad_ca_key', `CA keys of type ${String(keyObject.asymmetricKeyType)} are not supported (RSA, ECDSA P-256, P-384, P-521)`)
+}
+
+/**
+ * Imports the CA key into WebCrypto as a non-extractable signing key. The PKCS#8 bytes made
+ * on the way are wiped once imported.
+ */
+export async function importCaSigningKey (keyObject: KeyObject): Promise<CaSigningKey> {
+  const { algorithm, hash } = caKeyAlgorithm(keyObject)
+  const pkcs8 = keyObject.export({ type: 'pkcs8', format: 'der' })
+  try {
+    const privateKey = await webcrypto.subtle.importKey('pkcs8', pkcs8, algorithm, false, ['sign'])
+    return { privateKey, hash }
+  } finally {
+    pkcs8.fill(0)
+  }
+}
+
+const NAME_CONSTRAINTS = '2.5.29.30'
+const DNS_NAME = 2
+const IP_ADDRESS = 7
+const DOTTED_QUAD = /^[0-9]+\.[0-9]+\.[0-9]+\.[0-9]+$/
+
+/** One subtree of a nameConstraints extension that can apply to a leaf's name. */
+type Subtree =
+  | { readonly type: 'dns', readonly name: string }
+  | { readonly type: 'ip', readonly address: Uint8Array, readonly mask: Uint8Array }
+
+/** The DNS and IP subtrees of one certificate's nameConstraints (RFC 5280 4.2.1.10). */
+export interface NameSubtrees {
+  readonly permitted: readonly Subtree[]
+  readonly excluded: readonly Subtree[]
+}
+
+/**
+ * Reads the DNS-name and IP-address subtrees of a CA certificate's nameConstraints extension,
+ * or null when it has none. Other name forms (e-mail, URI, directory name) never appear in the
+ * leaves the provider mints, so they are not kept.
+ */
+export function readNameConstraints (certificate: Certificate): NameSubtrees | null {
+  const parsed = certificate.extensions?.find((extension) => extension.extnID === NAME_CONSTRAINTS)?.parsedValue as unknown
+  if (!(parsed instanceof NameConstraints)) return null
+  return {
+    permitted: subtrees(parsed.permittedSubtrees),
+    excluded: subtrees(parsed.excludedSubtrees)
+  }
+}
+
+/**
+ * Says why a leaf for `host` (classified as `name`) would break the chain's name constraints (so clients would refuse
+ * it), or null when every certificate's constraints allow it. Per RFC 5280, a name must lie in
+ * one permitted subtree of its own type, when a certificate lists any of that type, and in no
+ * excluded subtree.
+ */
+export function nameConstraintViolation (host: string, name: LeafName, chain: readonly NameSubtrees[]): string | null {
+  const violation = violationOf(name, chain)
+  if (violation !== null || name.type !== 'ip' || !DOTTED_QUAD.test(host)) return violation
+  // The leaf's subject CN is the host. OpenSSL (so Node and curl) checks the CN of a leaf
+  // without DNS SANs as a DNS name when it looks like one, which a dotted quad does.
+  const commonName = violationOf({ type: 'dns', name: host }, chain)
+  return commonName === null ? null : `${commonName} (OpenSSL checks an IPv4 leaf's common name as a DNS name)`
+}
+
+function violationOf (name: LeafName, chain: readonly NameSubtrees[]): string | null {
+  for (const constraints of chain) {
+    const excluded = constraints.excluded.find((subtree) => within(name, subtree))
+    if (excluded !== undefined) return `the CA's nameConstraints exclude ${describe(excluded)}`
+    const permitted = constraints.permitted.filter((subtree) => subtree.type === name.type)
+    if (permitted.length > 0 && !permitted.some((subtree) => within(name, subtree))) {
+      return `the CA's nameConstraints permit only ${permitted.map(describe).join(', ')}`
+    }
+  }
+  return null
+}
+
+function subtrees (list: readonly GeneralSubtree[] | undefined): Subtree[] {
+  const result: Subtree[] = []
+  for (const { base } of list ?? []) {
+    if (base.type === DNS_NAME && typeof base.value === 'string') {
+      result.push({ type: 'dns', name: base.value.toLowerCase().replace(/\.$/, '') })
+    } else if (base.type === IP_ADDRESS && base.value instanceof OctetString) {
+      const bytes = new Uint8Array(base.value.valueBlock.valueHexView)
+      // An iPAddress constraint is an address followed by a mask of the same length.
+      if (bytes.length === 8 || bytes.length === 32) {
+        const half = bytes.length / 2
+        result.push({ type: 'ip', address: bytes.subarray(0, half), mask: bytes.subarray(half) })
+      }
+    }
+  }
+  return result
+}
+
+function within (name: LeafName, subtree: Subtree): boolean {
+  if (name.type === 'dns' && subtree.type === 'dns') {
+    const base = subtree.name
+    if (base === '') return true
+    // A leading dot (an OpenSSL and browser convention) means names below it only.
+    if (base.startsWith('.')) return name.name.endsWith(base)
+    return name.name === base || name.name.endsWith(`.${base}`)
+  }
+  if (name.type === 'ip' && subtree.type === 'ip') {
+    if (name.bytes.length !== subtree.address.length) return false
+    return name.bytes.every((byte, index) => (byte & (subtree.mask[index] ?? 0)) === ((subtree.address[index] ?? 0) & (subtree.mask[index] ?? 0)))
+  }
+  return false
+}
+
+function describe (subtree: Subtree): string {
+  if (subtree.type === 'dns') return `DNS:${subtree.name === '' ? '(any)' : subtree.name}`
+  const prefix = subtree.mask.reduce((bits, byte) => bits + popcount(byte), 0)
+  const address = subtree.address.length === 4
+    ? Array.from(subtree.address).join('.')
+    : Array.from({ length: 8 }, (_, index) => (((subtree.address[index * 2] ?? 0) << 8) | (subtree.address[index * 2 + 1] ?? 0)).toString(16)).join(':')
+  return `IP:${address}/${prefix}`
+}
+
+function popcount (byte: number): number {
+  let bits = 0
+  for (let value = byte; value > 0; value >>= 1) bits += value & 1
+  return bits
+}
+
+const COMMON_NAME = '2.5.4.3'
+const UTC_TIME = 0
+const GENERALIZED_TIME = 1
+const UTC_TIME_END = Date.UTC(2050, 0, 1) // RFC 5280 4.1.2.5: UTCTime through 2049
+
+/** A leaf certificate signed by the CA, without its private key. */
+export interface SignedLeaf {
+  /** The certificate (PEM). */
+  readonly cert: string
+  /** Serial number as upper-case hex. */
+  readonly serialNumber: string
+}
+
+/**
+ * Signs a leaf certificate for `host` over the public key `spki` (DER SubjectPublicKeyInfo)
+ * with `ca` (subject CN = host, random serial, the leaf extensions), with PKI.js over WebCrypto. `keyType` picks the key usage bits.
+ * Used by `mintLeaf` and by signers of requests whose private key lives elsewhere (EST).
+ * @throws ForwardProxyCertificateError (`invalid_host`, `mint_failed`).
+ */
+export async function signLeaf (ca: CertificateAuthority, host: string, spki: Uint8Array, keyType: ForwardProxyLeafKeyType, validity: LeafValidity): Promise<SignedLeaf> {
+  const name = leafName(host)
+  const publicKeyInfo = PublicKeyInfo.fromBER(spki)
+  const serial = randomSerialNumber()
+  const certificate = new Certificate({
+    version: 2,
+    serialNumber: new Integer({ valueHex: serial }),
+    issuer: ca.subject,
+    subject: new RelativeDistinguishedNames({
+      typesAndValues: [new AttributeTypeAndValue({ type: COMMON_NAME, value: new Utf8String({ value: host }) })]
+    }),
+    notBefore: x509Time(validity.notBefore),
+    notAfter: x509Time(validity.notAfter),
+    subjectPublicKeyInfo: publicKeyInfo,
+    extensions: leafExtensions({
+      name,
+      keyType,
+      leafPublicKeyBits: publicKeyInfo.subjectPublicKey.valueBlock.valueHexView,
+      caKeyIdentifier: ca.keyIdentifier
+    })
+  })
+  let der: ArrayBuffer
+  try {
+    const signingKey = await ca.signingKey
+    await certificate.sign(signingKey.privateKey as unknown as CryptoKeyOf<typeof certificate.sign>, signingKey.hash, nodeCryptoEngine)
+    der = certificate.toSchema(true).toBER(false)
+    if (fromBER(der).offset === -1) throw new Error('encoding')
+  } catch {
+    throw new ForwardProxyCertificateError('mint_failed', `signing the leaf certificate for ${host} failed`)
+  }
+  return { cert: derToPem(new Uint8Array(der), 'CERTIFICATE'), serialNumber: Buffer.from(serial).toString('hex').toUpperCase() }
+}
+
+/**
+ * Mints a leaf for `host` signed by `ca` with PKI.js over WebCrypto, and
+ * builds its secure context once: the leaf, then the CA chain, with the leaf's key.
+ * @throws ForwardProxyCertificateError (`invalid_host`, `mint_failed`).
+ */
+export async function mintLeaf (ca: CertificateAuthority, host: string, keyPair: LeafKeyPair, validity: LeafValidity): Promise<ForwardProxyIssuedLeaf> {
+  const { cert, serialNumber } = await signLeaf(ca, host, keyPair.spki, keyPair.type, validity)
+  return {
+    host,
+    cert,
+    key: keyPair.privateKeyPem,
+    chain: ca.chainPem,
+    serialNumber,
+    notBefore: validity.notBefore,
+    notAfter: validity.notAfter,
+    secureContext: createSecureContext({ cert: cert + ca.chainPem, key: keyPair.privateKeyPem })
+  }
+}
+
+type CryptoKeyOf<F> = F extends (key: infer K, ...rest: never[]) => unknown ? K : never
+
+function x509Time (date: Date): Time {
+  return new Time({ type: date.getTime() < UTC_TIME_END ? UTC_TIME : GENERALIZED_TIME, value: date })
+}

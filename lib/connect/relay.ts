@@ -1,0 +1,303 @@
+// Relays an opaque tunnel's bytes both ways and tears it down, reading the destination through
+// shared and borrowed buffers.
+
+import type { Socket, OnReadOpts } from 'node:net'
+import type { Duplex, Readable, Writable } from 'node:stream'
+
+/** Byte counts and outcome of a finished tunnel, for logs and metrics. */
+export interface TunnelSummary {
+  /** Bytes from the client to the destination. */
+  readonly bytesUp: number
+  /** Bytes from the destination to the client. */
+  readonly bytesDown: number
+  /** Why it ended: both sides finished, one side failed, or no traffic for the idle timeout. */
+  readonly reason: 'closed' | 'client-error' | 'destination-error' | 'idle-timeout'
+}
+
+/** Settings of one relay. */
+export interface TunnelRelayOptions {
+  /** Close the tunnel after this many milliseconds without a byte either way. */
+  readonly idleTimeout: number
+  /** Called once when both sides are closed. */
+  readonly onClose: (summary: TunnelSummary) => void
+  /**
+   * Tears the client side down because the destination failed. Default: a TCP RST where the
+   * client stream is a socket, else `destroy()`; an HTTP/2 tunnel resets its stream instead.
+   */
+  readonly abortClient?: () => void
+  /**
+   * How the destination is read when it was dialed with this reader's `onread` option; without
+   * one, the destination is piped to the client.
+   */
+  readonly reader?: DestinationReader
+}
+
+/**
+ * The client side of a relay. For an HTTP/1.1 tunnel both are the client's socket; for an
+ * HTTP/2 tunnel the bytes are read from the compatibility request and written on the stream.
+ */
+export interface TunnelClientStreams {
+  /** Where the client's bytes are read from. */
+  readonly input: Readable
+  /** Where bytes for the client are written; its `'close'` ends the client side. */
+  readonly output: Duplex
+}
+
+/**
+ * Relays bytes both ways between a client and a destination socket until both are done.
+ * Backpressure holds (pipe pauses the reader while the writer is full), half-close is carried
+ * across (an end from one side ends the other side's writable half, traffic the other way goes
+ * on), a failure on either side tears both down (the destination with a TCP RST), and the
+ * tunnel closes after `idleTimeout` without traffic.
+ */
+export function relayTunnel (client: TunnelClientStreams, destination: Socket, options: TunnelRelayOptions): void {
+  const { input, output } = client
+  const abortClient = options.abortClient ?? (() => abort(output))
+  let bytesUp = 0
+  let bytesDown = 0
+  let reason: TunnelSummary['reason'] = 'closed'
+  let closedSides = 0
+
+  const idleTimer = setTimeout(() => {
+    reason = 'idle-timeout'
+    output.destroy()
+    destination.destroy()
+  }, options.idleTimeout)
+  idleTimer.unref()
+
+  input.on('data', (chunk: Buffer) => { bytesUp += chunk.length; idleTimer.refresh() })
+  // The client's end reaches the destination as a FIN one turn of the event loop later, unless
+  // the client side was reset in the meantime: Node's HTTP/2 client ends a stream right before it
+  // resets it (END_STREAM, then RST_STREAM in the same read), and a destination that got the FIN
+  // first takes the upload for complete and stops reading, so it never sees the RST.
+  input.pipe(destination, { end: false })
+  input.once('end', () => setImmediate(() => { if (!destination.destroyed) destination.end() }))
+  const countDown = (count: number): void => { bytesDown += count; idleTimer.refresh() }
+  if (options.reader === undefined) {
+    destination.on('data', (chunk: Buffer) => countDown(chunk.length))
+    destination.pipe(output)
+  } else {
+    options.reader.start(destination, output, countDown)
+  }
+
+  output.on('error', () => {
+    if (reason === 'closed') reason = 'client-error'
+    abort(destination)
+  })
+  destination.on('error', () => {
+    if (reason === 'closed') reason = 'destination-error'
+    abortClient()
+  })
+
+  const bothClosed = (): void => {
+    closedSides++
+    if (closedSides === 2) {
+      clearTimeout(idleTimer)
+      options.onClose({ bytesUp, bytesDown, reason })
+    }
+  }
+  // Once one side is gone the other can only finish if both its halves already ended (a clean
+  // double half-close); anything else is an abort and is torn down.
+  output.once('close', () => {
+    if (!isFinished(destination)) abort(destination)
+    bothClosed()
+  })
+  destination.once('close', () => {
+    if (!isFinished(output)) abortClient()
+    bothClosed()
+  })
+}
+
+function isFinished (stream: Duplex): boolean {
+  return stream.destroyed || (stream.readableEnded && stream.writableEnded)
+}
+
+/**
+ * Tears a side down because the other side failed: with a TCP RST where the stream is a TCP
+ * socket, so the peer sees an abort (ECONNRESET), not a clean end it could mistake for
+ * a complete transfer.
+ */
+export function abort (stream: Duplex): void {
+  if (stream.destroyed) return
+  const socket = stream as Partial<Socket>
+  if (typeof socket.resetAndDestroy !== 'function' || socket.connecting === true) {
+    stream.destroy()
+    return
+  }
+  // After end() with nothing left to write, the shutdown that sends the FIN is in progress, and
+  // libuv refuses to reset a socket during it: Node then emits EINVAL and never closes the
+  // handle (a leaked socket and tunnel slot). The reset waits for the shutdown to finish.
+  if (stream.writableEnded && !stream.writableFinished && stream.writableLength === 0) {
+    stream.once('finish', () => resetOrDestroy(socket as Socket))
+    return
+  }
+  resetOrDestroy(socket as Socket)
+}
+
+/**
+ * Resets a TCP socket. A socket over another handle (a TLS connection of an HTTPS or HTTP/2
+ * listener, a Unix socket) cannot be reset, `resetAndDestroy()` throws
+ * ERR_INVALID_HANDLE_TYPE, and it is destroyed instead.
+ */
+function resetOrDestroy (socket: Socket): void {
+  if (socket.destroyed) return
+  try {
+    socket.resetAndDestroy()
+  } catch {
+    socket.destroy()
+  }
+}
+
+/**
+ * Reads an opaque tunnel's destination socket through Node's `onread` option instead of
+ * `'data'` events: no buffer is allocated per read, and while the destination streams, each
+ * read takes up to 256 KiB (Node's own reads stop at 64 KiB), so a download costs fewer read
+ * and write syscalls per byte. Created before the dial (`onread` is a `connect()` option) and
+ * started by the relay.
+ */
+export interface DestinationReader {
+  /** The `onread` option of the destination socket's `connect()`. */
+  readonly onread: OnReadOpts
+  /**
+   * Relays what the destination sends to `output` from now on, calling `onBytes` with each
+   * read's size; ends `output` when the destination ends. Backpressure: the destination is not
+   * read while a write to `output` is unfinished.
+   */
+  start (destination: Socket, output: Writable, onBytes: (count: number) => void): void
+}
+
+/** A reader for one destination socket (see DestinationReader). */
+export function createDestinationReader (): DestinationReader {
+  let next = sharedReadBuffer
+  let own: Buffer | undefined
+  let ownWritePending = false
+  // True while reading is stopped until the writes to the output are done.
+  let waiting = false
+  let destination: Socket | undefined
+  let output: Writable | undefined
+  let onBytes: (count: number) => void = () => {}
+  // Bytes read before the relay started, copied out of the shared buffer.
+  const early: Buffer[] = []
+
+  const release = (reusable: boolean): void => {
+    if (own === undefined) return
+    returnRelayBuffer(own, reusable)
+    own = undefined
+    next = sharedReadBuffer
+  }
+  const resume = (): void => {
+    if (!waiting || output === undefined || output.writableLength > 0) return
+    waiting = false
+    if (destination !== undefined && !destination.destroyed) destination.resume()
+  }
+  const afterWrite = (error?: Error | null): void => { if (error == null) resume() }
+  const afterOwnWrite = (error?: Error | null): void => {
+    ownWritePending = false
+    if (error == null) resume()
+    else release(false)
+  }
+  const wait = (): false => {
+    waiting = true
+    return false
+  }
+
+  const onread: OnReadOpts = {
+    buffer: () => next,
+    callback (count: number, buffer: Uint8Array): boolean {
+      if (output === undefined) {
+        early.push(Buffer.from(buffer.subarray(0, count)))
+        return false
+      }
+      onBytes(count)
+      if (output.destroyed) return false
+      if (buffer === own) {
+        // Written straight from the tunnel's own buffer: the next read must wait until the
+        // kernel has taken all of it, or it would overwrite bytes still queued for writing.
+        ownWritePending = true
+        output.write(count === buffer.length ? buffer : buffer.subarray(0, count), afterOwnWrite)
+        if (output.writableLength > 0) return wait()
+        ownWritePending = false
+        // A read that did not fill the buffer emptied the socket: the stream may be over, and
+        // an idle tunnel holds no buffer of its own.
+        if (count < buffer.length) release(true)
+        return true
+      }
+      // A copy needs no wait for its write: the usual high-water mark applies, as with pipe().
+      const belowHighWaterMark = output.write(Buffer.from(buffer.subarray(0, count)))
+      if (count === buffer.length && own === undefined) {
+        own = borrowRelayBuffer()
+        if (own !== undefined) next = own
+      }
+      if (belowHighWaterMark) return true
+      output.once('drain', resume)
+      return wait()
+    }
+  }
+
+  return {
+    onread,
+    start (socket, target, counter) {
+      destination = socket
+      output = target
+      onBytes = counter
+      const end = (): void => { if (!target.destroyed) target.end() }
+      if (socket.readableEnded) end()
+      else socket.once('end', end)
+      socket.once('close', () => release(!ownWritePending))
+      // Reading stopped at the first early read; it goes on once those bytes are written.
+      waiting = true
+      for (const chunk of early.splice(0)) {
+        counter(chunk.length)
+        target.write(chunk, afterWrite)
+      }
+      resume()
+    }
+  }
+}
+
+/**
+ * The read buffers of opaque tunnels' destination sockets. A tunnel whose destination is
+ * streaming (its reads fill the buffer) borrows a large buffer of its own, so each read and
+ * write syscall moves up to RELAY_BUFFER_SIZE bytes with no allocation; every other read goes
+ * into one buffer shared by all tunnels and is copied out. A buffer is borrowed only while its
+ * tunnel streams and at most MAX_BORROWED at a time, so idle tunnels hold none and a burst of
+ * streaming tunnels costs at most MAX_BORROWED × RELAY_BUFFER_SIZE.
+ */
+
+/** Bytes per read syscall of a streaming tunnel (Node's own reads are at most 64 KiB). */
+export const RELAY_BUFFER_SIZE = 256 * 1024
+/** Most buffers lent at once (16 MiB); beyond it a streaming tunnel reads into the shared buffer. */
+const MAX_BORROWED = 64
+/** Most returned buffers kept for the next streaming tunnel. */
+const MAX_FREE = 8
+
+const free: Buffer[] = []
+let borrowed = 0
+
+/**
+ * The buffer every non-streaming read goes into. Reads run one at a time on the event loop, so
+ * sharing it is safe as long as nothing still refers to it after the read callback: the reader
+ * copies what it read before writing it on.
+ */
+export const sharedReadBuffer: Buffer = Buffer.allocUnsafeSlow(RELAY_BUFFER_SIZE)
+
+/** A buffer of RELAY_BUFFER_SIZE bytes for one streaming tunnel, or undefined when MAX_BORROWED are out. */
+export function borrowRelayBuffer (): Buffer | undefined {
+  if (borrowed >= MAX_BORROWED) return undefined
+  borrowed++
+  return free.pop() ?? Buffer.allocUnsafeSlow(RELAY_BUFFER_SIZE)
+}
+
+/**
+ * Gives a borrowed buffer back. `reusable` is false when a write may still refer to its memory
+ * (the tunnel was torn down with a write pending): it is then left to the garbage collector.
+ */
+export function returnRelayBuffer (buffer: Buffer, reusable: boolean): void {
+  borrowed--
+  if (reusable && free.length < MAX_FREE) free.push(buffer)
+}
+
+/** How many buffers are lent to streaming tunnels now (for tests and diagnostics). */
+export function borrowedRelayBuffers (): number {
+  return borrowed
+}

@@ -1,0 +1,383 @@
+// Every option of both plugins, checked and resolved, with the defaults: limits, authentication,
+// destinations, destination TLS and interception settings.
+
+import { X509Certificate } from 'node:crypto'
+import { readFileSync } from 'node:fs'
+import { createSecureContext, rootCertificates, type SecureContext } from 'node:tls'
+import type {
+  ForwardProxyAuthOptions,
+  ForwardProxyLimitOptions,
+  ForwardProxyOptions,
+  ForwardProxyResolver
+} from '../../types/options'
+import type { ForwardProxyCredentialCheck } from '../../types/user'
+import type {
+  ForwardProxyRequestTransform,
+  ForwardProxyDestinationCertificateCheck,
+  TlsInterceptionOptions,
+  ForwardProxyCertificateProviderSource,
+  ForwardProxyClientProtocols,
+  ForwardProxyDestinationFilter,
+  ForwardProxyInterceptionSelectorSource
+} from '../../types/interception'
+import { parseCidr, compileHostPattern, type HostPattern } from '../protocol/hosts'
+import {
+  credentialCheckFromUsers,
+  DEFAULT_AUTH_FAILURE_LIMIT,
+  type AuthFailureLimitSettings
+} from '../security/proxy-auth'
+import { systemResolver, type DestinationPolicySettings } from '../security/destination-policy'
+import { ForwardProxyOptionsError } from '../protocol/errors'
+import { DEFAULT_PSEUDONYM } from '../protocol/error-responses'
+
+/** Default limits, in milliseconds where they are durations. */
+export const DEFAULT_LIMITS = {
+  maxConcurrentTunnels: 10_000,
+  tunnelIdleTimeout: 300_000,
+  httpActivityTimeout: 100_000,
+  connectTimeout: 10_000,
+  firstByteTimeout: 10_000,
+  maxConcurrentRequests: 10_000,
+  maxStreamResets: 100
+} as const
+
+/** The validated options every part of the proxy reads. */
+export interface ResolvedProxySettings {
+  readonly pseudonym: string
+  readonly auth: {
+    readonly realm: string
+    readonly check: ForwardProxyCredentialCheck
+    /** Brute-force guard; null when `auth.failureLimit` is `false`. */
+    readonly failureLimit: AuthFailureLimitSettings | null
+  } | null
+  readonly destinations: DestinationPolicySettings
+  readonly limits: Readonly<Required<ForwardProxyLimitOptions>>
+  readonly resolver: ForwardProxyResolver
+  readonly transforms: readonly ForwardProxyRequestTransform[]
+  readonly propagateTraceContext: boolean
+}
+
+const KNOWN_KEYS: Record<string, readonly string[]> = {
+  '': ['auth', 'destinations', 'limits', 'via', 'resolver', 'transforms', 'propagateTraceContext'],
+  auth: ['realm', 'users', 'validate', 'failureLimit'],
+  'auth.failureLimit': ['maxFailures', 'window'],
+  destinations: ['allowedHosts', 'deniedHosts', 'allowedPorts', 'allowPrivateNetworks', 'allowedNetworks'],
+  limits: ['maxConcurrentTunnels', 'tunnelIdleTimeout', 'httpActivityTimeout', 'connectTimeout', 'firstByteTimeout', 'maxConcurrentRequests', 'maxStreamResets']
+}
+
+// Fastify passes its own keys (prefix, logLevel, ...) to every plugin; they are not ours to judge.
+const FASTIFY_REGISTER_KEYS = new Set(['prefix', 'logLevel', 'logSerializers'])
+
+/**
+ * Validates `forwardProxy` options and fills in defaults. Never mutates `options`.
+ * @throws ForwardProxyOptionsError naming the first bad option.
+ */
+export function resolveProxySettings (options: ForwardProxyOptions = {}): ResolvedProxySettings {
+  if (typeof options !== 'object' || options === null) throw new ForwardProxyOptionsError('options', 'must be an object')
+  rejectUnknownKeys('', options)
+  return {
+    pseudonym: resolvePseudonym(options.via),
+    auth: resolveAuth(options.auth),
+    destinations: resolveDestinations(options.destinations),
+    limits: resolveLimits(options.limits),
+    resolver: resolveResolver(options.resolver),
+    transforms: asArray('transforms', options.transforms ?? []).map((transform, index) => checkTransform(transform, `transforms[${index}]`)),
+    propagateTraceContext: resolvePropagateTraceContext(options.propagateTraceContext)
+  }
+}
+
+/**
+ * Checks that `transform` has a `transformRequest` and/or `transformResponse` function.
+ * @throws ForwardProxyOptionsError naming `option` otherwise.
+ */
+export function checkTransform (transform: unknown, option: string): ForwardProxyRequestTransform {
+  if (typeof transform !== 'object' || transform === null) {
+    throw new ForwardProxyOptionsError(option, 'must be an object with transformRequest and/or transformResponse functions')
+  }
+  const { transformRequest, transformResponse } = transform as Record<string, unknown>
+  for (const [name, member] of [['transformRequest', transformRequest], ['transformResponse', transformResponse]] as const) {
+    if (member !== undefined && typeof member !== 'function') throw new ForwardProxyOptionsError(`${option}.${name}`, 'must be a function')
+  }
+  if (transformRequest === undefined && transformResponse === undefined) {
+    throw new ForwardProxyOptionsError(option, 'needs a transformRequest or transformResponse function')
+  }
+  return transform as ForwardProxyRequestTransform
+}
+
+function rejectUnknownKeys (path: string, value: object): void {
+  const known = KNOWN_KEYS[path] ?? []
+  for (const key of Object.keys(value)) {
+    if (path === '' && FASTIFY_REGISTER_KEYS.has(key)) continue
+    if (!known.includes(key)) {
+      throw new ForwardProxyOptionsError(path === '' ? key : `${path}.${key}`, `is not a known option (known: ${known.join(', ')})`)
+    }
+  }
+}
+
+function resolvePseudonym (via: unknown): string {
+  if (via === undefined) return DEFAULT_PSEUDONYM
+  if (typeof via !== 'string' || !/^[!#$%&'*+.^_`|~0-9A-Za-z-]{1,64}$/.test(via)) {
+    throw new ForwardProxyOptionsError('via', 'must be an HTTP token of 1 to 64 characters (letters, digits, - . _ ~ and the like)')
+  }
+  return via
+}
+
+function resolveAuth (auth: ForwardProxyOptions['auth']): ResolvedProxySettings['auth'] {
+  if (auth === undefined) return null
+  if (typeof auth !== 'object' || auth === null) throw new ForwardProxyOptionsError('auth', 'must be an object')
+  rejectUnknownKeys('auth', auth)
+  const realm = auth.realm ?? DEFAULT_PSEUDONYM
+  if (typeof realm !== 'string' || realm === '' || /["\\\u0000-\u001f\u007f]/.test(realm)) {
+    throw new ForwardProxyOptionsError('auth.realm', 'must be a non-empty string without quotes, backslashes or control characters')
+  }
+  if ((auth.users === undefined) === (auth.validate === undefined)) {
+    throw new ForwardProxyOptionsError('auth', 'needs exactly one of "users" or "validate"')
+  }
+  if (auth.validate !== undefined) {
+    if (typeof auth.validate !== 'function') throw new ForwardProxyOptionsError('auth.validate', 'must be a function (username, password, request) => boolean | user')
+    return { realm, check: auth.validate, failureLimit: resolveFailureLimit(auth.failureLimit) }
+  }
+  const users = auth.users
+  if (typeof users !== 'object' || users === null || Array.isArray(users)) {
+    throw new ForwardProxyOptionsError('auth.users', 'must be an object mapping user names to passwords')
+  }
+  for (const [name, password] of Object.entries(users)) {
+    if (name === '' || name.includes(':') || /[\u0000-\u001f\u007f]/.test(name)) {
+      throw new ForwardProxyOptionsError(`auth.users.${name}`, 'is not a valid user name (non-empty, no colon, no control characters)')
+    }
+    if (typeof password !== 'string' || password === '') {
+      throw new ForwardProxyOptionsError(`auth.users.${name}`, 'must have a non-empty string password')
+    }
+  }
+  return { realm, check: credentialCheckFromUsers({ ...users }), failureLimit: resolveFailureLimit(auth.failureLimit) }
+}
+
+function resolveFailureLimit (limit: ForwardProxyAuthOptions['failureLimit']): AuthFailureLimitSettings | null {
+  if (limit === false) return null
+  if (limit !== undefined && (typeof limit !== 'object' || limit === null)) throw new ForwardProxyOptionsError('auth.failureLimit', 'must be false or an object { maxFailures, window }')
+  return positiveIntegers('auth.failureLimit', DEFAULT_AUTH_FAILURE_LIMIT, limit, new Set(['maxFailures']))
+}
+
+function resolveDestinations (destinations: ForwardProxyOptions['destinations']): DestinationPolicySettings {
+  const value = destinations ?? {}
+  if (typeof value !== 'object' || value === null) throw new ForwardProxyOptionsError('destinations', 'must be an object')
+  rejectUnknownKeys('destinations', value)
+  const allowPrivateNetworks = value.allowPrivateNetworks ?? false
+  if (typeof allowPrivateNetworks !== 'boolean') throw new ForwardProxyOptionsError('destinations.allowPrivateNetworks', 'must be a boolean')
+  return {
+    allowedHosts: compilePatterns('destinations.allowedHosts', value.allowedHosts ?? ['*']),
+    deniedHosts: compilePatterns('destinations.deniedHosts', value.deniedHosts ?? []),
+    allowedPorts: resolvePorts(value.allowedPorts ?? [80, 443]),
+    allowPrivateNetworks,
+    allowedNetworks: (asArray('destinations.allowedNetworks', value.allowedNetworks ?? [])).map((text, index) => {
+      const range = typeof text === 'string' ? parseCidr(text) : null
+      if (range === null) throw new ForwardProxyOptionsError(`destinations.allowedNetworks[${index}]`, `is not a CIDR range or IP address: ${String(text)}`)
+      return range
+    })
+  }
+}
+
+function compilePatterns (option: string, patterns: unknown): HostPattern[] {
+  return asArray(option, patterns).map((text, index) => {
+    const pattern = typeof text === 'string' ? compileHostPattern(text) : null
+    if (pattern === null) throw new ForwardProxyOptionsError(`${option}[${index}]`, `is not a host pattern (example.com, *.example.com, *, an IP literal or a CIDR range): ${String(text)}`)
+    return pattern
+  })
+}
+
+function resolvePorts (ports: unknown): ReadonlySet<number> | null {
+  if (ports === '*') return null
+  return new Set(asArray('destinations.allowedPorts', ports).map((port, index) => {
+    if (typeof port !== 'number' || !Number.isInteger(port) || port < 1 || port > 65535) {
+      throw new ForwardProxyOptionsError(`destinations.allowedPorts[${index}]`, `must be a port number from 1 to 65535: ${String(port)}`)
+    }
+    return port
+  }))
+}
+
+function asArray (option: string, value: unknown): unknown[] {
+  if (!Array.isArray(value)) throw new ForwardProxyOptionsError(option, 'must be an array')
+  return value
+}
+
+function resolveLimits (limits: ForwardProxyOptions['limits']): ResolvedProxySettings['limits'] {
+  if (limits !== undefined && (typeof limits !== 'object' || limits === null)) throw new ForwardProxyOptionsError('limits', 'must be an object')
+  return positiveIntegers('limits', DEFAULT_LIMITS, limits, new Set(['maxConcurrentTunnels', 'maxConcurrentRequests', 'maxStreamResets']))
+}
+
+/** Fills `defaults` in `value` and checks every entry is an integer from 1 to 2^31 - 1 (milliseconds unless a count). */
+function positiveIntegers<T extends object> (path: string, defaults: T, value: object | undefined, counts: ReadonlySet<string>): T {
+  rejectUnknownKeys(path, value ?? {})
+  const resolved = { ...defaults, ...value }
+  for (const [name, number] of Object.entries(resolved)) {
+    if (typeof number !== 'number' || !Number.isInteger(number) || number < 1 || number > 2_147_483_647) {
+      throw new ForwardProxyOptionsError(`${path}.${name}`, `must be a positive integer${counts.has(name) ? '' : ' of milliseconds'} no larger than 2147483647: ${String(number)}`)
+    }
+  }
+  return resolved
+}
+
+function resolveResolver (resolver: unknown): ForwardProxyResolver {
+  if (resolver === undefined) return systemResolver
+  if (typeof resolver !== 'function') throw new ForwardProxyOptionsError('resolver', 'must be a function (hostname, signal) => Promise<{ address, family }[]>')
+  return resolver as ForwardProxyResolver
+}
+
+function resolvePropagateTraceContext (value: unknown): boolean {
+  if (value === undefined) return true
+  if (typeof value !== 'boolean') throw new ForwardProxyOptionsError('propagateTraceContext', 'must be a boolean')
+  return value
+}
+
+/**
+ * How the proxy validates `https://` destinations:
+ * the trust store and the optional operator check. Built once; its secure context is shared by
+ * every TLS connection to a destination.
+ */
+export interface DestinationTlsSettings {
+  /** Node's default roots plus any `trustedDestinationCa`. */
+  readonly secureContext: SecureContext
+  /** The operator's check, or null for the default (only error-free certificates). */
+  readonly check: ForwardProxyDestinationCertificateCheck | null
+}
+
+/**
+ * Validates the destination TLS options of `tlsInterception` and builds their settings.
+ * Without `trustedDestinationCa` the trust store is Node's default one; with it, Node's
+ * bundled roots, the `NODE_EXTRA_CA_CERTS` file's certificates and those CAs.
+ * @throws ForwardProxyOptionsError when a CA is not PEM text or the check is not a function.
+ */
+export function resolveDestinationTlsSettings (
+  options: Pick<TlsInterceptionOptions, 'trustedDestinationCa' | 'checkDestinationCertificate'> = {}
+): DestinationTlsSettings {
+  const { trustedDestinationCa, checkDestinationCertificate } = options
+  if (checkDestinationCertificate !== undefined && typeof checkDestinationCertificate !== 'function') {
+    throw new ForwardProxyOptionsError('checkDestinationCertificate', 'must be a function (certificate, error, destination) => boolean')
+  }
+  return {
+    secureContext: trustedDestinationCa === undefined ? createSecureContext() : contextTrusting(trustedDestinationCa),
+    check: checkDestinationCertificate ?? null
+  }
+}
+
+function contextTrusting (trusted: NonNullable<TlsInterceptionOptions['trustedDestinationCa']>): SecureContext {
+  const list = (Array.isArray(trusted) ? trusted : [trusted]) as ReadonlyArray<string | Buffer>
+  list.forEach((pem, index) => {
+    const text = typeof pem === 'string' ? pem : Buffer.isBuffer(pem) ? pem.toString('latin1') : ''
+    const blocks = text.match(/-----BEGIN CERTIFICATE-----[\s\S]*?-----END CERTIFICATE-----/g) ?? []
+    if (blocks.length === 0) {
+      throw new ForwardProxyOptionsError(`trustedDestinationCa[${index}]`, 'must be PEM text (string or Buffer) holding at least one CERTIFICATE block')
+    }
+    // createSecureContext skips a corrupt `ca` block silently; an operator must hear about it.
+    for (const block of blocks) {
+      try {
+        void new X509Certificate(block)
+      } catch {
+        throw new ForwardProxyOptionsError(`trustedDestinationCa[${index}]`, 'holds a CERTIFICATE block that cannot be parsed')
+      }
+    }
+  })
+  // A `ca` list replaces Node's whole default store (bundled roots and NODE_EXTRA_CA_CERTS,
+  // measured on Node 20), so both are listed again first.
+  return createSecureContext({ ca: [...rootCertificates, ...extraCaFromEnvironment(), ...list] })
+}
+
+/** The certificates of the `NODE_EXTRA_CA_CERTS` file, if any (Node warns itself when it is unreadable). */
+function extraCaFromEnvironment (): string[] {
+  const path = process.env.NODE_EXTRA_CA_CERTS
+  if (path === undefined || path === '') return []
+  try {
+    return [readFileSync(path, 'latin1')]
+  } catch {
+    return []
+  }
+}
+
+/** The default: Node's trust store, only error-free certificates (chain and host name). */
+export const DEFAULT_DESTINATION_TLS: DestinationTlsSettings = resolveDestinationTlsSettings()
+
+/** Default time allowed for the client's TLS handshake: 10 s. */
+export const DEFAULT_HANDSHAKE_TIMEOUT = 10_000
+
+/** The validated options of `tlsInterception`, defaults filled in. */
+export interface InterceptionSettings {
+  /** From the options; null means "look for the decorator when the server gets ready". */
+  readonly selector: ForwardProxyInterceptionSelectorSource | null
+  readonly certificateProvider: ForwardProxyCertificateProviderSource | null
+  readonly transforms: readonly ForwardProxyRequestTransform[]
+  readonly destinationFilters: readonly ForwardProxyDestinationFilter[]
+  readonly clientProtocols: ForwardProxyClientProtocols
+  readonly handshakeTimeout: number
+}
+
+const TLS_INTERCEPTION_KEYS = [
+  'selector', 'certificateProvider', 'transforms', 'destinationFilters', 'clientProtocols',
+  'handshakeTimeout', 'trustedDestinationCa', 'checkDestinationCertificate'
+]
+
+// Fastify passes its own keys (prefix, logLevel, ...) to every plugin; they are not ours to judge.
+
+const CLIENT_PROTOCOLS: readonly ForwardProxyClientProtocols[] = ['http1', 'http2', 'http1AndHttp2']
+
+/**
+ * Validates the options of `tlsInterception` (all but the destination TLS ones, which the
+ * forwarder validates) and fills in defaults. Never mutates `options`.
+ * @throws ForwardProxyOptionsError naming the first bad option.
+ */
+export function resolveInterceptionSettings (options: TlsInterceptionOptions = {}): InterceptionSettings {
+  if (typeof options !== 'object' || options === null) throw new ForwardProxyOptionsError('options', 'must be an object')
+  for (const key of Object.keys(options)) {
+    if (!TLS_INTERCEPTION_KEYS.includes(key) && !FASTIFY_REGISTER_KEYS.has(key)) {
+      throw new ForwardProxyOptionsError(key, `is not a known tlsInterception option (known: ${TLS_INTERCEPTION_KEYS.join(', ')})`)
+    }
+  }
+  const clientProtocols = options.clientProtocols ?? 'http1AndHttp2'
+  if (!CLIENT_PROTOCOLS.includes(clientProtocols)) {
+    throw new ForwardProxyOptionsError('clientProtocols', `must be one of ${CLIENT_PROTOCOLS.join(', ')}: ${String(clientProtocols)}`)
+  }
+  const handshakeTimeout = options.handshakeTimeout ?? DEFAULT_HANDSHAKE_TIMEOUT
+  if (typeof handshakeTimeout !== 'number' || !Number.isInteger(handshakeTimeout) || handshakeTimeout < 1 || handshakeTimeout > 2_147_483_647) {
+    throw new ForwardProxyOptionsError('handshakeTimeout', `must be a positive integer of milliseconds no larger than 2147483647: ${String(handshakeTimeout)}`)
+  }
+  return {
+    selector: options.selector === undefined ? null : checkSelectorSource(options.selector, 'selector'),
+    certificateProvider: options.certificateProvider === undefined ? null : checkProviderSource(options.certificateProvider, 'certificateProvider'),
+    transforms: asArray('transforms', options.transforms ?? []).map((transform, index) => checkTransform(transform, `transforms[${index}]`)),
+    destinationFilters: asArray('destinationFilters', options.destinationFilters ?? []).map((filter, index) => checkFilter(filter, `destinationFilters[${index}]`)),
+    clientProtocols,
+    handshakeTimeout
+  }
+}
+
+/**
+ * Checks a selector given as an option or a decorator: an object with `shouldIntercept`, or a
+ * factory `(request) => selector`.
+ * @throws ForwardProxyOptionsError naming `option` otherwise.
+ */
+export function checkSelectorSource (source: unknown, option: string): ForwardProxyInterceptionSelectorSource {
+  if (typeof source === 'function') return source as ForwardProxyInterceptionSelectorSource
+  if (typeof source !== 'object' || source === null || typeof (source as Record<string, unknown>).shouldIntercept !== 'function') {
+    throw new ForwardProxyOptionsError(option, 'must be an object with a shouldIntercept(request, destination, signal) function, or a function (request) => such an object')
+  }
+  return source as ForwardProxyInterceptionSelectorSource
+}
+
+/**
+ * Checks a certificate provider given as an option or a decorator: an object with
+ * `getCertificate`, or a factory `(request) => provider`.
+ * @throws ForwardProxyOptionsError naming `option` otherwise.
+ */
+export function checkProviderSource (source: unknown, option: string): ForwardProxyCertificateProviderSource {
+  if (typeof source === 'function') return source as ForwardProxyCertificateProviderSource
+  if (typeof source !== 'object' || source === null || typeof (source as Record<string, unknown>).getCertificate !== 'function') {
+    throw new ForwardProxyOptionsError(option, 'must be an object with a getCertificate(destination, signal) function, or a function (request) => such an object')
+  }
+  return source as ForwardProxyCertificateProviderSource
+}
+
+function checkFilter (filter: unknown, option: string): ForwardProxyDestinationFilter {
+  if (typeof filter !== 'object' || filter === null || typeof (filter as Record<string, unknown>).allowTunnel !== 'function') {
+    throw new ForwardProxyOptionsError(option, 'must be an object with an allowTunnel(request, destination, signal) function')
+  }
+  return filter as ForwardProxyDestinationFilter
+}

@@ -1,0 +1,236 @@
+// What the proxy makes of a request: CONNECT, absolute-form or inside an intercepted tunnel, its
+// parsed target, the tunnel it came through, and `request.proxyUser`.
+
+import type { IncomingMessage } from 'node:http'
+import type { Http2ServerRequest, Http2Session } from 'node:http2'
+import type { Context } from '@opentelemetry/api'
+import type { TLSSocket } from 'node:tls'
+import type { FastifyInstance } from 'fastify'
+import type { ForwardProxyDestination } from '../../types/destination'
+import type { ForwardProxyInterception } from '../../types/interception'
+import type { ForwardProxyUser } from '../../types/user'
+import { canonicalHost, isEquivalentAuthority } from '../protocol/hosts'
+import { ProxyError } from '../protocol/errors'
+
+/** A raw request as either Node server hands it to Fastify. */
+export type RawRequest = IncomingMessage | Http2ServerRequest
+
+/** A CONNECT request; `destination` is null when its target is malformed. */
+export interface ConnectRequestTarget {
+  readonly kind: 'connect'
+  readonly destination: ForwardProxyDestination | null
+}
+
+/** An absolute-form request; `target` names the problem when it cannot be forwarded. */
+export interface ForwardRequestTarget {
+  readonly kind: 'forward'
+  readonly target: AbsoluteTarget | AbsoluteTargetProblem
+}
+
+/** What the proxy makes of a request addressed to it (not to the application). */
+export type ProxyRequestTarget = ConnectRequestTarget | ForwardRequestTarget | InterceptedRequestTarget
+
+const classified = new WeakMap<RawRequest, ProxyRequestTarget | null>()
+
+/**
+ * Classifies a raw request once: a request inside an intercepted tunnel (always the proxy's,
+ * whatever its form), a CONNECT, an absolute-form request, or null for the application's own
+ * (origin-form or asterisk-form) requests. The answer is cached per request
+ * because the router, the handler and `request.proxyDestination` all ask.
+ */
+export function proxyRequestTargetOf (req: RawRequest): ProxyRequestTarget | null {
+  let target = classified.get(req)
+  if (target === undefined) {
+    target = classify(req)
+    classified.set(req, target)
+  }
+  return target
+}
+
+function classify (req: RawRequest): ProxyRequestTarget | null {
+  const tunnel = interceptedTunnelOf(req)
+  if (tunnel !== undefined) return classifyInTunnelRequest(req, tunnel.interception.destination)
+  const url = req.url ?? ''
+  if (req.method === 'CONNECT') {
+    // Extended CONNECT (RFC 8441, `:protocol`) opens a WebSocket or the like at a path of the
+    // application; it is not a tunnel request and is never intercepted.
+    if (req.headers[':protocol'] !== undefined) return null
+    return { kind: 'connect', destination: parseConnectTarget(url) }
+  }
+  if (isAbsoluteForm(url)) return { kind: 'forward', target: parseAbsoluteTarget(url) }
+  return null
+}
+
+/** The destination of a proxy request, or null for the application's own requests and bad targets. */
+export function proxyDestinationOf (req: RawRequest): ForwardProxyDestination | null {
+  const target = proxyRequestTargetOf(req)
+  if (target === null) return null
+  if (target.kind === 'connect' || target.kind === 'intercepted') return target.destination
+  return typeof target.target === 'string' ? null : target.target.destination
+}
+
+/** What the requests of one intercepted tunnel inherit from the CONNECT that opened it. */
+export interface InterceptedTunnel {
+  /** `request.interception` of every request inside (one frozen object per tunnel). */
+  readonly interception: ForwardProxyInterception
+  /** The user who opened the tunnel (`request.proxyUser` inside), or null without auth. */
+  readonly user: ForwardProxyUser | null
+  /** The address of the client that opened the tunnel, for the access log of requests inside. */
+  readonly clientAddress: string | undefined
+  /** The tunnel's trace context: the parent of the spans of requests inside that bring none. */
+  readonly traceContext: Context | undefined
+}
+
+// Keyed by the endpoint's connection objects: the TLS socket (HTTP/1.1 requests name it as
+// their socket) and the HTTP/2 session (HTTP/2 requests reach it through their stream).
+const tunnels = new WeakMap<object, InterceptedTunnel>()
+
+/** Records that `connection` (a terminated TLS socket or its HTTP/2 session) carries `tunnel`. */
+export function rememberInterceptedConnection (connection: TLSSocket | Http2Session, tunnel: InterceptedTunnel): void {
+  tunnels.set(connection, tunnel)
+}
+
+/** The raw-request shapes this module reads: an HTTP/1.1 request or an HTTP/2 compatibility request. */
+interface RawRequestLike {
+  readonly socket?: unknown
+  readonly stream?: { readonly session?: unknown }
+}
+
+/**
+ * The intercepted tunnel a raw request came through, or undefined for every other request
+ * (the application's own, forwarding, CONNECT on the proxy's listeners).
+ */
+export function interceptedTunnelOf (req: object): InterceptedTunnel | undefined {
+  const { stream, socket } = req as RawRequestLike
+  // An HTTP/2 request's `socket` is a proxy object, never the TLS socket itself: use its session.
+  const connection = stream !== undefined ? stream.session : socket
+  return typeof connection === 'object' && connection !== null ? tunnels.get(connection) : undefined
+}
+
+// Users set by authentication (or by the application), per request.
+const assigned = new WeakMap<object, ForwardProxyUser | null>()
+
+/**
+ * Decorates `request.proxyUser`: what authentication (or the application) set on this request;
+ * otherwise, inside an intercepted tunnel, the user who opened the tunnel,
+ * known before any hook runs, whatever order the application's hooks were added in; else null.
+ */
+export function decorateProxyUser (fastify: FastifyInstance): void {
+  fastify.decorateRequest('proxyUser', {
+    getter (this: { raw: object }): ForwardProxyUser | null {
+      if (assigned.has(this)) return assigned.get(this) ?? null
+      return interceptedTunnelOf(this.raw)?.user ?? null
+    },
+    setter (this: object, user: ForwardProxyUser | null) {
+      assigned.set(this, user)
+    }
+  })
+}
+
+/**
+ * Parses an authority-form CONNECT target (`host:port`, `[v6]:port`). The port is required
+ * (1 to 65535, digits only). Userinfo, schemes, paths, percent-encoding and non-ASCII are
+ * refused. Returns null when the target is not acceptable.
+ */
+export function parseConnectTarget (target: string): ForwardProxyDestination | null {
+  const match = /^(\[[0-9A-Fa-f:.]+\]|[A-Za-z0-9._~-]+):([0-9]{1,5})$/.exec(target)
+  if (match === null) return null
+  const [, rawHost = '', rawPort = ''] = match
+  const port = Number(rawPort)
+  if (port < 1 || port > 65535) return null
+  const host = canonicalHost(rawHost)
+  if (host === null) return null
+  return { host, port }
+}
+
+/** An absolute-form `http://` request target, split for forwarding. */
+export interface AbsoluteTarget {
+  readonly destination: ForwardProxyDestination
+  /** Path and query exactly as received (never normalized); `/` when the target had none. */
+  readonly pathAndQuery: string
+}
+
+/** Why an absolute-form target cannot be forwarded. */
+export type AbsoluteTargetProblem = 'https-scheme' | 'unsupported-scheme' | 'malformed'
+
+const ABSOLUTE_FORM = /^([A-Za-z][A-Za-z0-9+.-]*):\/\/([^/?#]*)([^#]*)$/
+
+/** True when a request target is in absolute form (`scheme://...`). */
+export function isAbsoluteForm (target: string): boolean {
+  return /^[A-Za-z][A-Za-z0-9+.-]*:\/\//.test(target)
+}
+
+/**
+ * Parses an absolute-form target. Only `http` is forwarded; `https` must use CONNECT
+ * instead. Userinfo, fragments, bad ports and hosts that do not canonicalize are refused.
+ */
+export function parseAbsoluteTarget (target: string): AbsoluteTarget | AbsoluteTargetProblem {
+  const match = ABSOLUTE_FORM.exec(target)
+  if (match === null) return 'malformed'
+  const [, scheme = '', authority = '', rest = ''] = match
+  const lowerScheme = scheme.toLowerCase()
+  if (lowerScheme === 'https') return 'https-scheme'
+  if (lowerScheme !== 'http') return 'unsupported-scheme'
+  const authorityMatch = /^(\[[0-9A-Fa-f:.]+\]|[A-Za-z0-9._~-]+)(?::([0-9]{0,5}))?$/.exec(authority)
+  if (authorityMatch === null) return 'malformed'
+  const [, rawHost = '', rawPort] = authorityMatch
+  const port = rawPort === undefined || rawPort === '' ? 80 : Number(rawPort)
+  if (port < 1 || port > 65535) return 'malformed'
+  const host = canonicalHost(rawHost)
+  if (host === null) return 'malformed'
+  const pathAndQuery = rest === '' ? '/' : rest.startsWith('?') ? `/${rest}` : rest
+  return { destination: { host, port }, pathAndQuery }
+}
+
+/** Why a request inside an intercepted tunnel cannot be forwarded: only origin-form requests for the CONNECT target are. */
+export type InTunnelProblem = 'not-origin-form' | 'connect' | 'extended-connect' | 'missing-host' | 'misdirected'
+
+/** A request inside an intercepted tunnel. */
+export interface InterceptedRequestTarget {
+  readonly kind: 'intercepted'
+  /** The CONNECT target of the tunnel; every request inside goes there or nowhere. */
+  readonly destination: ForwardProxyDestination
+  /** The path and query as received (origin-form). */
+  readonly pathAndQuery: string
+  /** Null when the request may be forwarded. */
+  readonly problem: InTunnelProblem | null
+}
+
+/** The raw-request fields read here (an HTTP/1.1 request or an HTTP/2 compatibility request). */
+interface RawInTunnelRequest {
+  readonly method?: string
+  readonly url?: string
+  readonly headers: Record<string, string | string[] | undefined>
+}
+
+/**
+ * Classifies a request that came through an intercepted tunnel: only origin-form is accepted
+ * (absolute-form, asterisk-form and a CONNECT inside are refused), extended CONNECT
+ * (`:protocol`, WebSockets over HTTP/2) is refused, and `Host` and `:authority` must name the
+ * CONNECT target once case, a trailing dot and the default port 443 are normalized: anything
+ * else is misdirected, never sent elsewhere.
+ */
+export function classifyInTunnelRequest (req: RawInTunnelRequest, destination: ForwardProxyDestination): InterceptedRequestTarget {
+  const url = req.url ?? ''
+  const target = (problem: InTunnelProblem | null): InterceptedRequestTarget => ({ kind: 'intercepted', destination, pathAndQuery: url, problem })
+  if (req.method === 'CONNECT') return target(req.headers[':protocol'] === undefined ? 'connect' : 'extended-connect')
+  if (!url.startsWith('/')) return target('not-origin-form')
+  const authorities = [req.headers[':authority'], req.headers.host]
+    .flatMap((value) => value === undefined ? [] : Array.isArray(value) ? value : [value])
+  if (authorities.length === 0) return target('missing-host')
+  if (!authorities.every((authority) => isEquivalentAuthority(authority, destination, 443))) return target('misdirected')
+  return target(null)
+}
+
+const PROBLEMS: Record<InTunnelProblem, () => ProxyError> = {
+  'not-origin-form': () => new ProxyError('http_request_error', 'Requests inside an intercepted tunnel must use origin-form targets.', { details: 'not origin-form' }),
+  connect: () => new ProxyError('http_request_error', 'CONNECT is not allowed inside an intercepted tunnel.', { details: 'CONNECT inside an intercepted tunnel' }),
+  'extended-connect': () => new ProxyError('http_request_error', 'WebSockets over HTTP/2 are not supported inside an intercepted tunnel.', { details: 'extended CONNECT inside an intercepted tunnel' }),
+  'missing-host': () => new ProxyError('http_request_error', 'The request names no host.', { details: 'no Host or :authority' }),
+  misdirected: () => new ProxyError('http_request_error', 'The request names another host than the tunnel was opened to.', { status: 421, details: 'Host does not match the CONNECT target' })
+}
+
+/** The error a request with `problem` is answered with (400, or 421 for a misdirected request). */
+export function inTunnelProblemError (problem: InTunnelProblem): ProxyError {
+  return PROBLEMS[problem]()
+}

@@ -1,0 +1,236 @@
+// What one registration of the proxy shares between its parts: resolved settings, policy,
+// connector, dispatchers, tunnel and request counters, and the contract between the CONNECT flow
+// and the interception endpoint.
+
+import type { Agent } from 'undici'
+import type { Socket } from 'node:net'
+import type { Duplex, Readable } from 'node:stream'
+import type { TLSSocket, TLSSocketOptions } from 'node:tls'
+import type { Http2Stream } from 'node:http2'
+import type { Context } from '@opentelemetry/api'
+import type { FastifyBaseLogger } from 'fastify'
+import type {
+  ForwardProxyRequestTransform,
+  ForwardProxyCertificateProviderSource,
+  ForwardProxyInterceptionSelectorSource,
+  ForwardProxyCertificateProvider
+} from '../../types/interception'
+import type { ResolvedProxySettings, DestinationTlsSettings, InterceptionSettings } from './options'
+import type { DestinationPolicy } from '../security/destination-policy'
+import type { DestinationConnectorSettings } from '../security/destination-connector'
+import type { ForwardProxyControl } from '../../types/control'
+import type { ForwardProxyDestination } from '../../types/destination'
+import type { ForwardProxyUser } from '../../types/user'
+
+/** One tunnel chosen for interception, its 200 already sent. */
+export interface AcceptedTunnel {
+  readonly client: InterceptedClient
+  readonly destination: ForwardProxyDestination
+  /** The user who opened the tunnel; `request.proxyUser` of every request inside. */
+  readonly user: ForwardProxyUser | null
+  /** The client's address, for the access log of requests inside. */
+  readonly clientAddress: string | undefined
+  /** The CONNECT's trace context, parent of the spans of requests inside that bring none. */
+  readonly traceContext: Context | undefined
+  readonly provider: ForwardProxyCertificateProvider
+  readonly idleTimeout: number
+  readonly log: FastifyBaseLogger
+  /** Called once when the tunnel has closed, however it ended. */
+  readonly onClose: (summary: TransportSummary) => void
+}
+
+/** Everything one registration of the proxy shares between its parts. */
+export interface ProxyRuntime {
+  readonly settings: ResolvedProxySettings
+  readonly policy: DestinationPolicy
+  readonly connector: DestinationConnectorSettings
+  readonly tunnels: TunnelRegistry
+  /** Forwarded requests in flight (`http://` and inside intercepted tunnels), against `limits.maxConcurrentRequests`. */
+  readonly forwardedRequests: ConcurrencyLimit
+  /** Carries requests to `http://` destinations. */
+  readonly dispatcher: Agent
+  /** Carries requests to `https://` destinations (inside intercepted tunnels), reading `destinationTls` on every connect. */
+  readonly tlsDispatcher: Agent
+  /**
+   * How `https://` destinations are validated. Defaults to Node's trust store and only
+   * error-free certificates; the tlsInterception plugin replaces it at registration.
+   */
+  destinationTls: DestinationTlsSettings
+  /**
+   * Transforms run on every forwarded request, in this order: the
+   * `transforms` option first, then `fastify.forwardProxy.addTransform` calls (the
+   * tlsInterception plugin appends its own). Not changed once the server is ready.
+   */
+  readonly transforms: ForwardProxyRequestTransform[]
+  /**
+   * Set by the tlsInterception plugin when it is registered; absent means no tunnel is
+   * intercepted (optional so that runtimes built without the plugin need not name it).
+   */
+  interception?: InterceptionRuntime
+}
+
+const runtimes = new WeakMap<ForwardProxyControl, ProxyRuntime>()
+
+/** Links a registration's `fastify.forwardProxy` decorator to its runtime, for plugins built on it. */
+export function rememberProxyRuntime (control: ForwardProxyControl, runtime: ProxyRuntime): void {
+  runtimes.set(control, runtime)
+}
+
+/** The runtime behind a `fastify.forwardProxy` decorator, or undefined for anything else. */
+export function proxyRuntimeOf (control: unknown): ProxyRuntime | undefined {
+  return typeof control === 'object' && control !== null ? runtimes.get(control as ForwardProxyControl) : undefined
+}
+
+/** What a registered tlsInterception plugin gives the CONNECT flow. */
+export interface InterceptionRuntime {
+  readonly settings: InterceptionSettings
+  readonly endpoint: TunnelInterceptor
+  /** From the options or the `forwardProxyInterceptionSelector` decorator (known once ready); null intercepts nothing. */
+  selector: ForwardProxyInterceptionSelectorSource | null
+  /** From the options or the `forwardProxyCertificateProvider` decorator (known once ready). */
+  certificateProvider: ForwardProxyCertificateProviderSource | null
+}
+
+/**
+ * The client side of an HTTP/1.1 CONNECT chosen for interception, once the 200 is out: the
+ * whole connection, on whose socket the TLS server side is layered directly.
+ */
+export interface InterceptedConnection {
+  readonly kind: 'connection'
+  readonly socket: Socket
+  /** Bytes the client sent after its CONNECT head (an early ClientHello), read before the socket. */
+  readonly head: Buffer
+}
+
+/**
+ * The client side of an HTTP/2 CONNECT chosen for interception, once the 200 is out: one
+ * stream, read through Node's compatibility request and written on the stream.
+ */
+export interface InterceptedStream {
+  readonly kind: 'stream'
+  /** Where the client's bytes are read from. */
+  readonly input: Readable
+  /** Where bytes for the client are written. */
+  readonly output: Duplex
+  /** Tears the stream down after a failure (reset with CONNECT_ERROR). */
+  readonly abort: () => void
+}
+
+/** The client side of an intercepted tunnel, whatever carries it. */
+export type InterceptedClient = InterceptedConnection | InterceptedStream
+
+/** Byte counts of a finished intercepted tunnel, for logs and metrics. */
+export interface TransportSummary {
+  /** Bytes (TLS records) from the client. */
+  readonly bytesUp: number
+  /** Bytes (TLS records) to the client. */
+  readonly bytesDown: number
+  /** Why it ended. */
+  readonly reason: 'closed' | 'idle-timeout' | 'aborted'
+}
+
+/**
+ * What the client's TLS handshake runs on for an intercepted tunnel: it keeps the tunnel's
+ * idle timer and byte counts, can refuse the handshake without TLS, and emits `'close'` once
+ * when the client side is gone, however it ended.
+ */
+export interface ClientTransport {
+  /** True once the client side is closed or being closed. */
+  readonly destroyed: boolean
+  /** Byte counts and why the tunnel ended (final once `'close'` has fired). */
+  readonly summary: TransportSummary
+  once: (event: 'close', listener: () => void) => this
+  removeListener: (event: 'close', listener: () => void) => this
+  /** Closes the client side (and the TLS socket layered on it). */
+  destroy: () => void
+  /** Fails the client's handshake with a plaintext handshake_failure alert, then closes. */
+  refuseHandshake: () => void
+  /** Layers the server side of TLS on the client side; call once, after the certificate is known. */
+  startTls: (options: TLSSocketOptions) => TLSSocket
+}
+
+/**
+ * Counts open CONNECT tunnels against `maxConcurrentTunnels` and remembers their sockets (the
+ * client's from admission, the destination's once dialed) so that closing the server tears
+ * them down, connects in progress included. A slot is taken before the destination is dialed
+ * (a connect in progress counts) and given back exactly once.
+ */
+export class TunnelRegistry {
+  readonly #slots: ConcurrencyLimit
+  readonly #open = new Set<Duplex>()
+
+  constructor (maxConcurrentTunnels: number) {
+    this.#slots = new ConcurrencyLimit(maxConcurrentTunnels)
+  }
+
+  /** Tunnels open or being opened. */
+  get active (): number {
+    return this.#slots.active
+  }
+
+  /**
+   * Reserves a slot; returns a release function (idempotent), or null when the limit is reached.
+   */
+  tryReserve (): (() => void) | null {
+    return this.#slots.tryReserve()
+  }
+
+  /** Tracks the streams of an open tunnel until they close. */
+  track (...streams: Duplex[]): void {
+    for (const stream of streams) {
+      this.#open.add(stream)
+      stream.once('close', () => this.#open.delete(stream))
+    }
+  }
+
+  /**
+   * Destroys every tracked tunnel stream (server shutdown). The HTTP/2 session an HTTP/2 tunnel
+   * ran on is closed gracefully too (GOAWAY: its other streams finish, no new ones open): it
+   * would otherwise outlive its tunnel, and Node 20's HTTP/2 server does not finish `close()`
+   * while a session is open, idle or not.
+   */
+  destroyAll (): void {
+    for (const stream of this.#open) {
+      const { session } = stream as Partial<Http2Stream>
+      stream.destroy()
+      if (session !== undefined && !session.closed) session.close()
+    }
+    this.#open.clear()
+  }
+}
+
+/**
+ * Counts work in progress against a maximum: a slot is reserved before the work starts and given
+ * back exactly once, however the work ends.
+ */
+export class ConcurrencyLimit {
+  readonly #max: number
+  #reserved = 0
+
+  constructor (max: number) {
+    this.#max = max
+  }
+
+  /** Slots reserved and not yet given back. */
+  get active (): number {
+    return this.#reserved
+  }
+
+  /** Reserves a slot; returns its release function (idempotent), or null when every slot is taken. */
+  tryReserve (): (() => void) | null {
+    if (this.#reserved >= this.#max) return null
+    this.#reserved++
+    let released = false
+    return () => {
+      if (released) return
+      released = true
+      this.#reserved--
+    }
+  }
+}
+
+/** Where the CONNECT flow hands a tunnel chosen for interception: the in-memory interception endpoint. */
+export interface TunnelInterceptor {
+  /** Takes over a tunnel whose 200 is already sent: terminates TLS and serves the requests inside. */
+  accept (tunnel: AcceptedTunnel): void
+}

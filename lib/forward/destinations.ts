@@ -1,0 +1,218 @@
+// The undici Agents that carry forwarded requests to `http://` and `https://` destinations through
+// the checked connector, and the destination TLS errors.
+
+import { isIPv6, isIP, type Socket } from 'node:net'
+import { Agent, type buildConnector } from 'undici'
+import {
+  checkServerIdentity,
+  connect as tlsConnect,
+  type DetailedPeerCertificate,
+  type TLSSocket
+} from 'node:tls'
+import { connectToDestination, type DestinationConnectorSettings } from '../security/destination-connector'
+import { canonicalHost } from '../protocol/hosts'
+import { ProxyError, isProxyError, errorCode } from '../protocol/errors'
+import type { ForwardProxyDestination } from '../../types/destination'
+import type { DestinationTlsSettings } from '../core/options'
+
+/**
+ * Creates the undici Agent that carries forwarded requests. Every new connection goes through
+ * `connectToDestination`, so the destination's addresses are resolved and checked against the
+ * policy on every connect (not only when the request arrived) and only a checked address is
+ * dialed. Connections are kept alive and reused per origin.
+ */
+export function createDestinationDispatcher (connector: DestinationConnectorSettings, httpActivityTimeout: number): Agent {
+  const connect: buildConnector.connector = (options, callback) => {
+    // undici hands IPv6 literals over without their brackets.
+    const host = canonicalHost(isIPv6(options.hostname) ? `[${options.hostname}]` : options.hostname)
+    const port = Number(options.port === '' ? 80 : options.port)
+    if (host === null || options.protocol !== 'http:') {
+      callback(new ProxyError('proxy_internal_error', 'The proxy built an invalid destination.'), null)
+      return
+    }
+    connectToDestination({ host, port }, connector).then(
+      (socket) => callback(null, socket),
+      (error: Error) => callback(error, null)
+    )
+  }
+  return new Agent({
+    connect,
+    headersTimeout: httpActivityTimeout,
+    // Body inactivity is timed by the forwarder, which knows whether the body is an event stream.
+    bodyTimeout: 0,
+    keepAliveTimeout: 4_000,
+    maxHeaderSize: 64 * 1024
+  })
+}
+
+/**
+ * Creates the undici Agent that carries requests to `https://` destinations (requests inside
+ * intercepted tunnels). Every new connection is resolved, checked against
+ * the policy and dialed by `connectToDestination`, then TLS runs over that socket: SNI is the
+ * host name (none for IP literals), ALPN offers only `http/1.1`, and the certificate is judged
+ * by `tlsSettings()` before undici may write a byte. DNS, TCP and the handshake share one
+ * `connectTimeout`; a stalled handshake is 504 `connection_timeout`.
+ *
+ * `tlsSettings` is read on every connect, so the tlsInterception plugin can set it after this
+ * Agent exists.
+ */
+export function createTlsDestinationDispatcher (
+  connector: DestinationConnectorSettings,
+  tlsSettings: () => DestinationTlsSettings,
+  httpActivityTimeout: number
+): Agent {
+  const connect: buildConnector.connector = (options, callback) => {
+    // undici hands IPv6 literals over without their brackets.
+    const host = canonicalHost(isIPv6(options.hostname) ? `[${options.hostname}]` : options.hostname)
+    const port = Number(options.port === '' ? 443 : options.port)
+    if (host === null || options.protocol !== 'https:') {
+      callback(new ProxyError('proxy_internal_error', 'The proxy built an invalid destination.'), null)
+      return
+    }
+    connectTls({ host, port }, connector, tlsSettings()).then(
+      (socket) => callback(null, socket),
+      (error: Error) => callback(error, null)
+    )
+  }
+  return new Agent({
+    connect,
+    headersTimeout: httpActivityTimeout,
+    // Body inactivity is timed by the forwarder, which knows whether the body is an event stream.
+    bodyTimeout: 0,
+    keepAliveTimeout: 4_000,
+    maxHeaderSize: 64 * 1024
+  })
+}
+
+/**
+ * Dials `destination` through the policy-checking connector and runs a validated TLS handshake
+ * over the socket. Resolves with a socket whose certificate was accepted; throws a ProxyError
+ * (`tls_certificate_error`, `tls_protocol_error`, `connection_timeout`, or what the connector threw).
+ */
+export async function connectTls (
+  destination: ForwardProxyDestination,
+  connector: DestinationConnectorSettings,
+  settings: DestinationTlsSettings
+): Promise<TLSSocket> {
+  const started = Date.now()
+  const socket = await connectToDestination(destination, connector)
+  const remaining = Math.max(1, connector.connectTimeout - (Date.now() - started))
+  return await handshake(socket, destination, settings, remaining)
+}
+
+function handshake (socket: Socket, destination: ForwardProxyDestination, settings: DestinationTlsSettings, timeout: number): Promise<TLSSocket> {
+  return new Promise((resolve, reject) => {
+    // The TLS socket reports the transport's failures; this keeps a late one from crashing us.
+    socket.on('error', () => {})
+    const tlsSocket = tlsConnect({
+      socket,
+      ...(isIP(destination.host) === 0 ? { servername: destination.host } : {}),
+      ALPNProtocols: ['http/1.1'],
+      secureContext: settings.secureContext,
+      // Verification runs in judgeCertificate, where the operator's check can see the
+      // certificate and the error; Node's own host name check would use "localhost" for IPs.
+      rejectUnauthorized: false,
+      checkServerIdentity: () => undefined
+    })
+    const fail = (error: ProxyError): void => {
+      clearTimeout(timer)
+      tlsSocket.removeListener('error', onError)
+      tlsSocket.on('error', () => {})
+      tlsSocket.destroy()
+      reject(error)
+    }
+    const timer = setTimeout(() => {
+      fail(new ProxyError('connection_timeout', 'The TLS handshake with the destination timed out.', { details: 'TLS handshake timed out' }))
+    }, timeout)
+    const onError = (error: Error): void => fail(tlsHandshakeError(error))
+    tlsSocket.once('error', onError)
+    tlsSocket.once('secureConnect', () => {
+      const problem = judgeCertificate(tlsSocket, destination, settings)
+      if (problem !== null) return fail(problem)
+      clearTimeout(timer)
+      tlsSocket.removeListener('error', onError)
+      resolve(tlsSocket)
+    })
+  })
+}
+
+/** Applies the default check (chain and host name) or the operator's; null means accepted. */
+function judgeCertificate (socket: TLSSocket, destination: ForwardProxyDestination, settings: DestinationTlsSettings): ProxyError | null {
+  // Node returns an empty object when the peer sent no certificate.
+  const certificate: DetailedPeerCertificate = socket.getPeerCertificate(true)
+  if (!Buffer.isBuffer(certificate.raw)) {
+    return new ProxyError('tls_certificate_error', 'The destination presented no certificate.', { details: 'no certificate' })
+  }
+  const chainError = socket.authorizationError === null ? null : asError(socket.authorizationError)
+  const error = chainError ?? checkServerIdentity(destination.host, certificate) ?? null
+  if (settings.check === null) return error === null ? null : certificateProblem(error)
+  let accepted: boolean
+  try {
+    accepted = settings.check(certificate, error, destination) === true
+  } catch (cause) {
+    return new ProxyError('proxy_internal_error', 'The destination certificate check failed.', { cause })
+  }
+  if (accepted) return null
+  return error === null
+    ? new ProxyError('tls_certificate_error', 'The destination certificate was rejected.', { details: 'rejected by the certificate check' })
+    : certificateProblem(error)
+}
+
+// Node types `authorizationError` as an Error, but it holds the verification code as a string.
+function asError (value: Error | string): Error {
+  if (value instanceof Error) return value
+  const error = new Error(`certificate verification failed: ${value}`) as Error & { code: string }
+  error.code = value
+  return error
+}
+
+// Verification results (OpenSSL's X509_V_ERR_* names as Node reports them, plus Node's host
+// name check) that may be named to the client: they say what is wrong, nothing about the proxy.
+const CERTIFICATE_CODES = new Set([
+  'CERT_HAS_EXPIRED', 'CERT_NOT_YET_VALID', 'CERT_REVOKED', 'CERT_UNTRUSTED', 'CERT_REJECTED',
+  'CERT_SIGNATURE_FAILURE', 'CERT_CHAIN_TOO_LONG', 'INVALID_CA', 'INVALID_PURPOSE',
+  'DEPTH_ZERO_SELF_SIGNED_CERT', 'SELF_SIGNED_CERT_IN_CHAIN', 'UNABLE_TO_GET_ISSUER_CERT',
+  'UNABLE_TO_GET_ISSUER_CERT_LOCALLY', 'UNABLE_TO_VERIFY_LEAF_SIGNATURE',
+  'UNABLE_TO_DECODE_ISSUER_PUBLIC_KEY', 'ERROR_IN_CERT_NOT_BEFORE_FIELD', 'ERROR_IN_CERT_NOT_AFTER_FIELD',
+  'PATH_LENGTH_EXCEEDED', 'HOSTNAME_MISMATCH', 'ERR_TLS_CERT_ALTNAME_INVALID', 'ERR_TLS_CERT_ALTNAME_FORMAT'
+])
+
+// Verdicts that mean the chain does not end at a CA the proxy trusts (a private or self-signed CA).
+const UNTRUSTED_ISSUER_CODES = new Set([
+  'CERT_UNTRUSTED', 'DEPTH_ZERO_SELF_SIGNED_CERT', 'SELF_SIGNED_CERT_IN_CHAIN', 'UNABLE_TO_GET_ISSUER_CERT',
+  'UNABLE_TO_GET_ISSUER_CERT_LOCALLY', 'UNABLE_TO_VERIFY_LEAF_SIGNATURE'
+])
+
+/**
+ * What the operator can do about a destination certificate error, for the log line only (never
+ * sent to the client): for an issuer the proxy does not trust, where to add that CA.
+ */
+export function certificateErrorHint (error: ProxyError): string | undefined {
+  if (error.errorType !== 'tls_certificate_error' || error.details === undefined || !UNTRUSTED_ISSUER_CODES.has(error.details)) return undefined
+  return 'the destination\'s certificate is not issued by a CA the proxy trusts: if this destination is yours, add its CA (PEM) with the tlsInterception option trustedDestinationCa (configuration file: "interception.trustedDestinationCa")'
+}
+
+/**
+ * The 502 `tls_certificate_error` for a certificate the validation refused. The detail
+ * is the verification code when it is a known one; the error's message (which lists the
+ * certificate's names) stays in the logs.
+ */
+export function certificateProblem (error: Error): ProxyError {
+  const code = errorCode(error)
+  const details = code !== undefined && CERTIFICATE_CODES.has(code) ? code : 'certificate rejected'
+  return new ProxyError('tls_certificate_error', 'The destination presented a certificate that failed validation.', { details, cause: error })
+}
+
+/**
+ * Maps a failure during the TLS handshake with a destination: a certificate verdict becomes
+ * `tls_certificate_error`, anything else (plain HTTP on the port, no common protocol version or
+ * cipher, an alert, a reset or close mid-handshake) 502 `tls_protocol_error`. The
+ * detail is OpenSSL's reason code (`ERR_SSL_...`) or `handshake failed`.
+ */
+export function tlsHandshakeError (error: unknown): ProxyError {
+  if (isProxyError(error)) return error
+  const code = errorCode(error)
+  if (code !== undefined && CERTIFICATE_CODES.has(code)) return certificateProblem(error as Error)
+  const details = code !== undefined && /^ERR_SSL_[A-Z0-9_]{1,80}$/.test(code) ? code : 'handshake failed'
+  return new ProxyError('tls_protocol_error', 'The TLS handshake with the destination failed.', { details, cause: error })
+}

@@ -1,0 +1,379 @@
+// The heads the proxy sends on: the client's headers as received, hop-by-hop removal, the
+// application's hook edits, Host, Via, Max-Forwards and trace context, and the response head to the
+// client.
+
+import { isSpanContextValid, type Span } from '@opentelemetry/api'
+import type { ForwardProxyDestination } from '../../types/destination'
+import { ProxyError } from '../protocol/errors'
+import { isEquivalentAuthority } from '../protocol/hosts'
+import { formatTraceParent } from '../telemetry/request-telemetry'
+
+/** What the outgoing request head needs beyond the client's headers. */
+export interface OutgoingHeaderSettings {
+  /** `Host` value: the target's authority. */
+  readonly host: string
+  /** This proxy's `Via` entry. */
+  readonly via: string
+  /**
+   * The Max-Forwards value to send (already decremented), undefined for none, or `'as-received'`
+   * to pass the client's header through untouched (requests inside intercepted tunnels).
+   */
+  readonly maxForwards: string | undefined | 'as-received'
+}
+
+// Replaced by the proxy (host, max-forwards) or handled by it (expect: Node answers 100-continue).
+const REPLACED = new Set(['host', 'max-forwards', 'expect'])
+
+/**
+ * Builds the outgoing header list (flat name/value pairs, names as received, order kept) from
+ * the client's raw headers: hop-by-hop headers and every name listed in `Connection` removed
+ * first, `Proxy-Authorization` never kept, then `Host` from the target, `Max-Forwards` and our
+ * `Via` added, so nothing the client lists in `Connection` can strip what the proxy adds.
+ * HTTP/2 pseudo-headers are dropped and HTTP/2's separate `cookie` fields joined into one
+ * (RFC 9113 section 8.2.3), since requests always leave over HTTP/1.1.
+ *
+ * The application hooks' `edits` apply on top: a removed name is left out, a
+ * replaced one is sent with the hook's value where it first appeared (the received name's
+ * case kept), an added one after the received headers. The same removal rules apply to them,
+ * so a hook cannot add a hop-by-hop or `Connection`-listed header either.
+ */
+export function buildOutgoingRequestHeaders (rawHeaders: readonly string[], settings: OutgoingHeaderSettings, edits: HookHeaderEdits = NO_HOOK_EDITS): string[] {
+  const dropped = hopByHopNames(rawHeaders)
+  const keepMaxForwards = settings.maxForwards === 'as-received'
+  const sent = (lower: string): boolean =>
+    !lower.startsWith(':') && !dropped.has(lower) && !(REPLACED.has(lower) && !(keepMaxForwards && lower === 'max-forwards'))
+  const outgoing: string[] = ['host', settings.host]
+  const replaced = new Set<string>()
+  let cookieIndex = -1
+  for (let i = 0; i + 1 < rawHeaders.length; i += 2) {
+    const name = rawHeaders[i] as string
+    const lower = name.toLowerCase()
+    if (!sent(lower) || edits.removed.has(lower) || replaced.has(lower)) continue
+    const replacement = edits.changed.get(lower)
+    if (replacement !== undefined) {
+      replaced.add(lower)
+      for (const value of replacement) outgoing.push(name, value)
+      continue
+    }
+    const value = rawHeaders[i + 1] as string
+    if (lower === 'cookie' && cookieIndex !== -1) {
+      outgoing[cookieIndex] = `${outgoing[cookieIndex] as string}; ${value}`
+      continue
+    }
+    if (lower === 'cookie') cookieIndex = outgoing.length + 1
+    outgoing.push(name, value)
+  }
+  for (const [name, values] of edits.changed) {
+    if (replaced.has(name) || !sent(name)) continue
+    for (const value of values) outgoing.push(name, value)
+  }
+  if (settings.maxForwards !== undefined && !keepMaxForwards) outgoing.push('max-forwards', settings.maxForwards)
+  outgoing.push('via', settings.via)
+  return outgoing
+}
+
+/** A header object as Node builds it for a request: lower-case names, repeats joined or listed. */
+export type ReceivedHeaders = Readonly<Record<string, string | string[]>>
+
+// Node 20's HTTP/1.1 parser (_http_incoming.js matchKnownFields) keeps the first value of these
+// and drops repeats; `set-cookie` becomes an array, `cookie` is joined with '; ', any other
+// repeat with ', '. test/forward-received-headers-match-node.test.ts checks this against Node.
+const HTTP1_FIRST_WINS = new Set([
+  'age', 'authorization', 'content-length', 'content-type', 'etag', 'expires', 'from', 'host',
+  'if-modified-since', 'if-unmodified-since', 'last-modified', 'location', 'max-forwards',
+  'proxy-authorization', 'referer', 'retry-after', 'server', 'user-agent'
+])
+
+// Node 20's HTTP/2 header object (internal/http2/util.js toHeaderObject, kSingleValueHeaders):
+// the same joining, with its own list of single-value fields.
+const HTTP2_FIRST_WINS = new Set([
+  ':status', ':method', ':authority', ':scheme', ':path', ':protocol',
+  'access-control-allow-credentials', 'access-control-max-age', 'access-control-request-method',
+  'age', 'authorization', 'content-encoding', 'content-language', 'content-length', 'content-location',
+  'content-md5', 'content-range', 'content-type', 'date', 'dnt', 'etag', 'expires', 'from', 'host',
+  'if-match', 'if-modified-since', 'if-none-match', 'if-range', 'if-unmodified-since', 'last-modified',
+  'location', 'max-forwards', 'proxy-authorization', 'range', 'referer', 'retry-after', 'tk',
+  'upgrade-insecure-requests', 'user-agent', 'x-content-type-options'
+])
+
+/**
+ * Rebuilds, from a request's `rawHeaders`, the header object Node gave the request before any
+ * hook could touch it (`IncomingMessage.headers` for HTTP/1.x, `Http2ServerRequest.headers`
+ * for HTTP/2). Comparing it with `request.headers` at forward time tells what the application's
+ * hooks added, replaced or removed.
+ */
+export function receivedHeaderObject (rawHeaders: readonly string[], httpVersionMajor: number): ReceivedHeaders {
+  const firstWins = httpVersionMajor === 2 ? HTTP2_FIRST_WINS : HTTP1_FIRST_WINS
+  const headers: Record<string, string | string[]> = Object.create(null) as Record<string, string | string[]>
+  for (let i = 0; i + 1 < rawHeaders.length; i += 2) {
+    const name = (rawHeaders[i] as string).toLowerCase()
+    const value = rawHeaders[i + 1] as string
+    const existing = headers[name]
+    if (existing === undefined) headers[name] = name === 'set-cookie' ? [value] : value
+    else if (Array.isArray(existing)) existing.push(value)
+    else if (firstWins.has(name)) continue
+    else headers[name] = `${existing}${name === 'cookie' ? '; ' : ', '}${value}`
+  }
+  return headers
+}
+
+/** Hop-by-hop header names (RFC 9110 section 7.6.1), plus the non-standard ones proxies must drop too. */
+const HOP_BY_HOP: ReadonlySet<string> = new Set([
+  'connection', 'proxy-connection', 'keep-alive', 'te', 'trailer', 'transfer-encoding', 'upgrade',
+  'proxy-authenticate', 'proxy-authorization', 'http2-settings'
+])
+
+/** A set of lower-cased header names, as far as checking a name needs. */
+export interface HeaderNames {
+  has: (name: string) => boolean
+}
+
+/**
+ * Names of the headers a message says are hop-by-hop: the fixed list plus every token of every
+ * `Connection` (and `Proxy-Connection`) header exactly as received, lower-cased. A message
+ * without those headers gets the fixed list itself (nothing copied per request).
+ */
+export function hopByHopNames (rawHeaders: readonly string[]): HeaderNames {
+  let listed: Set<string> | undefined
+  for (let i = 0; i < rawHeaders.length; i += 2) {
+    const name = rawHeaders[i]?.toLowerCase()
+    if (name !== 'connection' && name !== 'proxy-connection') continue
+    for (const token of (rawHeaders[i + 1] ?? '').split(',')) {
+      const listedName = token.trim().toLowerCase()
+      if (listedName !== '') (listed ??= new Set()).add(listedName)
+    }
+  }
+  if (listed === undefined) return HOP_BY_HOP
+  const names = listed
+  return { has: (name) => HOP_BY_HOP.has(name) || names.has(name) }
+}
+
+/** The `Connection`-listed names of an already-parsed header object (an upstream response). */
+export function hopByHopNamesOfObject (headers: Readonly<Record<string, string | string[] | undefined>>): HeaderNames {
+  const raw: string[] = []
+  for (const name of ['connection', 'proxy-connection']) {
+    const value = headers[name]
+    if (value !== undefined) raw.push(name, Array.isArray(value) ? value.join(',') : value)
+  }
+  return hopByHopNames(raw)
+}
+
+/** Header field values as the transform contracts hold them. */
+export type HeaderRecord = Record<string, string | string[]>
+
+/** A valid header field name: an RFC 9110 token. */
+export const TOKEN = /^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/
+
+/**
+ * A character Node refuses in a field value: anything but tab, visible ASCII, space and obs-text
+ * bytes (line breaks for header injection, NUL, other controls, DEL, characters past U+00FF).
+ * A transform's or a header rule's value holding one would make Node refuse the message after
+ * the transform, failing the request for a reason nobody can see.
+ */
+export const UNSAFE_VALUE = /[^\t\x20-\x7e\x80-\xff]/
+
+/**
+ * Returns the first header a transform left unusable (a name that is not a lower-case token,
+ * a value that is not a string or holds a character Node refuses in a field value (CR, LF, NUL,
+ * other controls, DEL, anything past U+00FF), or one of `refused`), or null when all are fine.
+ */
+export function invalidHeader (headers: HeaderRecord, refused: ReadonlySet<string>): string | null {
+  if (typeof headers !== 'object' || headers === null) return 'headers'
+  for (const [name, value] of Object.entries(headers)) {
+    if (!TOKEN.test(name) || name !== name.toLowerCase() || refused.has(name)) return name
+    const values: unknown[] = Array.isArray(value) ? value : [value]
+    if (values.some((item) => typeof item !== 'string' || UNSAFE_VALUE.test(item))) return name
+  }
+  return null
+}
+
+/**
+ * Builds a header record (lower-case names, repeats as arrays) from flat name/value pairs. It has
+ * no prototype, so a client's `constructor` or `__proto__` header is a header like any other.
+ */
+export function headerRecordOf (flat: readonly string[]): HeaderRecord {
+  const record = Object.create(null) as HeaderRecord
+  for (let i = 0; i + 1 < flat.length; i += 2) {
+    const name = (flat[i] as string).toLowerCase()
+    const value = flat[i + 1] as string
+    const existing = record[name]
+    record[name] = existing === undefined ? value : [...(Array.isArray(existing) ? existing : [existing]), value]
+  }
+  return record
+}
+
+/**
+ * A deep copy of a header record, so a transform's edits never reach the object it came from;
+ * without a prototype, like {@link headerRecordOf}'s.
+ */
+export function copyHeaderRecord (headers: Readonly<Record<string, string | string[] | undefined>>): HeaderRecord {
+  const copy = Object.create(null) as HeaderRecord
+  for (const [name, value] of Object.entries(headers)) {
+    if (value !== undefined) copy[name] = Array.isArray(value) ? [...value] : value
+  }
+  return copy
+}
+
+/** What the application's hooks did to `request.headers`, in lower-case names. */
+export interface HookHeaderEdits {
+  /** Names the hooks deleted. */
+  readonly removed: ReadonlySet<string>
+  /** Names the hooks replaced or added, with the field values to send instead (one line each). */
+  readonly changed: ReadonlyMap<string, readonly string[]>
+}
+
+/** No edits: the request leaves with its headers as received. */
+export const NO_HOOK_EDITS: HookHeaderEdits = { removed: new Set(), changed: new Map() }
+
+/** Where the request goes, for the checks on `Host`. */
+export interface EditedRequestTarget {
+  readonly destination: ForwardProxyDestination
+  /** The port an omitted `Host` port stands for (80 for http, 443 for https). */
+  readonly defaultPort: number
+}
+
+const HOOK_UNSAFE_VALUE = /[\r\n\0]/
+
+function hookRefused (details: string): ProxyError {
+  return new ProxyError('proxy_internal_error', 'An application hook left the request headers unusable.', { details })
+}
+
+/**
+ * Compares `request.headers` as the hooks left it (`current`) with the object Node built from
+ * the request as received, and returns the differences. Pseudo-headers are ignored (never
+ * forwarded). Two names stay the proxy's: `Content-Length` frames the body the proxy streams
+ * (deleting it changes nothing, another value is refused), and `Host` always comes from the
+ * target (an equivalent authority changes nothing; another one is refused, so a hook can never
+ * send a request to another virtual host than the tunnel or absolute target names).
+ * Hop-by-hop names are left to the header builder, which drops them whoever set them.
+ * @throws ProxyError 500 `proxy_internal_error` for a refused `Host` or `Content-Length`, a
+ * name that is not a token, or a value that is not a string or number or holds CR, LF or NUL.
+ */
+export function hookHeaderEdits (
+  received: ReceivedHeaders,
+  current: Readonly<Record<string, unknown>>,
+  target: EditedRequestTarget
+): HookHeaderEdits {
+  const removed = new Set<string>()
+  const changed = new Map<string, readonly string[]>()
+  for (const name of Object.keys(received)) {
+    if (!name.startsWith(':') && current[name] === undefined) removed.add(name)
+  }
+  for (const [name, value] of Object.entries(current)) {
+    if (value === undefined || name.startsWith(':')) continue
+    const values = fieldValues(name, value)
+    if (sameValue(received[name], values)) continue
+    if (!TOKEN.test(name)) throw hookRefused('a hook set an invalid header name')
+    changed.set(name.toLowerCase(), values)
+  }
+
+  removed.delete('content-length')
+  if (changed.has('content-length')) throw hookRefused('a hook changed content-length')
+  removed.delete('host')
+  const host = changed.get('host')
+  if (host !== undefined) {
+    const [only] = host
+    if (host.length !== 1 || only === undefined || !isEquivalentAuthority(only, target.destination, target.defaultPort)) {
+      throw hookRefused('a hook set a Host for another authority')
+    }
+    changed.delete('host')
+  }
+  return { removed, changed }
+}
+
+function fieldValues (name: string, value: unknown): string[] {
+  const items: unknown[] = Array.isArray(value) ? value : [value]
+  const values = items.map((item) => {
+    if (typeof item === 'number' && Number.isFinite(item)) return String(item)
+    if (typeof item !== 'string' || HOOK_UNSAFE_VALUE.test(item)) throw hookRefused('a hook set an invalid header value')
+    return item
+  })
+  // HTTP/1.1 carries one Cookie field (RFC 6265 section 5.4).
+  return name.toLowerCase() === 'cookie' && values.length > 1 ? [values.join('; ')] : values
+}
+
+function sameValue (received: string | string[] | undefined, values: readonly string[]): boolean {
+  if (received === undefined) return false
+  const list = Array.isArray(received) ? received : [received]
+  return list.length === values.length && list.every((item, index) => item === values[index])
+}
+
+/** The `Via` entry this proxy adds for a message received over `httpVersion` (e.g. `1.1 fastify-forward-proxy`). */
+export function viaEntry (httpVersion: string, pseudonym: string): string {
+  const protocol = httpVersion === '1.0' ? '1.0' : httpVersion.startsWith('2') ? '2' : '1.1'
+  return `${protocol} ${pseudonym}`
+}
+
+/**
+ * True when a `Via` value already lists this proxy's pseudonym: the request has looped
+ * back to us. Chained proxies must therefore use distinct pseudonyms.
+ */
+export function viaListsPseudonym (via: string | string[] | undefined, pseudonym: string): boolean {
+  if (via === undefined) return false
+  const wanted = pseudonym.toLowerCase()
+  const values = Array.isArray(via) ? via : [via]
+  return values.some((value) => value.split(',').some((entry) => {
+    const received = entry.trim().split(/\s+/)[1]
+    return received !== undefined && received.toLowerCase() === wanted
+  }))
+}
+
+/** What Max-Forwards asks of the proxy for one request: forward it, or answer it at 0. */
+export type MaxForwardsDecision =
+  | { readonly action: 'forward', readonly value: string | undefined }
+  | { readonly action: 'answer-options' }
+  | { readonly action: 'refuse-trace' }
+
+/**
+ * Applies Max-Forwards to TRACE and OPTIONS: a valid value (1*DIGIT) is decremented; at 0 the
+ * proxy answers itself (OPTIONS: empty 200; TRACE: 405, it never echoes a request). An invalid
+ * value, or any other method, is forwarded unchanged. `value` is the header to send, if any.
+ */
+export function decideMaxForwards (method: string, header: string | undefined): MaxForwardsDecision {
+  if ((method !== 'TRACE' && method !== 'OPTIONS') || header === undefined || !/^[0-9]+$/.test(header)) {
+    return { action: 'forward', value: header }
+  }
+  const remaining = BigInt(header)
+  if (remaining === 0n) return method === 'OPTIONS' ? { action: 'answer-options' } : { action: 'refuse-trace' }
+  return { action: 'forward', value: (remaining - 1n).toString() }
+}
+
+/**
+ * Replaces `traceparent` and `tracestate` in an outgoing header list (flat name/value pairs)
+ * with the context of `span`, so the destination's spans join the proxy's trace as children
+ * of the forwarded request's span. A span with no valid context leaves the list untouched.
+ */
+export function injectTraceContext (headers: string[], span: Span): string[] {
+  const context = span.spanContext()
+  if (!isSpanContextValid(context)) return headers
+  const result: string[] = []
+  for (let i = 0; i < headers.length; i += 2) {
+    const name = headers[i] ?? ''
+    const lower = name.toLowerCase()
+    if (lower === 'traceparent' || lower === 'tracestate') continue
+    result.push(name, headers[i + 1] ?? '')
+  }
+  result.push('traceparent', formatTraceParent(context))
+  const state = context.traceState?.serialize()
+  if (state !== undefined && state !== '') result.push('tracestate', state)
+  return result
+}
+
+/** A response head's headers as undici returns them. */
+export type IncomingHeaders = Readonly<Record<string, string | string[] | undefined>>
+
+/**
+ * Builds the headers sent to the client from a destination's response: hop-by-hop and
+ * `Connection`-listed headers removed (Node frames the body itself), then our `Via` appended.
+ */
+export function buildClientResponseHeaders (headers: IncomingHeaders, via: string): Record<string, string | string[]> {
+  const dropped = hopByHopNamesOfObject(headers)
+  const outgoing: Record<string, string | string[]> = {}
+  for (const [name, value] of Object.entries(headers)) {
+    if (value === undefined || dropped.has(name)) continue
+    outgoing[name] = value
+  }
+  const existingVia = outgoing.via
+  outgoing.via = existingVia === undefined ? via : [...(Array.isArray(existingVia) ? existingVia : [existingVia]), via]
+  return outgoing
+}

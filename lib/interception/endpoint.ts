@@ -1,0 +1,276 @@
+// The in-memory interception endpoint: takes over tunnels chosen for interception, serves the
+// requests inside them through the proxy route, and answers those a tunnel cannot carry.
+
+import { type IncomingMessage, ServerResponse } from 'node:http'
+import {
+  createSecureServer,
+  type Http2SecureServer,
+  type Http2ServerRequest,
+  type Http2ServerResponse,
+  type Http2Session
+} from 'node:http2'
+import type { TLSSocket } from 'node:tls'
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
+import type { Socket } from 'node:net'
+import type { ForwardProxyClientProtocols } from '../../types/interception'
+import { attachProxyToServer, afterEarlierResponses, lingeringClose } from '../connect/listener'
+import { countInterceptedRequest } from '../telemetry/metrics'
+import {
+  writeRawResponseError,
+  createProxyClientErrorHandler,
+  writeRawProxyError
+} from '../protocol/error-responses'
+import {
+  proxyRequestTargetOf,
+  inTunnelProblemError,
+  rememberInterceptedConnection,
+  type InterceptedTunnel,
+  type InterceptedRequestTarget
+} from '../core/proxy-request'
+import { terminateTls, TunnelTransport, SocketTransport } from './tls-termination'
+import {
+  type ClientTransport,
+  type InterceptedStream,
+  type ProxyRuntime,
+  AcceptedTunnel
+} from '../core/runtime'
+import { forwardRequest } from '../forward/forward-handler'
+import { receivedHeaderObject } from '../forward/outgoing-head'
+import {
+  forwardWebSocketUpgrade,
+  isWebSocketUpgrade,
+  upgradeRequestHasBody
+} from '../forward/websocket-upgrade'
+import { ProxyError } from '../protocol/errors'
+
+/** The address the in-memory endpoint is listed under (it is never bound to a port). */
+export const INTERCEPTION_ADDRESS = 'https://forward-proxy-tls-interception'
+
+/** Settings of the endpoint. */
+export interface EndpointSettings {
+  readonly clientProtocols: ForwardProxyClientProtocols
+  readonly handshakeTimeout: number
+  /** The proxy's pseudonym, for the answers it makes on the endpoint. */
+  readonly pseudonym: string
+  /** Streams a client may reset before their answer, per connection and 10 s (`limits.maxStreamResets`). */
+  readonly maxStreamResets: number
+}
+
+/**
+ * The in-memory interception endpoint: an HTTP/2 TLS server (HTTP/1.1 too,
+ * per clientProtocols) that is never bound to a port. Each intercepted tunnel gets its TLS
+ * terminated with the provider's certificate for the CONNECT target and is then handed to
+ * this server as a connection, and the server's requests are routed into the same Fastify
+ * instance as the proxy's own: the application's hooks and the proxy route run for them.
+ * Requests the tunnel cannot carry (421, 400) are answered before they reach Fastify.
+ */
+export class InterceptionEndpoint {
+  readonly #server: Http2SecureServer
+  readonly #settings: EndpointSettings
+  readonly #alpnProtocols: readonly string[]
+  #injecting: InterceptedTunnel | null = null
+
+  constructor (fastify: FastifyInstance, settings: EndpointSettings) {
+    this.#settings = settings
+    const { clientProtocols } = settings
+    this.#alpnProtocols = clientProtocols === 'http1' ? ['http/1.1'] : clientProtocols === 'http2' ? ['h2'] : ['h2', 'http/1.1']
+    this.#server = createSecureServer({
+      allowHTTP1: clientProtocols !== 'http2',
+      // Advertised so that a client attempting WebSockets over HTTP/2 gets a 400
+      // rather than a protocol error.
+      settings: { enableConnectProtocol: true }
+    })
+    // HTTP/1.1 heads Node's parser refuses or that time out (408) get the proxy's answer.
+    this.#server.on('clientError', createProxyClientErrorHandler(settings.pseudonym))
+    fastify.addHook('onReady', async () => applyServerLimits(this.#server, fastify.server))
+    fastify.addHook('onClose', async () => { this.#server.close() })
+    this.#server.on('session', (session: Http2Session) => {
+      if (this.#injecting !== null) rememberInterceptedConnection(session, this.#injecting)
+      session.on('error', () => {})
+      // Node's HTTP/2 session ignores the end of its socket's input and waits for a close that
+      // an intercepted tunnel only gets at its idle timeout: a client whose TCP connection has
+      // ended sends no more frames, so the session finishes its open streams and closes.
+      session.socket.once('end', () => { if (!session.closed) session.close() })
+    })
+    this.#server.on('connect', countInterceptedRequest)
+    attachProxyToServer(this.#server, fastify, settings.pseudonym, { routeRequests: false, firstByteTimeout: null, maxStreamResets: settings.maxStreamResets })
+    this.#server.on('upgrade', createInTunnelUpgradeListener(fastify, settings.pseudonym))
+    this.#server.on('request', (req: Http2ServerRequest | IncomingMessage, res: Http2ServerResponse | ServerResponse) => {
+      countInterceptedRequest()
+      // A misdirected or malformed request is refused before any hook could act on it as a
+      // request for the tunnel's destination.
+      const target = proxyRequestTargetOf(req)
+      if (target?.kind === 'intercepted' && target.problem !== null) {
+        writeRawResponseError(res, settings.pseudonym, inTunnelProblemError(target.problem))
+        return
+      }
+      fastify.routing(req as IncomingMessage, res as ServerResponse)
+    })
+  }
+
+  /**
+   * Takes over an intercepted tunnel: TLS with the client, then its requests through Fastify.
+   * Everything after this call is reported through `tunnel.onClose`; it never throws.
+   */
+  accept (tunnel: AcceptedTunnel): void {
+    const { client } = tunnel
+    const transport: ClientTransport = client.kind === 'connection'
+      ? new SocketTransport(client, tunnel.idleTimeout)
+      : quietTunnelTransport(client, tunnel.idleTimeout)
+    transport.once('close', () => tunnel.onClose(transport.summary))
+    const state: InterceptedTunnel = {
+      interception: Object.freeze({ destination: tunnel.destination }),
+      user: tunnel.user,
+      clientAddress: tunnel.clientAddress,
+      traceContext: tunnel.traceContext
+    }
+    void terminateTls({
+      transport,
+      destination: tunnel.destination,
+      provider: tunnel.provider,
+      handshakeTimeout: this.#settings.handshakeTimeout,
+      alpnProtocols: this.#alpnProtocols,
+      server: this.#server,
+      log: tunnel.log
+    }).then((socket) => { if (socket !== null) this.#inject(socket, state) })
+  }
+
+  /**
+   * Hands a terminated TLS connection to the HTTP server, as its TLS listener would: the
+   * server's `'secureConnection'` starts HTTP/2 or (by ALPN) HTTP/1.1 on it. The HTTP/2
+   * session Node makes waits for `secureConnect` while `secureConnecting` is set, which only a
+   * TLS server's own connections clear, and TLS errors after the handshake reach `'error'`
+   * only once control is released, as the server does for its own connections.
+   */
+  #inject (socket: TLSSocket, tunnel: InterceptedTunnel): void {
+    rememberInterceptedConnection(socket, tunnel)
+    const internals = socket as unknown as { secureConnecting: boolean, _releaseControl?: () => boolean }
+    internals._releaseControl?.()
+    internals.secureConnecting = false
+    this.#injecting = tunnel
+    try {
+      this.#server.emit('secureConnection', socket)
+    } finally {
+      this.#injecting = null
+    }
+  }
+}
+
+/** A stream transport whose errors end in its close, which is all the tunnel reports. */
+function quietTunnelTransport (client: InterceptedStream, idleTimeout: number): TunnelTransport {
+  const transport = new TunnelTransport(client, idleTimeout)
+  transport.on('error', () => {})
+  return transport
+}
+
+// Node HTTP server limits copied from the application's server, so intercepted requests get them
+// too. connectionsCheckingInterval is how often Node looks for heads and requests over time.
+const COPIED_LIMITS = [
+  'keepAliveTimeout', 'headersTimeout', 'requestTimeout', 'maxHeadersCount', 'maxRequestsPerSocket',
+  'connectionsCheckingInterval'
+] as const
+
+/**
+ * Gives the in-memory endpoint the application server's HTTP/1.1 limits: idle
+ * keep-alive connections close after keepAliveTimeout, and a request head that takes longer than
+ * headersTimeout (or a request longer than requestTimeout) is answered 408 and its connection
+ * closed, so a client trickling its head byte by byte cannot hold an intercepted tunnel open.
+ * Call it once the application's server is configured (onReady), before any tunnel is accepted.
+ *
+ * Node enforces headersTimeout and requestTimeout only for servers that have emitted
+ * `'listening'`: that event starts the server's connection tracking and the timer that checks
+ * it (`setupConnectionsTracking` in _http_server.js, registered by an HTTP/2 server with
+ * allowHTTP1 too). The endpoint never listens, and Node offers no other way to start them, so
+ * the event is emitted here once; nothing else listens for it on this private server. The timer
+ * is unref'd and cleared by `server.close()`. HTTP/2 inside a tunnel is not covered by these
+ * Node limits (tunnelIdleTimeout and the session timeout are).
+ */
+export function applyServerLimits (endpoint: Http2SecureServer, appServer: object): void {
+  const from = appServer as Record<string, unknown>
+  const to = endpoint as unknown as Record<string, unknown>
+  for (const limit of COPIED_LIMITS) {
+    if (typeof from[limit] === 'number') to[limit] = from[limit]
+  }
+  endpoint.emit('listening')
+}
+
+/** The client side of an HTTP/1.1 upgrade request inside an intercepted tunnel. */
+export interface InTunnelUpgrade {
+  /** The tunnel's decrypted connection; after this request it carries nothing else. */
+  readonly socket: Socket
+  /** Bytes the client sent after the request head (e.g. early WebSocket frames): held until a 101. */
+  readonly head: Buffer
+}
+
+const upgrades = new WeakMap<IncomingMessage, InTunnelUpgrade>()
+
+/** The upgrade context of a raw request, or undefined when it is not an in-tunnel upgrade request. */
+export function inTunnelUpgradeOf (req: object): InTunnelUpgrade | undefined {
+  return upgrades.get(req as IncomingMessage)
+}
+
+/**
+ * Builds the in-memory endpoint's `'upgrade'` listener, for upgrades inside intercepted tunnels. Node hands an HTTP/1.1
+ * request with `Connection: upgrade` over with the connection, no longer parsed; it is routed into
+ * Fastify like any request inside the tunnel (the app's hooks see it), with a response bound to
+ * the connection (as the HTTP/1.1 CONNECT listener does) and the connection and early bytes kept
+ * for the proxy route. Whatever answer it gets other than a 101 closes the connection without
+ * parsing (or forwarding) the bytes the client sent after the head. It waits for
+ * responses still being written for earlier requests on the connection, to keep their order.
+ */
+export function createInTunnelUpgradeListener (fastify: FastifyInstance, pseudonym: string) {
+  return function onUpgrade (req: IncomingMessage, socket: Socket, head: Buffer): void {
+    countInterceptedRequest()
+    socket.on('error', () => {})
+    afterEarlierResponses(socket, () => {
+      const target = proxyRequestTargetOf(req)
+      if (target?.kind === 'intercepted' && target.problem !== null) {
+        writeRawProxyError(socket, pseudonym, inTunnelProblemError(target.problem))
+        return
+      }
+      const response = new ServerResponse(req)
+      response.shouldKeepAlive = false
+      response.assignSocket(socket)
+      response.once('finish', () => lingeringClose(socket))
+      upgrades.set(req, { socket, head })
+      fastify.routing(req, response)
+    })
+  }
+}
+
+/**
+ * Handles a request inside an intercepted tunnel: refused (400, or 421 when it
+ * names another host) unless it is an origin-form request for the tunnel's own destination;
+ * otherwise sent to `https://<host>:<port>` over HTTP/1.1 with validated TLS, Max-Forwards
+ * untouched. It was authorized when the tunnel opened and is not authorized again.
+ *
+ * An HTTP/1.1 WebSocket upgrade is relayed. Another upgrade (h2c, say) is forwarded
+ * as an ordinary request with `Upgrade` removed; Node hands an upgrade request's body over
+ * unparsed, so an upgrade request announcing a body gets 400.
+ */
+export async function forwardInterceptedRequest (
+  request: FastifyRequest,
+  reply: FastifyReply,
+  target: InterceptedRequestTarget,
+  runtime: ProxyRuntime
+): Promise<void> {
+  if (target.problem !== null) throw inTunnelProblemError(target.problem)
+  const upgrade = inTunnelUpgradeOf(request.raw)
+  if (upgrade !== undefined) {
+    const raw = request.raw
+    const received = receivedHeaderObject(raw.rawHeaders, raw.httpVersionMajor)
+    if (isWebSocketUpgrade(request.method, raw.httpVersion, received)) {
+      await forwardWebSocketUpgrade(request, reply, runtime, target, upgrade)
+      return
+    }
+    if (upgradeRequestHasBody(received)) {
+      throw new ProxyError('http_request_error', 'Upgrade requests with a body are not supported inside an intercepted tunnel.', { details: 'upgrade request with a body' })
+    }
+  }
+  await forwardRequest(request, reply, runtime, {
+    destination: target.destination,
+    scheme: 'https',
+    pathAndQuery: target.pathAndQuery,
+    applyMaxForwards: false
+  })
+}
