@@ -7,6 +7,9 @@ import { eventually } from './helpers/eventually'
 import { capturedLog } from './helpers/captured-log'
 import { makeInterceptionPki } from './helpers/interception-pki'
 import { startInterceptingProxy, startTlsOrigin, staticProvider } from './helpers/intercepting-proxy'
+import { openInterceptedTls } from './helpers/intercepted-client'
+import { startWebSocketOrigin, textFrame } from './helpers/websocket-origin'
+import { randomBytes } from 'node:crypto'
 
 test('Access log: one structured line per http:// request: kind forward, user, client address, destination, method, status, bytes both ways and duration', async (t) => {
   const log = capturedLog()
@@ -78,4 +81,31 @@ test('Access log: a request inside an intercepted tunnel logs kind intercepted w
     user: 'bob', client: '127.0.0.1', method: 'GET', destination: `127.0.0.1:${origin.port}`, status: 200, errorType: null, bytesIn: 0, bytesOut: Buffer.byteLength(body)
   })
   t.match(entries.find((entry) => entry.kind === 'tunnel'), { tunnel: 'intercepted', user: 'bob', client: '127.0.0.1', status: 200 })
+})
+
+test('Access log: a WebSocket upgrade inside an intercepted tunnel logs one line when the relay closes: kind intercepted, status 101, bytes each way, close reason', async (t) => {
+  const log = capturedLog()
+  const pki = await makeInterceptionPki(t)
+  const origin = await startWebSocketOrigin(t, pki)
+  const proxy = await startInterceptingProxy(t, pki, {
+    interception: { certificateProvider: staticProvider(pki), selector: { shouldIntercept: () => true } },
+    server: { logger: log.logger }
+  })
+  const target = `127.0.0.1:${origin.port}`
+  const socket = await openInterceptedTls(t, proxy.port, target, { ca: pki.operatorCa.cert })
+  const key = randomBytes(16).toString('base64')
+  socket.write(['GET /chat HTTP/1.1', `Host: ${target}`, 'Connection: Upgrade', 'Upgrade: websocket', 'Sec-WebSocket-Version: 13', `Sec-WebSocket-Key: ${key}`].join('\r\n') + '\r\n\r\n')
+  let received = Buffer.alloc(0)
+  socket.on('data', (chunk: Buffer) => { received = Buffer.concat([received, chunk]) })
+  await eventually(() => received.includes('\r\n\r\n'))
+  t.match(received.toString('latin1'), /^HTTP\/1\.1 101 /)
+  t.equal(log.access().length, 0, 'nothing logged while the relay is open')
+  const frame = textFrame('hello', true)
+  socket.write(frame)
+  socket.end()
+  await once(socket, 'close')
+  await eventually(() => log.access().some((entry) => entry.kind === 'intercepted'))
+  const line = log.access().find((entry) => entry.kind === 'intercepted')
+  t.match(line, { method: 'GET', destination: target, status: 101, errorType: null, closeReason: 'closed', bytesIn: frame.length })
+  t.ok(typeof line?.bytesOut === 'number' && line.bytesOut > 0, 'the origin\'s frames counted')
 })

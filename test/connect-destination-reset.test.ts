@@ -1,7 +1,7 @@
 import { test } from 'tap'
 import { startProxy } from './helpers/servers'
 import { openTunnel } from './helpers/raw-client'
-import { once, startTcpDestination } from './helpers/tcp-destination'
+import { startTcpDestination } from './helpers/tcp-destination'
 import { eventually } from './helpers/eventually'
 
 test('tunnel relay: a destination reset tears down the client side', async (t) => {

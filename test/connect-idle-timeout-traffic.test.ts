@@ -1,7 +1,7 @@
 import { test } from 'tap'
 import { startProxy } from './helpers/servers'
 import { openTunnel } from './helpers/raw-client'
-import { once, startTcpDestination } from './helpers/tcp-destination'
+import { startTcpDestination } from './helpers/tcp-destination'
 
 test('tunnel relay: traffic keeps a tunnel open past tunnelIdleTimeout', async (t) => {
   const destination = await startTcpDestination(t)

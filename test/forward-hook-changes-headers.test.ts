@@ -111,16 +111,18 @@ test('SPEC 4.4.3 with 4.3.5: a hook cannot add hop-by-hop or Connection-listed h
   ], 'undici writes Content-Length itself, from the received value')
 })
 
-test('SPEC 4.3.7 with 4.3.5: a hook setting a Host for another authority, or another Content-Length, gets 500 proxy_internal_error and nothing is sent', async (t) => {
+test('SPEC 4.3.7 with 4.3.5: a hook setting a Host for another authority, another Content-Length, or a value Node cannot send (CR LF, another control character, a character past U+00FF) gets 500 proxy_internal_error and nothing is sent', async (t) => {
   const origin = await startOrigin(t)
   const proxy = await startProxy(t, {}, (app) => {
     app.addHook('preHandler', async (request) => {
       if (request.url.endsWith('/host')) request.headers.host = 'other.example'
       if (request.url.endsWith('/length')) request.headers['content-length'] = '1'
       if (request.url.endsWith('/crlf')) request.headers['x-bad'] = 'a\r\nx-injected: 1'
+      if (request.url.endsWith('/control')) request.headers['x-bad'] = 'a\x01b'
+      if (request.url.endsWith('/wide')) request.headers['x-bad'] = 'price in \u20ac'
     })
   })
-  const cases: Array<[string, string]> = [['/host', 'a hook set a Host for another authority'], ['/length', 'a hook changed content-length'], ['/crlf', 'a hook set an invalid header value']]
+  const cases: Array<[string, string]> = [['/host', 'a hook set a Host for another authority'], ['/length', 'a hook changed content-length'], ['/crlf', 'a hook set an invalid header value'], ['/control', 'a hook set an invalid header value'], ['/wide', 'a hook set an invalid header value']]
   for (const [path, details] of cases) {
     const res = await rawExchange(proxy.port, `POST http://127.0.0.1:${origin.port}${path} HTTP/1.1\r\nHost: x\r\nContent-Length: 5\r\nConnection: close\r\n\r\nhello`)
     t.equal(res.status, 500, path)

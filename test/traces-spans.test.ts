@@ -10,6 +10,9 @@ import { once, readAll, startTcpDestination } from './helpers/tcp-destination'
 import { eventually } from './helpers/eventually'
 import { makeInterceptionPki } from './helpers/interception-pki'
 import { startInterceptingProxy, startTlsOrigin, staticProvider } from './helpers/intercepting-proxy'
+import { openInterceptedTls } from './helpers/intercepted-client'
+import { startWebSocketOrigin } from './helpers/websocket-origin'
+import { randomBytes } from 'node:crypto'
 
 const CLIENT_TRACE = '0af7651916cd43dd8448eb211c80319c'
 const CLIENT_SPAN = 'b7ad6b7169203331'
@@ -147,4 +150,30 @@ test('Traces: propagateTraceContext must be a boolean (ForwardProxyOptionsError 
   const app = Fastify({ logger: false })
   t.teardown(() => app.close())
   await t.rejects(async () => { await app.register(forwardProxy, { propagateTraceContext: 'yes' as unknown as boolean }).ready() }, { name: 'ForwardProxyOptionsError', message: /propagateTraceContext/ })
+})
+
+test('Traces: a WebSocket upgrade inside an intercepted tunnel carries traceparent naming its own span, like any request the proxy forwards (one head builder for both), and its span ends when the relay closes', async (t) => {
+  const tracing = installTracing(t)
+  const pki = await makeInterceptionPki(t)
+  const origin = await startWebSocketOrigin(t, pki)
+  const proxy = await startInterceptingProxy(t, pki, {
+    interception: { certificateProvider: staticProvider(pki), selector: { shouldIntercept: () => true } }
+  })
+  const target = `127.0.0.1:${origin.port}`
+  const socket = await openInterceptedTls(t, proxy.port, target, { ca: pki.operatorCa.cert })
+  const key = randomBytes(16).toString('base64')
+  socket.write([`GET /chat HTTP/1.1`, `Host: ${target}`, 'Connection: Upgrade', 'Upgrade: websocket', 'Sec-WebSocket-Version: 13', `Sec-WebSocket-Key: ${key}`, `traceparent: ${CLIENT_TRACEPARENT}`].join('\r\n') + '\r\n\r\n')
+  let head = ''
+  socket.on('data', (chunk: Buffer) => { head += chunk.toString('latin1') })
+  await eventually(() => head.includes('\r\n\r\n'))
+  t.match(head, /^HTTP\/1\.1 101 /)
+  socket.end()
+  await once(socket, 'close')
+  await eventually(() => tracing.spans().some((span) => span.name === 'GET') && tracing.spans().some((span) => span.name === 'CONNECT'))
+
+  const upgrade = tracing.spans().find((span) => span.name === 'GET')
+  t.equal(upgrade?.parentSpanContext?.spanId, CLIENT_SPAN, 'the upgrade request joins the trace its client sent')
+  t.equal(upgrade?.attributes['http.response.status_code'], 101, 'its span ended when the relay closed')
+  const sent = origin.upgrades[0]?.headers.traceparent
+  t.equal(sent, `00-${upgrade?.spanContext().traceId ?? ''}-${upgrade?.spanContext().spanId ?? ''}-01`, 'the client\'s traceparent is replaced by the proxy\'s span')
 })

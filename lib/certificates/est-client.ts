@@ -133,11 +133,9 @@ export class EstTransport {
   readonly #agent: Agent
   readonly #authorization: string | undefined
   readonly #secrets: readonly string[]
-  readonly #maxResponseBytes: number
 
   constructor (settings: EstTransportSettings) {
     this.#base = settings.base
-    this.#maxResponseBytes = settings.maxResponseBytes
     const ca = settings.ca === undefined ? undefined : (Array.isArray(settings.ca) ? [...settings.ca] : settings.ca as string | Buffer)
     this.#agent = new Agent({
       connect: {

@@ -9,19 +9,9 @@ import { EventEmitter } from 'node:events'
 import type { ForwardProxyDestination } from '../../types/destination'
 import type { ProxyRuntime } from '../core/runtime'
 import { ProxyError, errorCode, proxyErrorFromNetworkError } from '../protocol/errors'
-import { formatAuthority, formatHostHeader } from '../protocol/hosts'
+import { formatAuthority } from '../protocol/hosts'
 import type { AbsoluteTarget, AbsoluteTargetProblem } from '../core/proxy-request'
-import {
-  decideMaxForwards,
-  buildOutgoingRequestHeaders,
-  receivedHeaderObject,
-  hookHeaderEdits,
-  buildClientResponseHeaders,
-  viaEntry,
-  viaListsPseudonym,
-  injectTraceContext,
-  type ReceivedHeaders
-} from './outgoing-head'
+import { buildClientResponseHeaders, buildOutgoingHead, decideMaxForwards, viaListsPseudonym, type ReceivedHeaders } from './outgoing-head'
 import { transformIncomingResponse, transformOutgoingRequest } from './transforms'
 import { countBytesIn, countBytesOut, proxyRequestSpanOf } from '../telemetry/request-telemetry'
 
@@ -106,15 +96,9 @@ export async function forwardRequest (
     maxForwards = decision.value
   }
 
-  const raw = request.raw
-  const via = viaEntry(raw.httpVersion, pseudonym)
   const defaultPort = scheme === 'https' ? 443 : 80
-  const host = formatHostHeader(destination.host, destination.port, defaultPort)
-  const received = receivedHeaderObject(raw.rawHeaders, raw.httpVersionMajor)
-  const edits = hookHeaderEdits(received, request.headers, { destination, defaultPort })
-  let built = buildOutgoingRequestHeaders(raw.rawHeaders, { host, via, maxForwards }, edits)
   const span = runtime.settings.propagateTraceContext ? proxyRequestSpanOf(request) : undefined
-  if (span !== undefined) built = injectTraceContext(built, span)
+  const { headers: built, received, via } = buildOutgoingHead(request, { destination, defaultPort, maxForwards }, pseudonym, span)
 
   const departure = new ClientDeparture(reply.raw)
   // A client that left while the app's hooks ran has already had its 'close': dial nothing.
@@ -132,7 +116,7 @@ export async function forwardRequest (
     path: pathAndQuery,
     method: request.method,
     headers,
-    body: hasBody(request, received) ? countedBody(raw, (bytes) => countBytesIn(request, bytes), runtime.settings.limits.httpActivityTimeout) : null,
+    body: hasBody(request, received) ? countedBody(request.raw, (bytes) => countBytesIn(request, bytes), runtime.settings.limits.httpActivityTimeout) : null,
     signal: departure
   }).catch((error: unknown) => { throw fromDispatchError(error) })
 

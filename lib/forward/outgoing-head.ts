@@ -1,19 +1,19 @@
-// The heads the proxy sends on: the client's headers as received, hop-by-hop removal, the
-// application's hook edits, Host, Via, Max-Forwards and trace context, and the response head to the
-// client.
+// The heads the proxy sends on: the request head built in one pass (hop-by-hop removal, the
+// application's hook edits, Host, Max-Forwards, Via, trace context), the rules every header
+// name and value the proxy sends must follow, and the response head to the client.
 
 import { isSpanContextValid, type Span } from '@opentelemetry/api'
+import type { FastifyRequest } from 'fastify'
 import type { ForwardProxyDestination } from '../../types/destination'
 import { ProxyError } from '../protocol/errors'
-import { isEquivalentAuthority } from '../protocol/hosts'
+import { formatHostHeader, isEquivalentAuthority } from '../protocol/hosts'
 import { formatTraceParent } from '../telemetry/request-telemetry'
 
-/** What the outgoing request head needs beyond the client's headers. */
-export interface OutgoingHeaderSettings {
-  /** `Host` value: the target's authority. */
-  readonly host: string
-  /** This proxy's `Via` entry. */
-  readonly via: string
+/** Where a request goes, and what the proxy does with its Max-Forwards. */
+export interface OutgoingHeadTarget {
+  readonly destination: ForwardProxyDestination
+  /** The port an omitted `Host` port stands for (80 for http, 443 for https). */
+  readonly defaultPort: number
   /**
    * The Max-Forwards value to send (already decremented), undefined for none, or `'as-received'`
    * to pass the client's header through untouched (requests inside intercepted tunnels).
@@ -21,28 +21,52 @@ export interface OutgoingHeaderSettings {
   readonly maxForwards: string | undefined | 'as-received'
 }
 
+/** The request head the proxy sends on, and what the rest of the exchange needs from it. */
+export interface OutgoingHead {
+  /** Flat name/value pairs, names as received, order kept: what transforms get and undici sends. */
+  readonly headers: string[]
+  /** The request's headers as Node parsed them, before any hook touched them. */
+  readonly received: ReceivedHeaders
+  /** This proxy's `Via` entry, added to the response as well. */
+  readonly via: string
+}
+
 // Replaced by the proxy (host, max-forwards) or handled by it (expect: Node answers 100-continue).
 const REPLACED = new Set(['host', 'max-forwards', 'expect'])
+const TRACE_CONTEXT = new Set(['traceparent', 'tracestate'])
 
 /**
- * Builds the outgoing header list (flat name/value pairs, names as received, order kept) from
- * the client's raw headers: hop-by-hop headers and every name listed in `Connection` removed
- * first, `Proxy-Authorization` never kept, then `Host` from the target, `Max-Forwards` and our
- * `Via` added, so nothing the client lists in `Connection` can strip what the proxy adds.
- * HTTP/2 pseudo-headers are dropped and HTTP/2's separate `cookie` fields joined into one
+ * Builds the request head the proxy sends, in one pass over the client's raw headers:
+ * hop-by-hop headers and every name listed in `Connection` removed first (`Proxy-Authorization`
+ * among them), then `Host` from the target (the default port omitted), `Max-Forwards`, our
+ * `Via` and, with `span`, W3C trace context naming the forwarded request's span as parent, so
+ * nothing the client lists in `Connection` can strip what the proxy adds. HTTP/2
+ * pseudo-headers are dropped and HTTP/2's separate `cookie` fields joined into one
  * (RFC 9113 section 8.2.3), since requests always leave over HTTP/1.1.
  *
- * The application hooks' `edits` apply on top: a removed name is left out, a
- * replaced one is sent with the hook's value where it first appeared (the received name's
- * case kept), an added one after the received headers. The same removal rules apply to them,
- * so a hook cannot add a hop-by-hop or `Connection`-listed header either.
+ * What the application's hooks did to `request.headers` applies on top (see
+ * {@link hookHeaderEdits}): a removed name is left out, a replaced one is sent with the hook's
+ * value where it first appeared (the received name's case kept), an added one after the
+ * received headers. The same removal rules apply to them, so a hook cannot add a hop-by-hop or
+ * `Connection`-listed header either. Used for forwarded requests and WebSocket upgrades alike.
+ * @throws ProxyError 500 `proxy_internal_error` when a hook left the headers unusable.
  */
-export function buildOutgoingRequestHeaders (rawHeaders: readonly string[], settings: OutgoingHeaderSettings, edits: HookHeaderEdits = NO_HOOK_EDITS): string[] {
+export function buildOutgoingHead (request: FastifyRequest, target: OutgoingHeadTarget, pseudonym: string, span: Span | undefined): OutgoingHead {
+  const raw = request.raw
+  const rawHeaders = raw.rawHeaders
+  const received = receivedHeaderObject(rawHeaders, raw.httpVersionMajor)
+  const edits = hookHeaderEdits(received, request.headers, target)
+  const via = viaEntry(raw.httpVersion, pseudonym)
+  const context = span?.spanContext()
+  const traceContext = context !== undefined && isSpanContextValid(context) ? context : undefined
+
   const dropped = hopByHopNames(rawHeaders)
-  const keepMaxForwards = settings.maxForwards === 'as-received'
+  const keepMaxForwards = target.maxForwards === 'as-received'
   const sent = (lower: string): boolean =>
-    !lower.startsWith(':') && !dropped.has(lower) && !(REPLACED.has(lower) && !(keepMaxForwards && lower === 'max-forwards'))
-  const outgoing: string[] = ['host', settings.host]
+    !lower.startsWith(':') && !dropped.has(lower) &&
+    !(REPLACED.has(lower) && !(keepMaxForwards && lower === 'max-forwards')) &&
+    !(traceContext !== undefined && TRACE_CONTEXT.has(lower))
+  const headers: string[] = ['host', formatHostHeader(target.destination.host, target.destination.port, target.defaultPort)]
   const replaced = new Set<string>()
   let cookieIndex = -1
   for (let i = 0; i + 1 < rawHeaders.length; i += 2) {
@@ -52,24 +76,29 @@ export function buildOutgoingRequestHeaders (rawHeaders: readonly string[], sett
     const replacement = edits.changed.get(lower)
     if (replacement !== undefined) {
       replaced.add(lower)
-      for (const value of replacement) outgoing.push(name, value)
+      for (const value of replacement) headers.push(name, value)
       continue
     }
     const value = rawHeaders[i + 1] as string
     if (lower === 'cookie' && cookieIndex !== -1) {
-      outgoing[cookieIndex] = `${outgoing[cookieIndex] as string}; ${value}`
+      headers[cookieIndex] = `${headers[cookieIndex] as string}; ${value}`
       continue
     }
-    if (lower === 'cookie') cookieIndex = outgoing.length + 1
-    outgoing.push(name, value)
+    if (lower === 'cookie') cookieIndex = headers.length + 1
+    headers.push(name, value)
   }
   for (const [name, values] of edits.changed) {
     if (replaced.has(name) || !sent(name)) continue
-    for (const value of values) outgoing.push(name, value)
+    for (const value of values) headers.push(name, value)
   }
-  if (settings.maxForwards !== undefined && !keepMaxForwards) outgoing.push('max-forwards', settings.maxForwards)
-  outgoing.push('via', settings.via)
-  return outgoing
+  if (target.maxForwards !== undefined && !keepMaxForwards) headers.push('max-forwards', target.maxForwards)
+  headers.push('via', via)
+  if (traceContext !== undefined) {
+    headers.push('traceparent', formatTraceParent(traceContext))
+    const state = traceContext.traceState?.serialize()
+    if (state !== undefined && state !== '') headers.push('tracestate', state)
+  }
+  return { headers, received, via }
 }
 
 /** A header object as Node builds it for a request: lower-case names, repeats joined or listed. */
@@ -117,8 +146,11 @@ export function receivedHeaderObject (rawHeaders: readonly string[], httpVersion
   return headers
 }
 
-/** Hop-by-hop header names (RFC 9110 section 7.6.1), plus the non-standard ones proxies must drop too. */
-const HOP_BY_HOP: ReadonlySet<string> = new Set([
+/**
+ * Hop-by-hop header names (RFC 9110 section 7.6.1), plus the non-standard ones proxies must
+ * drop too: never forwarded in either direction, and never set by a transform or header rule.
+ */
+export const HOP_BY_HOP: ReadonlySet<string> = new Set([
   'connection', 'proxy-connection', 'keep-alive', 'te', 'trailer', 'transfer-encoding', 'upgrade',
   'proxy-authenticate', 'proxy-authorization', 'http2-settings'
 ])
@@ -133,7 +165,7 @@ export interface HeaderNames {
  * `Connection` (and `Proxy-Connection`) header exactly as received, lower-cased. A message
  * without those headers gets the fixed list itself (nothing copied per request).
  */
-export function hopByHopNames (rawHeaders: readonly string[]): HeaderNames {
+function hopByHopNames (rawHeaders: readonly string[]): HeaderNames {
   let listed: Set<string> | undefined
   for (let i = 0; i < rawHeaders.length; i += 2) {
     const name = rawHeaders[i]?.toLowerCase()
@@ -215,24 +247,12 @@ export function copyHeaderRecord (headers: Readonly<Record<string, string | stri
 }
 
 /** What the application's hooks did to `request.headers`, in lower-case names. */
-export interface HookHeaderEdits {
+interface HookHeaderEdits {
   /** Names the hooks deleted. */
   readonly removed: ReadonlySet<string>
   /** Names the hooks replaced or added, with the field values to send instead (one line each). */
   readonly changed: ReadonlyMap<string, readonly string[]>
 }
-
-/** No edits: the request leaves with its headers as received. */
-export const NO_HOOK_EDITS: HookHeaderEdits = { removed: new Set(), changed: new Map() }
-
-/** Where the request goes, for the checks on `Host`. */
-export interface EditedRequestTarget {
-  readonly destination: ForwardProxyDestination
-  /** The port an omitted `Host` port stands for (80 for http, 443 for https). */
-  readonly defaultPort: number
-}
-
-const HOOK_UNSAFE_VALUE = /[\r\n\0]/
 
 function hookRefused (details: string): ProxyError {
   return new ProxyError('proxy_internal_error', 'An application hook left the request headers unusable.', { details })
@@ -247,12 +267,13 @@ function hookRefused (details: string): ProxyError {
  * send a request to another virtual host than the tunnel or absolute target names).
  * Hop-by-hop names are left to the header builder, which drops them whoever set them.
  * @throws ProxyError 500 `proxy_internal_error` for a refused `Host` or `Content-Length`, a
- * name that is not a token, or a value that is not a string or number or holds CR, LF or NUL.
+ * name that is not a token, or a value that is not a string or number or holds a character Node
+ * refuses in a field value ({@link UNSAFE_VALUE}).
  */
-export function hookHeaderEdits (
+function hookHeaderEdits (
   received: ReceivedHeaders,
   current: Readonly<Record<string, unknown>>,
-  target: EditedRequestTarget
+  target: Pick<OutgoingHeadTarget, 'destination' | 'defaultPort'>
 ): HookHeaderEdits {
   const removed = new Set<string>()
   const changed = new Map<string, readonly string[]>()
@@ -285,7 +306,7 @@ function fieldValues (name: string, value: unknown): string[] {
   const items: unknown[] = Array.isArray(value) ? value : [value]
   const values = items.map((item) => {
     if (typeof item === 'number' && Number.isFinite(item)) return String(item)
-    if (typeof item !== 'string' || HOOK_UNSAFE_VALUE.test(item)) throw hookRefused('a hook set an invalid header value')
+    if (typeof item !== 'string' || UNSAFE_VALUE.test(item)) throw hookRefused('a hook set an invalid header value')
     return item
   })
   // HTTP/1.1 carries one Cookie field (RFC 6265 section 5.4).
@@ -299,7 +320,7 @@ function sameValue (received: string | string[] | undefined, values: readonly st
 }
 
 /** The `Via` entry this proxy adds for a message received over `httpVersion` (e.g. `1.1 fastify-forward-proxy`). */
-export function viaEntry (httpVersion: string, pseudonym: string): string {
+function viaEntry (httpVersion: string, pseudonym: string): string {
   const protocol = httpVersion === '1.0' ? '1.0' : httpVersion.startsWith('2') ? '2' : '1.1'
   return `${protocol} ${pseudonym}`
 }
@@ -336,27 +357,6 @@ export function decideMaxForwards (method: string, header: string | undefined): 
   const remaining = BigInt(header)
   if (remaining === 0n) return method === 'OPTIONS' ? { action: 'answer-options' } : { action: 'refuse-trace' }
   return { action: 'forward', value: (remaining - 1n).toString() }
-}
-
-/**
- * Replaces `traceparent` and `tracestate` in an outgoing header list (flat name/value pairs)
- * with the context of `span`, so the destination's spans join the proxy's trace as children
- * of the forwarded request's span. A span with no valid context leaves the list untouched.
- */
-export function injectTraceContext (headers: string[], span: Span): string[] {
-  const context = span.spanContext()
-  if (!isSpanContextValid(context)) return headers
-  const result: string[] = []
-  for (let i = 0; i < headers.length; i += 2) {
-    const name = headers[i] ?? ''
-    const lower = name.toLowerCase()
-    if (lower === 'traceparent' || lower === 'tracestate') continue
-    result.push(name, headers[i + 1] ?? '')
-  }
-  result.push('traceparent', formatTraceParent(context))
-  const state = context.traceState?.serialize()
-  if (state !== undefined && state !== '') result.push('tracestate', state)
-  return result
 }
 
 /** A response head's headers as undici returns them. */

@@ -10,7 +10,7 @@ import type {
 } from '../../types/interception'
 import { ProxyError, ForwardProxyRuleError } from '../protocol/errors'
 import { isEquivalentAuthority, matchesAny, type HostPattern, compileHostPatterns } from '../protocol/hosts'
-import { copyHeaderRecord, headerRecordOf, invalidHeader, TOKEN, UNSAFE_VALUE, type HeaderRecord } from './outgoing-head'
+import { copyHeaderRecord, headerRecordOf, HOP_BY_HOP, invalidHeader, TOKEN, UNSAFE_VALUE, type HeaderRecord } from './outgoing-head'
 import type { ForwardProxyHeaderRule } from '../../types/header-rules'
 
 /** The request the proxy built, before transforms. */
@@ -23,8 +23,6 @@ export interface BuiltRequest {
   readonly defaultPort: number
 }
 
-// Framing and connection management are the proxy's; a transform adding them could desync the
-// message (request smuggling) or break an HTTP/2 client.
 /**
  * Where a transform's AbortSignal comes from: read only when a transform runs, so a request
  * with no transforms never makes one.
@@ -33,14 +31,9 @@ export interface TransformCancellation {
   readonly signal: AbortSignal
 }
 
-const REQUEST_REFUSED = new Set([
-  'connection', 'proxy-connection', 'keep-alive', 'te', 'trailer', 'transfer-encoding', 'upgrade',
-  'proxy-authorization', 'http2-settings'
-])
-const RESPONSE_REFUSED = new Set([
-  'connection', 'proxy-connection', 'keep-alive', 'te', 'trailer', 'transfer-encoding', 'upgrade',
-  'http2-settings'
-])
+// Framing and connection management are the proxy's: a transform setting a hop-by-hop header
+// could desync the message (request smuggling) or break an HTTP/2 client.
+const TRANSFORM_REFUSED = HOP_BY_HOP
 
 /** Thrown (as its cause) when a transform breaks a rule; the message is safe to log. */
 function transformRefused (details: string, cause?: unknown): ProxyError {
@@ -75,7 +68,7 @@ export async function transformOutgoingRequest (
   if (outgoing.method !== built.method) throw transformRefused('request transform changed the method')
   if (outgoing.path !== built.path) throw transformRefused('request transform changed the request target')
   const headers = outgoing.headers
-  const bad = invalidHeader(headers, REQUEST_REFUSED)
+  const bad = invalidHeader(headers, TRANSFORM_REFUSED)
   if (bad !== null) throw transformRefused('request transform set an invalid or reserved header', new Error(`header "${bad}"`))
   if (headers['content-length'] !== undefined && String(headers['content-length']) !== String(original['content-length'])) {
     throw transformRefused('request transform changed content-length')
@@ -116,7 +109,7 @@ export async function transformIncomingResponse (
   if (statusCode !== head.statusCode && !(Number.isInteger(statusCode) && statusCode >= 200 && statusCode <= 599)) {
     throw transformRefused('response transform set an invalid status')
   }
-  const bad = invalidHeader(headers, RESPONSE_REFUSED)
+  const bad = invalidHeader(headers, TRANSFORM_REFUSED)
   if (bad !== null) throw transformRefused('response transform set an invalid or reserved header', new Error(`header "${bad}"`))
   if (headers['content-length'] !== undefined && String(headers['content-length']) !== String(head.headers['content-length'])) {
     throw transformRefused('response transform changed content-length')
@@ -128,14 +121,8 @@ export async function transformIncomingResponse (
 // in one (UNSAFE_VALUE) at start-up, instead of failing every matching request.
 
 // Framing and routing are the proxy's: a rule changing them would break or re-route the message.
-const REQUEST_NAMES_REFUSED = new Set([
-  'host', 'content-length', 'transfer-encoding', 'connection', 'proxy-connection', 'keep-alive',
-  'te', 'trailer', 'upgrade', 'proxy-authorization', 'http2-settings'
-])
-const RESPONSE_NAMES_REFUSED = new Set([
-  'content-length', 'transfer-encoding', 'connection', 'proxy-connection', 'keep-alive', 'trailer',
-  'upgrade', 'proxy-authenticate'
-])
+const REQUEST_NAMES_REFUSED: ReadonlySet<string> = new Set([...HOP_BY_HOP, 'host', 'content-length'])
+const RESPONSE_NAMES_REFUSED: ReadonlySet<string> = new Set([...HOP_BY_HOP, 'content-length'])
 
 interface CompiledRule {
   readonly hosts: HostPattern[]

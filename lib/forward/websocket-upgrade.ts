@@ -7,18 +7,9 @@ import { request as httpRequest, type IncomingMessage } from 'node:http'
 import type { ForwardProxyDestination } from '../../types/destination'
 import type { ProxyRuntime } from '../core/runtime'
 import { ProxyError, errorCode, proxyErrorFromNetworkError } from '../protocol/errors'
-import { formatHostHeader } from '../protocol/hosts'
 import { relayTunnel } from '../connect/relay'
-import {
-  type HeaderRecord,
-  hookHeaderEdits,
-  receivedHeaderObject,
-  type ReceivedHeaders,
-  buildOutgoingRequestHeaders,
-  buildClientResponseHeaders,
-  viaEntry,
-  viaListsPseudonym
-} from './outgoing-head'
+import { finishUpgrade, proxyRequestSpanOf } from '../telemetry/request-telemetry'
+import { buildClientResponseHeaders, buildOutgoingHead, viaListsPseudonym, type HeaderRecord, type ReceivedHeaders } from './outgoing-head'
 import { withInactivityTimeout } from './forward-handler'
 import { connectTls } from './destinations'
 import { transformIncomingResponse, transformOutgoingRequest } from './transforms'
@@ -74,15 +65,11 @@ export async function forwardWebSocketUpgrade (
   const { destination, pathAndQuery } = target
   runtime.policy.checkDestination(destination)
 
-  const raw = request.raw
-  const received = receivedHeaderObject(raw.rawHeaders, raw.httpVersionMajor)
+  const span = runtime.settings.propagateTraceContext ? proxyRequestSpanOf(request) : undefined
+  const { headers: built, received, via } = buildOutgoingHead(request, { destination, defaultPort: 443, maxForwards: 'as-received' }, pseudonym, span)
   if (upgradeRequestHasBody(received)) {
     throw new ProxyError('http_request_error', 'Upgrade requests with a body are not supported inside an intercepted tunnel.', { details: 'upgrade request with a body' })
   }
-  const via = viaEntry(raw.httpVersion, pseudonym)
-  const host = formatHostHeader(destination.host, destination.port, 443)
-  const edits = hookHeaderEdits(received, request.headers, { destination, defaultPort: 443 })
-  const built = buildOutgoingRequestHeaders(raw.rawHeaders, { host, via, maxForwards: 'as-received' }, edits)
 
   const abort = new AbortController()
   const onClientClose = (): void => abort.abort()
@@ -134,7 +121,7 @@ export async function forwardWebSocketUpgrade (
     if (client.head.length > 0) answer.socket.write(client.head)
     relayTunnel({ input: client.socket, output: client.socket }, answer.socket, {
       idleTimeout: limits.tunnelIdleTimeout,
-      onClose: (summary) => request.log.info({ websocket: { destination: `${destination.host}:${destination.port}`, ...summary } }, 'intercepted WebSocket closed')
+      onClose: (summary) => finishUpgrade(request, reply, summary)
     })
     return
   }

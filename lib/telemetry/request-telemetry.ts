@@ -191,6 +191,49 @@ export function finishTunnel (request: FastifyRequest, reply: FastifyReply, end:
   }, 'tunnel closed')
 }
 
+/** How a relayed upgrade ended, for its access log line and span. */
+export type UpgradeEnd = Omit<TunnelEnd, 'kind'>
+
+/**
+ * Finishes an upgrade request (a WebSocket inside an intercepted tunnel) that was switched and
+ * relayed, when both sides have closed. Its reply was hijacked for the relay, so the route's
+ * onResponse never runs for it: this gives it its count on `forward_proxy.request.outcomes`
+ * (`answered`), one access log line (status 101, bytes each way, `closeReason`, duration since
+ * the request arrived) and the end of its span.
+ */
+export function finishUpgrade (request: FastifyRequest, reply: FastifyReply, end: UpgradeEnd): void {
+  const state = telemetry.get(request.raw)
+  if (state === undefined) return
+  countRequestOutcome(state.kind, 'answered')
+  if (state.span !== undefined) {
+    endProxySpan(state.span, {
+      status: 101,
+      errorType: undefined,
+      attributes: {
+        'forward_proxy.tunnel.close_reason': end.reason,
+        'forward_proxy.tunnel.upload.size': end.bytesUp,
+        'forward_proxy.tunnel.download.size': end.bytesDown
+      }
+    })
+  }
+  if (!logsInfo(request.log)) return
+  request.log.info({
+    access: {
+      kind: state.kind,
+      user: state.tunnelUser === undefined ? (request.proxyUser?.name ?? null) : state.tunnelUser,
+      client: state.clientAddress ?? null,
+      method: request.method,
+      destination: state.destination ?? null,
+      status: 101,
+      errorType: null,
+      closeReason: end.reason,
+      bytesIn: end.bytesUp,
+      bytesOut: end.bytesDown,
+      durationMs: Math.round(reply.elapsedTime * 1000) / 1000
+    }
+  }, 'upgrade closed')
+}
+
 /**
  * Finishes a CONNECT whose client left before it was answered (nothing dialed, or the dial in
  * progress abandoned): its count on `forward_proxy.request.outcomes` (`abandoned`), one access

@@ -4,7 +4,6 @@ import type { Test } from 'tap'
 import type { InterceptionPki } from './interception-pki'
 import { childEnv, TS_LOADER } from './child-node'
 
-const ROOT = join(__dirname, '..', '..')
 // The child runs from TypeScript through the loader tap itself uses, as the CLI tests do.
 
 /** How much the proxy process's memory grew since {@link MemoryProbedProxy.baseline}, in bytes. */
