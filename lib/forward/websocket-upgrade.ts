@@ -9,10 +9,10 @@ import type { ProxyRuntime } from '../core/runtime'
 import { ProxyError, errorCode, proxyErrorFromNetworkError } from '../protocol/errors'
 import { relayTunnel } from '../connect/relay'
 import { finishUpgrade, proxyRequestSpanOf } from '../telemetry/request-telemetry'
-import { buildClientResponseHeaders, buildOutgoingHead, viaListsPseudonym, type HeaderRecord, type ReceivedHeaders } from './outgoing-head'
+import { buildClientResponseHeaders, buildOutgoingHead, viaListsPseudonym, type ReceivedHeaders } from './outgoing-head'
 import { withInactivityTimeout } from './forward-handler'
 import { connectTls } from './destinations'
-import { transformIncomingResponse, transformOutgoingRequest } from './transforms'
+import { transformIncomingResponse, transformOutgoingRequest, type HeaderRecord } from './transforms'
 
 /** The client's side of a WebSocket upgrade: its connection and the bytes after its head. */
 export interface UpgradeClient {
