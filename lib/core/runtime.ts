@@ -22,23 +22,6 @@ import type { ForwardProxyControl } from '../../types/control'
 import type { ForwardProxyDestination } from '../../types/destination'
 import type { ForwardProxyUser } from '../../types/user'
 
-/** One tunnel chosen for interception, its 200 already sent. */
-export interface AcceptedTunnel {
-  readonly client: InterceptedClient
-  readonly destination: ForwardProxyDestination
-  /** The user who opened the tunnel; `request.proxyUser` of every request inside. */
-  readonly user: ForwardProxyUser | null
-  /** The client's address, for the access log of requests inside. */
-  readonly clientAddress: string | undefined
-  /** The CONNECT's trace context, parent of the spans of requests inside that bring none. */
-  readonly traceContext: Context | undefined
-  readonly provider: ForwardProxyCertificateProvider
-  readonly idleTimeout: number
-  readonly log: FastifyBaseLogger
-  /** Called once when the tunnel has closed, however it ended. */
-  readonly onClose: (summary: TransportSummary) => void
-}
-
 /** Everything one registration of the proxy shares between its parts. */
 export interface ProxyRuntime {
   readonly settings: ResolvedProxySettings
@@ -227,6 +210,23 @@ export class ConcurrencyLimit {
       this.#reserved--
     }
   }
+}
+
+/** One tunnel chosen for interception, its 200 already sent. */
+export interface AcceptedTunnel {
+  readonly client: InterceptedClient
+  readonly destination: ForwardProxyDestination
+  /** The user who opened the tunnel; `request.proxyUser` of every request inside. */
+  readonly user: ForwardProxyUser | null
+  /** The client's address, for the access log of requests inside. */
+  readonly clientAddress: string | undefined
+  /** The CONNECT's trace context, parent of the spans of requests inside that bring none. */
+  readonly traceContext: Context | undefined
+  readonly provider: ForwardProxyCertificateProvider
+  readonly idleTimeout: number
+  readonly log: FastifyBaseLogger
+  /** Called once when the tunnel has closed, however it ended. */
+  readonly onClose: (summary: TransportSummary) => void
 }
 
 /** Where the CONNECT flow hands a tunnel chosen for interception: the in-memory interception endpoint. */

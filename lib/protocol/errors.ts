@@ -3,68 +3,6 @@
 
 import { errors } from 'undici'
 
-/** Thrown at registration when an option is invalid; the message names the option. */
-export class ForwardProxyOptionsError extends TypeError {
-  /** Dotted path of the bad option, e.g. `limits.connectTimeout`. */
-  readonly option: string
-  /** Stable code of every invalid-option error. */
-  readonly code = OPTIONS_ERROR_CODE
-
-  constructor (option: string, problem: string) {
-    super(`fastify-forward-proxy: option "${option}" ${problem}`)
-    this.name = 'ForwardProxyOptionsError'
-    this.option = option
-  }
-}
-
-/** Thrown by the built-ins when a host pattern or header rule is unusable; the message says which. */
-export class ForwardProxyRuleError extends TypeError {
-  /** Stable code of every invalid-rule error. */
-  readonly code = RULE_ERROR_CODE
-
-  constructor (message: string) {
-    super(`fastify-forward-proxy: ${message}`)
-    this.name = 'ForwardProxyRuleError'
-  }
-}
-
-/**
- * Why an EST operation failed:
- * - `invalid_option`: an option of the wrong type or out of range;
- * - `est_unreachable`: the EST server could not be reached or the TLS connection to it failed;
- * - `est_timeout`: the enrollment (including waits a 202 asked for) took longer than `timeout`;
- * - `est_refused`: the server answered with an error status (the status is in `estStatus`);
- * - `est_bad_response`: the answer was not base64 PKCS#7 certs-only, or held no usable certificate;
- * - `est_untrusted_leaf`: the issued leaf does not name the host, is not for the proxy's key,
- *   is not valid now, or does not chain to the `/cacerts` certificates.
- */
-export type ForwardProxyEstErrorReason =
-  | 'invalid_option'
-  | 'est_unreachable'
-  | 'est_timeout'
-  | 'est_refused'
-  | 'est_bad_response'
-  | 'est_untrusted_leaf'
-
-/**
- * Why a certificate operation failed:
- * - `invalid_option`: an option of the wrong type or out of range;
- * - `bad_ca_certificate`: the CA certificate is not PEM, not a CA, expired, or its chain is out of order;
- * - `bad_ca_key`: the key is not PEM, is encrypted without (or with a wrong) passphrase, or is of an unsupported type;
- * - `key_mismatch`: the key is not the CA certificate's;
- * - `invalid_host`: the host is not a canonical host name or IP address (wildcards included);
- * - `name_not_permitted`: the nameConstraints of the CA (or an intermediate) do not allow the host;
- * - `mint_failed`: signing or encoding the leaf failed.
- */
-export type ForwardProxyCertificateErrorReason =
-  | 'invalid_option'
-  | 'bad_ca_certificate'
-  | 'bad_ca_key'
-  | 'key_mismatch'
-  | 'invalid_host'
-  | 'name_not_permitted'
-  | 'mint_failed'
-
 /**
  * RFC 9209 error types this proxy reports in `Proxy-Status`, with the status each maps to.
  * One table, so a status and its error type never disagree; every type in it is one the proxy
@@ -190,6 +128,68 @@ export function allErrorCodes (): Array<{ code: ForwardProxyErrorCode, errorType
     ...Object.values(EST_ERROR_CODES).map((code) => ({ code }))
   ]
 }
+
+/** Thrown at registration when an option is invalid; the message names the option. */
+export class ForwardProxyOptionsError extends TypeError {
+  /** Dotted path of the bad option, e.g. `limits.connectTimeout`. */
+  readonly option: string
+  /** Stable code of every invalid-option error. */
+  readonly code = OPTIONS_ERROR_CODE
+
+  constructor (option: string, problem: string) {
+    super(`fastify-forward-proxy: option "${option}" ${problem}`)
+    this.name = 'ForwardProxyOptionsError'
+    this.option = option
+  }
+}
+
+/** Thrown by the built-ins when a host pattern or header rule is unusable; the message says which. */
+export class ForwardProxyRuleError extends TypeError {
+  /** Stable code of every invalid-rule error. */
+  readonly code = RULE_ERROR_CODE
+
+  constructor (message: string) {
+    super(`fastify-forward-proxy: ${message}`)
+    this.name = 'ForwardProxyRuleError'
+  }
+}
+
+/**
+ * Why an EST operation failed:
+ * - `invalid_option`: an option of the wrong type or out of range;
+ * - `est_unreachable`: the EST server could not be reached or the TLS connection to it failed;
+ * - `est_timeout`: the enrollment (including waits a 202 asked for) took longer than `timeout`;
+ * - `est_refused`: the server answered with an error status (the status is in `estStatus`);
+ * - `est_bad_response`: the answer was not base64 PKCS#7 certs-only, or held no usable certificate;
+ * - `est_untrusted_leaf`: the issued leaf does not name the host, is not for the proxy's key,
+ *   is not valid now, or does not chain to the `/cacerts` certificates.
+ */
+export type ForwardProxyEstErrorReason =
+  | 'invalid_option'
+  | 'est_unreachable'
+  | 'est_timeout'
+  | 'est_refused'
+  | 'est_bad_response'
+  | 'est_untrusted_leaf'
+
+/**
+ * Why a certificate operation failed:
+ * - `invalid_option`: an option of the wrong type or out of range;
+ * - `bad_ca_certificate`: the CA certificate is not PEM, not a CA, expired, or its chain is out of order;
+ * - `bad_ca_key`: the key is not PEM, is encrypted without (or with a wrong) passphrase, or is of an unsupported type;
+ * - `key_mismatch`: the key is not the CA certificate's;
+ * - `invalid_host`: the host is not a canonical host name or IP address (wildcards included);
+ * - `name_not_permitted`: the nameConstraints of the CA (or an intermediate) do not allow the host;
+ * - `mint_failed`: signing or encoding the leaf failed.
+ */
+export type ForwardProxyCertificateErrorReason =
+  | 'invalid_option'
+  | 'bad_ca_certificate'
+  | 'bad_ca_key'
+  | 'key_mismatch'
+  | 'invalid_host'
+  | 'name_not_permitted'
+  | 'mint_failed'
 
 /**
  * Builds the RFC 9209 `Proxy-Status` value for an error, e.g.
