@@ -16,4 +16,11 @@ export interface ForwardProxyHeaderRule {
   readonly setResponse?: Readonly<Record<string, string>>
   /** Response headers removed before the response head reaches the client, e.g. `Server`. */
   readonly removeResponse?: readonly string[]
+  /**
+   * The `set` headers carry a secret: they are sent over TLS only (requests inside intercepted
+   * tunnels), and a plain `http://` request to a matching host is refused with 403
+   * `http_request_denied` (nothing is sent) rather than sent in clear. Default false. The
+   * configuration file sets it on every rule that uses `{{secret:NAME}}`.
+   */
+  readonly tlsOnly?: boolean
 }

@@ -1,5 +1,6 @@
 import type { ForwardProxyCredentialCheck } from './user'
 import type { ForwardProxyRequestTransform } from './interception'
+import type { ForwardProxySecret } from './secrets'
 
 /**
  * Proxy authentication. Basic credentials on `Proxy-Authorization`; failures answer
@@ -111,6 +112,16 @@ export interface ForwardProxyOptions {
    * `fastify.forwardProxy.addTransform` or by `tlsInterception`. Default `[]`.
    */
   transforms?: readonly ForwardProxyRequestTransform[]
+  /**
+   * Credentials the clients never hold: clients send each secret's placeholder, and the proxy
+   * puts the value in its place (in header values, inside a Basic `Authorization`, in the path
+   * and query) on requests to the secret's hosts inside intercepted tunnels. A placeholder
+   * sent anywhere else (another host, a user whose `secrets` do not list it, plain `http://`,
+   * a TRACE, a header name or `Host`) gets 403 `http_request_denied` with nothing sent, and a
+   * value a destination echoes in a response header reaches the client as the placeholder.
+   * The tlsInterception plugin intercepts every secret's hosts. Default `[]`.
+   */
+  secrets?: readonly ForwardProxySecret[]
   /**
    * Sends W3C trace context to destinations: with an OpenTelemetry TracerProvider installed,
    * the `traceparent` (and `tracestate`) of each forwarded request's span replaces the client's

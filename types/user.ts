@@ -8,6 +8,11 @@ import type { FastifyRequest } from 'fastify'
 export interface ForwardProxyUser {
   /** The user name from the Basic credentials. */
   name: string
+  /**
+   * The only secrets (by name, see the `secrets` option) whose placeholders this user's
+   * requests may carry; a placeholder of any other is refused with 403. Omitted: every secret.
+   */
+  secrets?: readonly string[]
 }
 
 /**

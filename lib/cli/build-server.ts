@@ -30,6 +30,7 @@ import {
 } from './http2-listener'
 import type { DevelopmentCaInUse } from './interception-from-config'
 import { createHeaderRulesTransform } from '../forward/transforms'
+import { loadSecrets, resolveSecretReferences, secretsOption } from './secrets'
 import type { MetricsEndpoint } from './metrics'
 import { proxyLoggerOptions } from './logging'
 import { parseIP } from '../protocol/hosts'
@@ -72,12 +73,14 @@ export interface StartOptions {
 
 /** Maps the configuration file onto the plugin's options. */
 export function pluginOptionsFromConfig (config: ProxyServerConfig): ForwardProxyOptions {
+  const secretValues = loadSecrets(config.secrets)
   return {
     ...(config.users === undefined ? {} : { auth: { users: config.users, ...(config.authFailureLimit === undefined ? {} : { failureLimit: config.authFailureLimit }) } }),
     ...(config.destinations === undefined ? {} : { destinations: config.destinations }),
     ...(config.limits === undefined ? {} : { limits: config.limits }),
     ...(config.propagateTraceContext === undefined ? {} : { propagateTraceContext: config.propagateTraceContext }),
-    ...(config.headers === undefined || config.headers.length === 0 ? {} : { transforms: [createHeaderRulesTransform(config.headers)] })
+    ...(config.headers === undefined || config.headers.length === 0 ? {} : { transforms: [createHeaderRulesTransform(resolveSecretReferences(config.headers, secretValues))] }),
+    ...(config.secrets === undefined ? {} : { secrets: secretsOption(config.secrets, secretValues) })
   }
 }
 

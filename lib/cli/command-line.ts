@@ -91,6 +91,7 @@ export function startupSummary (config: ProxyServerConfig, urls: readonly string
     config.interception === undefined ? '  interception: off' : interceptionLine(config.interception, developmentCa),
     ...(developmentCa === undefined ? [] : developmentCaNotice(developmentCa)),
     ...(config.headers === undefined || config.headers.length === 0 ? [] : [`  header rules: ${config.headers.length} (${config.headers.map((rule) => rule.hosts.join(', ')).join('; ')})`]),
+    ...(config.secrets === undefined ? [] : [`  secrets: ${Object.entries(config.secrets).map(([name, secret]) => `${name} (${secret.env === undefined ? 'file' : `$${secret.env}`}, for ${secret.hosts.join(', ')})`).join('; ')}`]),
     ...(metricsUrl === undefined ? [] : [`  metrics: ${metricsUrl} (Prometheus text format, separate listener)`]),
     '  health check: GET /healthz on every listener'
   ]

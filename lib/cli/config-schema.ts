@@ -126,7 +126,25 @@ export const CONFIG_SCHEMA = {
           set: { type: 'object', additionalProperties: { type: 'string' } },
           remove: { type: 'array', items: { type: 'string', minLength: 1 } },
           setResponse: { type: 'object', additionalProperties: { type: 'string' } },
-          removeResponse: { type: 'array', items: { type: 'string', minLength: 1 } }
+          removeResponse: { type: 'array', items: { type: 'string', minLength: 1 } },
+          tlsOnly: { type: 'boolean' }
+        }
+      }
+    },
+    // Named credentials for header rules ({{secret:NAME}}), read at start-up from an environment
+    // variable or a file, never written here.
+    secrets: {
+      type: 'object',
+      propertyNames: { pattern: '^[A-Za-z0-9_.-]{1,64}$' },
+      additionalProperties: {
+        type: 'object',
+        additionalProperties: false,
+        required: ['hosts'],
+        properties: {
+          env: { type: 'string', pattern: '^[A-Za-z_][A-Za-z0-9_]*$', description: 'an environment variable name' },
+          file: { type: 'string', minLength: 1 },
+          hosts: { type: 'array', minItems: 1, items: { type: 'string', minLength: 1 } },
+          placeholder: { type: 'string', pattern: '^[A-Za-z0-9._~-]{8,128}$', description: '8 to 128 letters, digits, ".", "-", "_" or "~"' }
         }
       }
     },

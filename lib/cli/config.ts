@@ -11,7 +11,7 @@ import type { ForwardProxyClientProtocols } from '../../types/interception'
 import { createHeaderRulesTransform } from '../forward/transforms'
 import { createHostListSelector } from '../interception/host-list-selector'
 import { ForwardProxyRuleError } from '../protocol/errors'
-import { parseCidr } from '../protocol/hosts'
+import { canonicalHost, compileHostPattern, parseCidr, type HostPattern } from '../protocol/hosts'
 import type { LogConfig } from './logging'
 import { octalMode, tooOpenKeyFileMode } from '../certificates/pem'
 
@@ -42,6 +42,8 @@ export interface ProxyServerConfig {
   limits?: { maxConcurrentTunnels?: number, tunnelIdleTimeout?: number, httpActivityTimeout?: number, connectTimeout?: number, firstByteTimeout?: number, maxConcurrentRequests?: number, maxStreamResets?: number }
   interception?: InterceptionConfig
   headers?: ForwardProxyHeaderRule[]
+  /** Named credentials for header rules (`{{secret:NAME}}`); `file` paths resolved against the file's folder. */
+  secrets?: Record<string, SecretConfig>
   dataDirectory: string
   /** Processes that share the listeners (Node `cluster`); 1, the default, runs in this process. */
   workers?: number
@@ -103,8 +105,12 @@ export function parseConfig (value: unknown, source: string, baseDirectory: stri
   requireTlsForHttp2(config.listen ?? [], source)
   requireOneLeafSource(config.interception, source)
   checkRules(config, source)
+  checkSecretReferences(config.headers, config.secrets, source)
+  if (Object.keys(config.secrets ?? {}).length > 0 && config.interception === undefined) {
+    throw new ConfigError(`${source}: /secrets: secrets are sent inside intercepted tunnels only: add the "interception" key (its CA signs the certificates for the secrets' hosts, which are intercepted whatever its "hosts" list)`)
+  }
   checkNetworks(config, source)
-  const { interception } = config
+  const { interception, secrets } = config
   return {
     ...config,
     listen: (config.listen ?? [DEFAULT_LISTENER]).map((listener) => ({
@@ -123,6 +129,9 @@ export function parseConfig (value: unknown, source: string, baseDirectory: stri
             ...(interception.trustedDestinationCa === undefined ? {} : { trustedDestinationCa: resolve(baseDirectory, interception.trustedDestinationCa) })
           }
         }),
+    ...(secrets === undefined
+      ? {}
+      : { secrets: Object.fromEntries(Object.entries(secrets).map(([name, secret]) => [name, secret.file === undefined ? secret : { ...secret, file: resolve(baseDirectory, secret.file) }])) }),
     dataDirectory: resolve(baseDirectory, config.dataDirectory ?? '.forward-proxy'),
     workers: config.workers ?? 1,
     log: { level: config.log?.level ?? 'info', format: config.log?.format ?? 'json' },
@@ -244,7 +253,9 @@ export function describeSchemaError (errors: readonly ErrorObject[]): string {
     case 'dependencies':
       return `${where}: "${String(params.property)}" needs "${String(params.missingProperty)}" too`
     case 'propertyNames':
-      return `${where}: key "${String(params.propertyName)}" is not allowed (user names must be non-empty and contain no ":")`
+      return where === '/secrets'
+        ? `${where}: key "${String(params.propertyName)}" is not allowed (secret names are 1 to 64 letters, digits, ".", "-" or "_")`
+        : `${where}: key "${String(params.propertyName)}" is not allowed (user names must be non-empty and contain no ":")`
     default:
       return `${where} must be ${expected(error.parentSchema as SchemaNode | undefined)}`
   }
@@ -339,6 +350,71 @@ export function readKeyFile (path: string, key: string): Buffer {
     throw new ConfigError(`${key}: permissions ${octalMode(mode)} for the private key "${path}" are too open: it must be readable by the proxy's user only. Run "chmod 600 ${path}" if nobody else could have read it; otherwise treat the key as exposed and replace it`)
   }
   return content
+}
+
+/** One entry of the `secrets` key: where its value comes from and where it may go. */
+export interface SecretConfig {
+  /** The environment variable holding the value; exactly one of `env` and `file`. */
+  env?: string
+  /** The file holding the value (resolved against the configuration file's folder). */
+  file?: string
+  /** Host patterns the secret may be sent to. */
+  hosts: string[]
+  /** What clients send instead of the value; default derived from the name. */
+  placeholder?: string
+}
+
+/** `{{secret:NAME}}` inside a header rule's value. */
+export const SECRET_REFERENCE = /\{\{secret:([^{}]*)\}\}/g
+
+/** The names of the secrets a header value refers to, in order. */
+export function secretReferencesIn (value: string): string[] {
+  return [...value.matchAll(SECRET_REFERENCE)].map((match) => match[1] as string)
+}
+
+/**
+ * Checks the `secrets` key (each secret has exactly one of `env` and `file`) and every
+ * `{{secret:NAME}}` of the header rules against it: the secret exists, and every host of the rule is one the secret is granted to (a rule for `*.example.com`
+ * may use a secret granted to `*` or `*.example.com`, not one granted to `api.example.com`), so a
+ * secret can only ever be sent where its entry says.
+ * @throws ConfigError naming the rule and the secret, never a value.
+ */
+export function checkSecretReferences (headers: readonly ForwardProxyHeaderRule[] | undefined, secrets: Readonly<Record<string, SecretConfig>> | undefined, source: string): void {
+  for (const [name, secret] of Object.entries(secrets ?? {})) {
+    if ((secret.env === undefined) === (secret.file === undefined)) {
+      throw new ConfigError(`${source}: /secrets/${name}: give exactly one of "env" (an environment variable) and "file" (a file readable by the proxy's user only)`)
+    }
+  }
+  headers?.forEach((rule, index) => {
+    for (const [name, value] of Object.entries(rule.set ?? {})) {
+      for (const secretName of secretReferencesIn(value)) {
+        const secret = secrets?.[secretName]
+        if (secret === undefined) {
+          throw new ConfigError(`${source}: /headers/${index}/set/${name} names the secret "${secretName}", which /secrets does not define`)
+        }
+        const granted = secret.hosts.map(compileHostPattern).filter((pattern): pattern is HostPattern => pattern !== null)
+        const outside = rule.hosts.find((host) => !granted.some((pattern) => covers(pattern, host)))
+        if (outside !== undefined) {
+          throw new ConfigError(`${source}: /headers/${index}/set/${name} uses the secret "${secretName}" for "${outside}", a host its /secrets/${secretName}/hosts does not grant`)
+        }
+      }
+    }
+  })
+}
+
+/** True when every host `hostPattern` matches is also matched by `granted`. */
+function covers (granted: HostPattern, hostPattern: string): boolean {
+  if (granted.text === '*') return true
+  if (hostPattern === '*') return false
+  if (hostPattern.startsWith('*.')) {
+    const suffix = canonicalHost(hostPattern.slice(2))
+    if (suffix === null || !granted.text.startsWith('*.')) return false
+    const grantedSuffix = canonicalHost(granted.text.slice(2))
+    return grantedSuffix !== null && (suffix === grantedSuffix || suffix.endsWith(`.${grantedSuffix}`))
+  }
+  if (hostPattern.includes('/')) return granted.text === hostPattern
+  const host = canonicalHost(hostPattern)
+  return host !== null && granted.matches(host)
 }
 
 /** PEM certificate chain and private key of a TLS listener. */

@@ -10,6 +10,7 @@ import type { ProxyRuntime, InterceptionRuntime, InterceptedClient } from '../co
 import type { RawRequest } from '../core/proxy-request'
 import { ProxyError, policyRefusal } from '../protocol/errors'
 import { connectToDestination } from '../security/destination-connector'
+import type { SecretSet } from '../security/secrets'
 import { http1ConnectContextOf, type Http1ConnectContext } from './listener'
 import type { ForwardProxyCertificateProvider } from '../../types/interception'
 import {
@@ -63,7 +64,7 @@ export async function openConnectTunnel (
   // finish only as flow control allows, so its tunnels keep piping.
   const reader = client.http2 ? undefined : createDestinationReader()
   try {
-    if (runtime.interception !== undefined) provider = await decideInterception(request, destination, runtime.interception, clientGone.signal)
+    if (runtime.interception !== undefined) provider = await decideInterception(request, destination, runtime.interception, runtime.settings.secrets, clientGone.signal)
     if (provider === null && !client.gone) upstream = await connectToDestination(destination, runtime.connector, clientGone.signal, reader?.onread)
   } catch (error) {
     release()
@@ -152,7 +153,9 @@ function tunnelClientOf (request: FastifyRequest): TunnelClient {
  * Runs the destination filters, then the selector, once per CONNECT,
  * after authentication, policy and the tunnel limit. Returns the certificate provider for the
  * tunnel when it is to be intercepted, null when it is relayed opaquely (no selector, or the
- * selector said no). `signal` aborts when the client goes away.
+ * selector said no). A host some secret is granted to is intercepted without asking the
+ * selector: its placeholders can only be replaced inside the TLS. `signal` aborts when the
+ * client goes away.
  * @throws ProxyError 403 `http_request_denied` when a filter refuses the tunnel; whatever a
  * filter, selector or factory throws (answered 500 `proxy_internal_error`).
  */
@@ -160,6 +163,7 @@ export async function decideInterception (
   request: FastifyRequest,
   destination: ForwardProxyDestination,
   interception: InterceptionRuntime,
+  secrets: SecretSet | null,
   signal: AbortSignal
 ): Promise<ForwardProxyCertificateProvider | null> {
   for (const filter of interception.settings.destinationFilters) {
@@ -168,9 +172,11 @@ export async function decideInterception (
     }
   }
   const { selector: selectorSource, certificateProvider: providerSource } = interception
-  if (selectorSource === null) return null
-  const selector = typeof selectorSource === 'function' ? selectorSource(request) : selectorSource
-  if (await selector.shouldIntercept(request, destination, signal) !== true) return null
+  if (secrets?.grantsHost(destination.host) !== true) {
+    if (selectorSource === null) return null
+    const selector = typeof selectorSource === 'function' ? selectorSource(request) : selectorSource
+    if (await selector.shouldIntercept(request, destination, signal) !== true) return null
+  }
   if (providerSource === null) throw new Error('tlsInterception has no certificate provider')
   return typeof providerSource === 'function' ? providerSource(request) : providerSource
 }

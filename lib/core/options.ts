@@ -27,6 +27,7 @@ import {
   type AuthFailureLimitSettings
 } from '../security/proxy-auth'
 import { systemResolver, type DestinationPolicySettings } from '../security/destination-policy'
+import { compileSecrets, type SecretSet } from '../security/secrets'
 import { ForwardProxyOptionsError } from '../protocol/errors'
 import { DEFAULT_PSEUDONYM } from '../protocol/error-responses'
 
@@ -54,11 +55,13 @@ export interface ResolvedProxySettings {
   readonly limits: Readonly<Required<ForwardProxyLimitOptions>>
   readonly resolver: ForwardProxyResolver
   readonly transforms: readonly ForwardProxyRequestTransform[]
+  /** The `secrets` option compiled; null without secrets. */
+  readonly secrets: SecretSet | null
   readonly propagateTraceContext: boolean
 }
 
 const KNOWN_KEYS: Record<string, readonly string[]> = {
-  '': ['auth', 'destinations', 'limits', 'via', 'resolver', 'transforms', 'propagateTraceContext'],
+  '': ['auth', 'destinations', 'limits', 'via', 'resolver', 'transforms', 'secrets', 'propagateTraceContext'],
   auth: ['realm', 'users', 'validate', 'failureLimit'],
   'auth.failureLimit': ['maxFailures', 'window'],
   destinations: ['allowedHosts', 'deniedHosts', 'allowedPorts', 'allowPrivateNetworks', 'allowedNetworks'],
@@ -82,6 +85,7 @@ export function resolveProxySettings (options: ForwardProxyOptions = {}): Resolv
     limits: resolveLimits(options.limits),
     resolver: resolveResolver(options.resolver),
     transforms: asArray('transforms', options.transforms ?? []).map((transform, index) => checkTransform(transform, `transforms[${index}]`)),
+    secrets: compileSecrets(options.secrets),
     propagateTraceContext: resolvePropagateTraceContext(options.propagateTraceContext)
   }
 }

@@ -11,7 +11,7 @@ import type { ProxyRuntime } from '../core/runtime'
 import { ProxyError, errorCode, proxyErrorFromNetworkError } from '../protocol/errors'
 import { formatAuthority } from '../protocol/hosts'
 import type { AbsoluteTarget, AbsoluteTargetProblem } from '../core/proxy-request'
-import { buildClientResponseHeaders, buildOutgoingHead, decideMaxForwards, viaListsPseudonym, type ReceivedHeaders } from './outgoing-head'
+import { buildClientResponseHeaders, buildOutgoingHead, decideMaxForwards, placeSecrets, viaListsPseudonym, type ReceivedHeaders } from './outgoing-head'
 import { transformIncomingResponse, transformOutgoingRequest } from './transforms'
 import { countBytesIn, countBytesOut, proxyRequestSpanOf } from '../telemetry/request-telemetry'
 
@@ -98,7 +98,9 @@ export async function forwardRequest (
 
   const defaultPort = scheme === 'https' ? 443 : 80
   const span = runtime.settings.propagateTraceContext ? proxyRequestSpanOf(request) : undefined
-  const { headers: built, received, via } = buildOutgoingHead(request, { destination, defaultPort, maxForwards }, pseudonym, span)
+  const { headers: outgoing, received, via } = buildOutgoingHead(request, { destination, defaultPort, maxForwards }, pseudonym, span)
+  const { secrets } = runtime.settings
+  const { path, headers: built } = placeSecrets(request, secrets, { path: pathAndQuery, headers: outgoing, destination, overTls: scheme === 'https' })
 
   const departure = new ClientDeparture(reply.raw)
   // A client that left while the app's hooks ran has already had its 'close': dial nothing.
@@ -106,14 +108,14 @@ export async function forwardRequest (
   holdRequestSlot(reply, runtime)
 
   const headers = await transformOutgoingRequest(runtime.transforms, request, destination, {
-    method: request.method, path: pathAndQuery, headers: built, defaultPort
+    method: request.method, path, headers: built, defaultPort
   }, departure)
   if (departure.aborted) throw clientLeft()
 
   const dispatcher = scheme === 'https' ? runtime.tlsDispatcher : runtime.dispatcher
   const response = await dispatcher.request({
     origin: `${scheme}://${formatAuthority(destination.host, destination.port)}`,
-    path: pathAndQuery,
+    path,
     method: request.method,
     headers,
     body: hasBody(request, received) ? countedBody(request.raw, (bytes) => countBytesIn(request, bytes), runtime.settings.limits.httpActivityTimeout) : null,
@@ -133,6 +135,8 @@ export async function forwardRequest (
     response.body.destroy()
     throw error
   }
+  // After the transforms: what reaches the client never holds a secret's value.
+  secrets?.scrubResponseHeaders(head.headers)
 
   const contentType = headerText(response.headers['content-type']) ?? ''
   const idleTimeout = contentType.toLowerCase().startsWith('text/event-stream')

@@ -8,7 +8,7 @@ import type {
   ForwardProxyOutgoingRequest,
   ForwardProxyRequestTransform
 } from '../../types/interception'
-import { ProxyError, ForwardProxyRuleError } from '../protocol/errors'
+import { isProxyError, ProxyError, ForwardProxyRuleError } from '../protocol/errors'
 import { isEquivalentAuthority, matchesAny, type HostPattern, compileHostPatterns } from '../protocol/hosts'
 import { HOP_BY_HOP, TOKEN, UNSAFE_VALUE } from './outgoing-head'
 import type { ForwardProxyHeaderRule } from '../../types/header-rules'
@@ -46,9 +46,10 @@ function transformRefused (details: string, cause?: unknown): ProxyError {
 /**
  * Runs every `transformRequest` in registration order on a copy of the built request (hop-by-hop
  * headers removed, Via added) and returns the headers to send: the built list untouched when no transform edits
- * requests. Throws 500 `proxy_internal_error` when a transform throws, changes the method or the
- * path, sets a `Host` for another authority, adds a framing header, changes
- * `Content-Length`, or leaves a header that is not a valid field.
+ * requests. A transform that throws a `ProxyError` refuses the request with that error's status
+ * and `Proxy-Status`. Throws 500 `proxy_internal_error` when a transform throws anything else,
+ * changes the method or the path, sets a `Host` for another authority, adds a framing header,
+ * changes `Content-Length`, or leaves a header that is not a valid field.
  */
 export async function transformOutgoingRequest (
   transforms: readonly ForwardProxyRequestTransform[],
@@ -65,6 +66,7 @@ export async function transformOutgoingRequest (
     try {
       await transform.transformRequest(request, destination, outgoing, cancellation.signal)
     } catch (error) {
+      if (isProxyError(error)) throw error
       throw transformRefused('request transform threw', error)
     }
   }
@@ -87,8 +89,8 @@ export async function transformOutgoingRequest (
 
 /**
  * Runs every `transformResponse` in registration order on the response head (hop-by-hop headers
- * removed, `Via` added) and returns the edited head. Throws 500 `proxy_internal_error` when a
- * transform throws, sets a status outside 200 to 599 other than the destination's, adds a
+ * removed, `Via` added) and returns the edited head. A transform that throws a `ProxyError`
+ * answers with that error instead. Throws 500 `proxy_internal_error` when a transform throws anything else, sets a status outside 200 to 599 other than the destination's, adds a
  * framing header, changes `Content-Length` or leaves a header that is not a valid field.
  */
 export async function transformIncomingResponse (
@@ -105,6 +107,7 @@ export async function transformIncomingResponse (
     try {
       await transform.transformResponse(request, destination, response, cancellation.signal)
     } catch (error) {
+      if (isProxyError(error)) throw error
       throw transformRefused('response transform threw', error)
     }
   }
@@ -175,6 +178,7 @@ interface CompiledRule {
   readonly remove: readonly string[]
   readonly setResponse: ReadonlyArray<readonly [string, string]>
   readonly removeResponse: readonly string[]
+  readonly tlsOnly: boolean
 }
 
 /**
@@ -191,11 +195,15 @@ export function createHeaderRulesTransform (rules: readonly ForwardProxyHeaderRu
   const compiled = rules.map((rule, index) => compileRule(rule, `headers[${index}]`))
   const matching = (host: string): CompiledRule[] => compiled.filter((rule) => matchesAny(rule.hosts, host))
   return {
-    transformRequest (_request, destination, outgoing) {
+    transformRequest (request, destination, outgoing) {
       // A TRACE is answered with the request it received: a header set here (an injected
       // credential) would come back to the client in the body.
       const echoed = outgoing.method === 'TRACE'
-      for (const rule of matching(destination.host)) {
+      const rules = matching(destination.host)
+      if (!echoed && request.interception === null && rules.some((rule) => rule.tlsOnly && rule.set.length > 0)) {
+        throw new ProxyError('http_request_denied', 'The proxy sends the credentials for this destination over TLS only: use https://.', { status: 403, details: 'credentials are not sent over plain http' })
+      }
+      for (const rule of rules) {
         for (const name of rule.remove) Reflect.deleteProperty(outgoing.headers, name)
         if (!echoed) for (const [name, value] of rule.set) outgoing.headers[name] = value
       }
@@ -216,8 +224,14 @@ function compileRule (rule: ForwardProxyHeaderRule, path: string): CompiledRule 
     set: compileSet(rule.set, `${path}.set`, REQUEST_NAMES_REFUSED),
     remove: compileNames(rule.remove, `${path}.remove`, REQUEST_NAMES_REFUSED),
     setResponse: compileSet(rule.setResponse, `${path}.setResponse`, RESPONSE_NAMES_REFUSED),
-    removeResponse: compileNames(rule.removeResponse, `${path}.removeResponse`, RESPONSE_NAMES_REFUSED)
+    removeResponse: compileNames(rule.removeResponse, `${path}.removeResponse`, RESPONSE_NAMES_REFUSED),
+    tlsOnly: compileTlsOnly(rule.tlsOnly, `${path}.tlsOnly`)
   }
+}
+
+function compileTlsOnly (value: unknown, path: string): boolean {
+  if (value !== undefined && typeof value !== 'boolean') throw new ForwardProxyRuleError(`${path} must be a boolean`)
+  return value === true
 }
 
 function compileNames (names: readonly string[] | undefined, path: string, refused: ReadonlySet<string>): string[] {

@@ -9,7 +9,7 @@ import type { ProxyRuntime } from '../core/runtime'
 import { ProxyError, errorCode, proxyErrorFromNetworkError } from '../protocol/errors'
 import { relayTunnel } from '../connect/relay'
 import { finishUpgrade, proxyRequestSpanOf } from '../telemetry/request-telemetry'
-import { buildClientResponseHeaders, buildOutgoingHead, viaListsPseudonym, type ReceivedHeaders } from './outgoing-head'
+import { buildClientResponseHeaders, buildOutgoingHead, placeSecrets, viaListsPseudonym, type ReceivedHeaders } from './outgoing-head'
 import { withInactivityTimeout } from './forward-handler'
 import { connectTls } from './destinations'
 import { transformIncomingResponse, transformOutgoingRequest, type HeaderRecord } from './transforms'
@@ -66,7 +66,9 @@ export async function forwardWebSocketUpgrade (
   runtime.policy.checkDestination(destination)
 
   const span = runtime.settings.propagateTraceContext ? proxyRequestSpanOf(request) : undefined
-  const { headers: built, received, via } = buildOutgoingHead(request, { destination, defaultPort: 443, maxForwards: 'as-received' }, pseudonym, span)
+  const { headers: outgoing, received, via } = buildOutgoingHead(request, { destination, defaultPort: 443, maxForwards: 'as-received' }, pseudonym, span)
+  const { secrets } = runtime.settings
+  const { path, headers: built } = placeSecrets(request, secrets, { path: pathAndQuery, headers: outgoing, destination, overTls: true })
   if (upgradeRequestHasBody(received)) {
     throw new ProxyError('http_request_error', 'Upgrade requests with a body are not supported inside an intercepted tunnel.', { details: 'upgrade request with a body' })
   }
@@ -76,7 +78,7 @@ export async function forwardWebSocketUpgrade (
   client.socket.once('close', onClientClose)
   if (client.socket.destroyed) throw clientLeft()
   const headers = await transformOutgoingRequest(runtime.transforms, request, destination, {
-    method: request.method, path: pathAndQuery, headers: built, defaultPort: 443
+    method: request.method, path, headers: built, defaultPort: 443
   }, abort)
   if (abort.signal.aborted) throw clientLeft()
 
@@ -90,7 +92,7 @@ export async function forwardWebSocketUpgrade (
   }
   const answer = await exchangeUpgradeHead(connection, {
     method: request.method,
-    path: pathAndQuery,
+    path,
     headers: [...flatHeaders(headers), 'Connection', 'Upgrade', 'Upgrade', upgradeValue]
   }, limits.httpActivityTimeout, abort.signal)
   client.socket.removeListener('close', onClientClose)
@@ -106,6 +108,7 @@ export async function forwardWebSocketUpgrade (
     upstream.destroy()
     throw error
   }
+  secrets?.scrubResponseHeaders(head.headers)
 
   if (client.socket.destroyed) {
     upstream.destroy()

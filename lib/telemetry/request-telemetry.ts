@@ -43,6 +43,8 @@ interface RequestTelemetry {
   bytesIn: number
   /** Response body bytes to the client (forwarded requests). */
   bytesOut: number
+  /** Names of the secrets the request used or was refused for (never their values). */
+  secrets: readonly string[] | undefined
 }
 
 const telemetry = new WeakMap<object, RequestTelemetry>()
@@ -79,7 +81,8 @@ export function beginProxyRequest (request: FastifyRequest): void {
     span,
     errorType: undefined,
     bytesIn: 0,
-    bytesOut: 0
+    bytesOut: 0,
+    secrets: undefined
   })
 }
 
@@ -102,6 +105,12 @@ export function tunnelTraceContextOf (request: FastifyRequest): Context | undefi
 export function noteProxyErrorType (request: FastifyRequest, errorType: string): void {
   const state = telemetry.get(request.raw)
   if (state !== undefined) state.errorType = errorType
+}
+
+/** Notes the secrets a request used or was refused for, named on its access log line. */
+export function noteSecrets (request: FastifyRequest, names: readonly string[]): void {
+  const state = telemetry.get(request.raw)
+  if (state !== undefined) state.secrets = names
 }
 
 /** Adds request body bytes read from the client. */
@@ -140,6 +149,7 @@ export function finishProxyRequest (request: FastifyRequest, reply: FastifyReply
       errorType: state.errorType ?? null,
       bytesIn: state.bytesIn,
       bytesOut: state.bytesOut,
+      ...(state.secrets === undefined ? {} : { secrets: state.secrets }),
       durationMs: Math.round(reply.elapsedTime * 1000) / 1000
     }
   }, 'proxy access')
@@ -229,6 +239,7 @@ export function finishUpgrade (request: FastifyRequest, reply: FastifyReply, end
       closeReason: end.reason,
       bytesIn: end.bytesUp,
       bytesOut: end.bytesDown,
+      ...(state.secrets === undefined ? {} : { secrets: state.secrets }),
       durationMs: Math.round(reply.elapsedTime * 1000) / 1000
     }
   }, 'upgrade closed')

@@ -57,6 +57,7 @@ void app.register(forwardProxy, { auth: { validate: async (name, password, reque
 void app.register(forwardProxy, { auth: { validate: (name) => ({ name, tenant: 'acme' }) } })
 expectError(app.register(forwardProxy, { destinations: { allowedPorts: ['443'] } }))
 expectError(app.register(forwardProxy, { limits: { connectTimeout: '10s' } }))
+expectError(createHeaderRulesTransform([{ hosts: ['a.example'], tlsOnly: 'yes' }]))
 expectError(app.register(forwardProxy, { limits: { maxStreamResets: true } }))
 expectNotAssignable<ForwardProxyOptions>({ auth: { users: { alice: 1 } } })
 expectAssignable<Required<ForwardProxyLimitOptions>>(DEFAULT_LIMITS)
@@ -86,7 +87,7 @@ const filter: ForwardProxyDestinationFilter = { allowTunnel: async (_request, de
 const interception: TlsInterceptionOptions = {
   selector: (request) => { void request; return asyncSelector },
   certificateProvider: () => provider,
-  transforms: [transform, createHeaderRulesTransform([{ hosts: ['api.example.com'], set: { authorization: 'Bearer x' }, removeResponse: ['set-cookie'] }])],
+  transforms: [transform, createHeaderRulesTransform([{ hosts: ['api.example.com'], set: { authorization: 'Bearer x' }, removeResponse: ['set-cookie'], tlsOnly: true }])],
   destinationFilters: [filter],
   clientProtocols: 'http1AndHttp2',
   handshakeTimeout: 5_000,

@@ -1,0 +1,78 @@
+// Secrets of the configuration file: named credentials read from an environment variable or a
+// file at start-up (never written in the file itself), put into header rules where a value
+// says `{{secret:NAME}}` (config.ts checks, when the file is read, that each such rule only
+// names hosts the secret is granted to), and handed to the plugin for placeholder substitution.
+
+import type { ForwardProxyHeaderRule } from '../../types/header-rules'
+import type { ForwardProxySecret } from '../../types/secrets'
+import { octalMode, tooOpenKeyFileMode } from '../certificates/pem'
+import { SECRET_VALUE } from '../security/secrets'
+import { ConfigError, readConfigFile, SECRET_REFERENCE, secretReferencesIn, type SecretConfig } from './config'
+
+/**
+ * Reads the value of every secret: the environment variable or the file (which must be readable
+ * by the proxy's user only, like a private key), one trailing line break removed. A missing or
+ * empty value, or one a header cannot carry, fails start-up.
+ * @throws ConfigError naming the secret and where it was looked for, never its value.
+ */
+export function loadSecrets (secrets: Readonly<Record<string, SecretConfig>> | undefined, env: NodeJS.ProcessEnv = process.env): Map<string, string> {
+  const values = new Map<string, string>()
+  for (const [name, secret] of Object.entries(secrets ?? {})) {
+    const key = `/secrets/${name}`
+    let value: string
+    if (secret.env !== undefined) {
+      const found = env[secret.env]
+      if (found === undefined) throw new ConfigError(`${key}: the environment variable ${secret.env} is not set`)
+      value = found
+    } else {
+      value = readSecretFile(secret.file ?? '', key)
+    }
+    value = value.replace(/\r?\n$/, '')
+    if (value === '') throw new ConfigError(`${key}: the value is empty`)
+    if (!SECRET_VALUE.test(value)) throw new ConfigError(`${key}: the value must be 8 to 4096 visible ASCII characters (no spaces, line breaks or controls)`)
+    values.set(name, value)
+  }
+  return values
+}
+
+function readSecretFile (path: string, key: string): string {
+  const content = readConfigFile(path, key)
+  let mode: number | undefined
+  try {
+    mode = tooOpenKeyFileMode(path)
+  } catch (error) {
+    content.fill(0)
+    throw new ConfigError(`${key}: cannot read "${path}" (${(error as NodeJS.ErrnoException).code ?? 'error'})`)
+  }
+  if (mode !== undefined) {
+    content.fill(0)
+    throw new ConfigError(`${key}: permissions ${octalMode(mode)} for the secret file "${path}" are too open: it must be readable by the proxy's user only. Run "chmod 600 ${path}" if nobody else could have read it; otherwise treat the secret as exposed and replace it`)
+  }
+  const text = content.toString('utf8')
+  content.fill(0)
+  return text
+}
+
+/** The plugin's `secrets` option: each secret of the file with its value. */
+export function secretsOption (secrets: Readonly<Record<string, SecretConfig>>, values: ReadonlyMap<string, string>): ForwardProxySecret[] {
+  return Object.entries(secrets).map(([name, secret]) => ({
+    name,
+    value: values.get(name) ?? '',
+    hosts: secret.hosts,
+    ...(secret.placeholder === undefined ? {} : { placeholder: secret.placeholder })
+  }))
+}
+
+/**
+ * The header rules with every `{{secret:NAME}}` replaced by the secret's value. A rule that uses
+ * a secret is `tlsOnly`: its headers are sent inside intercepted tunnels only, and a plain
+ * `http://` request to its hosts is refused, so a secret never crosses the network in clear.
+ */
+export function resolveSecretReferences (headers: readonly ForwardProxyHeaderRule[], values: ReadonlyMap<string, string>): ForwardProxyHeaderRule[] {
+  return headers.map((rule) => {
+    const set = rule.set ?? {}
+    if (!Object.values(set).some((value) => secretReferencesIn(value).length > 0)) return rule
+    const resolved = Object.fromEntries(Object.entries(set).map(([name, value]) => [name, value.replace(SECRET_REFERENCE, (_match, secretName: string) => values.get(secretName) ?? '')]))
+    return { ...rule, set: resolved, tlsOnly: true }
+  })
+}

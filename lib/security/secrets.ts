@@ -1,0 +1,308 @@
+// Secrets clients never hold: the placeholders clients send are replaced by the real values on
+// requests to the hosts a secret is granted to; a request carrying a placeholder anywhere else is
+// refused; a value a destination echoes in a response header goes back to its placeholder.
+
+import { createHash } from 'node:crypto'
+import type { ForwardProxySecret } from '../../types/secrets'
+import type { ForwardProxyUser } from '../../types/user'
+import { ForwardProxyOptionsError, ForwardProxyRuleError } from '../protocol/errors'
+import { compileHostPatterns, matchesAny, type HostPattern } from '../protocol/hosts'
+
+/** What a secret's name may be. */
+export const SECRET_NAME = /^[A-Za-z0-9_.-]{1,64}$/
+/**
+ * What a secret's value may be: visible ASCII, so that it survives a header, percent-encoding
+ * and base64 unchanged and can be searched for in any of them; 8 characters at least, so that
+ * scrubbing it from responses never hits ordinary text.
+ */
+export const SECRET_VALUE = /^[\x21-\x7e]{8,4096}$/
+// Unreserved URL characters: a placeholder reads the same in a path, a query and a header.
+const PLACEHOLDER = /^[A-Za-z0-9._~-]{8,128}$/
+
+/**
+ * The placeholder of a secret that names none: `ffp_placeholder_<name>_` and the first 16
+ * hexadecimal digits of the SHA-256 of the name (derived from the name only, never the value).
+ */
+export function defaultPlaceholder (name: string): string {
+  return `ffp_placeholder_${name}_${createHash('sha256').update(name).digest('hex').slice(0, 16)}`
+}
+
+interface CompiledSecret {
+  readonly name: string
+  readonly value: string
+  readonly placeholder: string
+  /** Header names arrive lower-cased. */
+  readonly lowerPlaceholder: string
+  readonly hosts: readonly HostPattern[]
+  /** The value as it would appear percent-encoded in a URL a destination echoes. */
+  readonly encodedValue: string
+}
+
+/** A request as {@link SecretSet.substitute} sees it: after the outgoing head was built. */
+export interface SecretRequest {
+  readonly method: string
+  /** Path and query as received. */
+  readonly path: string
+  /** Flat name/value pairs of the outgoing head. */
+  readonly headers: readonly string[]
+  /** The destination's canonical host. */
+  readonly host: string
+  /** The proxy user (its `secrets`, when given, are the only ones it may use). */
+  readonly user: ForwardProxyUser | null
+  /** True inside an intercepted tunnel (TLS to the destination); false for plain `http://`. */
+  readonly overTls: boolean
+}
+
+/**
+ * The outcome of {@link SecretSet.substitute}:
+ * - `none`: no placeholder anywhere; send the request as built;
+ * - `substituted`: placeholders replaced; send `path` and `headers`;
+ * - `refused`: the request must not leave. `reason` says why: `not-granted` (a secret this
+ *   destination or user may not have, or a placeholder in a header name or `Host`),
+ *   `plain-http` (the secret would cross the network in clear), `trace` (a TRACE echoes it).
+ */
+export type SecretSubstitution =
+  | { readonly kind: 'none' }
+  | { readonly kind: 'substituted', readonly path: string, readonly headers: string[], readonly secrets: readonly string[] }
+  | { readonly kind: 'refused', readonly reason: 'not-granted' | 'plain-http' | 'trace', readonly secret: string }
+
+class SecretRefused extends Error {
+  constructor (readonly reason: 'not-granted' | 'plain-http' | 'trace', readonly secret: string) {
+    super(reason)
+  }
+}
+
+/** The compiled `secrets` option of one registration. */
+export class SecretSet {
+  readonly #secrets: readonly CompiledSecret[]
+
+  constructor (secrets: readonly CompiledSecret[]) {
+    this.#secrets = secrets
+  }
+
+  /** The names of the secrets, in the order given. */
+  get names (): string[] {
+    return this.#secrets.map((secret) => secret.name)
+  }
+
+  /** True when a secret is granted to `host` (canonical): tunnels to it are intercepted. */
+  grantsHost (host: string): boolean {
+    return this.#secrets.some((secret) => matchesAny(secret.hosts, host))
+  }
+
+  /**
+   * Finds the placeholders in a request (header values, the decoded base64 of a Basic
+   * `Authorization`, the path and query, percent-encoded or not) and replaces each with its
+   * secret's value, percent-encoded in the path. A placeholder of a secret not granted to the
+   * destination's host or not in the user's `secrets`, any placeholder in a header name or in
+   * `Host`, a granted one over plain `http://` and one in a TRACE refuse the whole request.
+   */
+  substitute (request: SecretRequest): SecretSubstitution {
+    const used = new Set<string>()
+    try {
+      const headers = this.#substituteHeaders(request, used)
+      const path = this.#substitutePath(request, used)
+      if (headers === null && path === null) return { kind: 'none' }
+      return { kind: 'substituted', path: path ?? request.path, headers: headers ?? [...request.headers], secrets: [...used] }
+    } catch (error) {
+      if (error instanceof SecretRefused) return { kind: 'refused', reason: error.reason, secret: error.secret }
+      throw error
+    }
+  }
+
+  /**
+   * Replaces every secret value (as is, or percent-encoded) in response header values by its
+   * placeholder, in place: a destination that echoes a credential (in a `Location`, a debug
+   * header) never hands it to the client. Returns the names of the secrets it found.
+   */
+  scrubResponseHeaders (headers: Record<string, string | string[] | undefined>): string[] {
+    const found = new Set<string>()
+    for (const [name, value] of Object.entries(headers)) {
+      if (value === undefined) continue
+      if (Array.isArray(value)) {
+        headers[name] = value.map((item) => this.#scrub(item, found))
+      } else {
+        headers[name] = this.#scrub(value, found)
+      }
+    }
+    return [...found]
+  }
+
+  #scrub (value: string, found: Set<string>): string {
+    let scrubbed = value
+    for (const secret of this.#secrets) {
+      for (const form of [secret.value, secret.encodedValue]) {
+        if (scrubbed.includes(form)) {
+          scrubbed = scrubbed.split(form).join(secret.placeholder)
+          found.add(secret.name)
+        }
+      }
+    }
+    return scrubbed
+  }
+
+  /** The secret for a placeholder found in the request, after checking it may be sent. */
+  #grant (secret: CompiledSecret, request: SecretRequest, used: Set<string>): string {
+    const userSecrets = request.user?.secrets
+    if (!matchesAny(secret.hosts, request.host) || (userSecrets !== undefined && !userSecrets.includes(secret.name))) {
+      throw new SecretRefused('not-granted', secret.name)
+    }
+    if (!request.overTls) throw new SecretRefused('plain-http', secret.name)
+    if (request.method === 'TRACE') throw new SecretRefused('trace', secret.name)
+    used.add(secret.name)
+    return secret.value
+  }
+
+  #substituteHeaders (request: SecretRequest, used: Set<string>): string[] | null {
+    const flat = request.headers
+    let out: string[] | null = null
+    for (let i = 0; i + 1 < flat.length; i += 2) {
+      const name = flat[i] as string
+      const value = flat[i + 1] as string
+      const lowerName = name.toLowerCase()
+      for (const secret of this.#secrets) {
+        if (lowerName.includes(secret.lowerPlaceholder)) throw new SecretRefused('not-granted', secret.name)
+      }
+      const replaced = lowerName === 'host' ? this.#refuseIn(value) : this.#substituteValue(lowerName, value, request, used)
+      if (replaced !== value) {
+        out ??= [...flat]
+        out[i + 1] = replaced
+      }
+    }
+    return out
+  }
+
+  /** `Host` names the destination: a placeholder there is never a credential. */
+  #refuseIn (value: string): string {
+    for (const secret of this.#secrets) {
+      if (value.includes(secret.placeholder)) throw new SecretRefused('not-granted', secret.name)
+    }
+    return value
+  }
+
+  #substituteValue (lowerName: string, value: string, request: SecretRequest, used: Set<string>): string {
+    let replaced = this.#replaceIn(value, request, used)
+    if (lowerName === 'authorization') {
+      const basic = /^(basic[ \t]+)([A-Za-z0-9+/]+={0,2})[ \t]*$/i.exec(replaced)
+      if (basic !== null) {
+        const decoded = Buffer.from(basic[2] as string, 'base64').toString('latin1')
+        const substituted = this.#replaceIn(decoded, request, used)
+        if (substituted !== decoded) replaced = `${basic[1] as string}${Buffer.from(substituted, 'latin1').toString('base64')}`
+      }
+    }
+    return replaced
+  }
+
+  #replaceIn (text: string, request: SecretRequest, used: Set<string>): string {
+    let replaced = text
+    for (const secret of this.#secrets) {
+      if (replaced.includes(secret.placeholder)) {
+        replaced = replaced.split(secret.placeholder).join(this.#grant(secret, request, used))
+      }
+    }
+    return replaced
+  }
+
+  /**
+   * The path with every placeholder replaced, whether the client percent-encoded some of its
+   * characters or not; null when it holds none. The value goes in percent-encoded (every
+   * character but the unreserved ones), so it can never end a path segment or add a query
+   * parameter; the rest of the path is kept byte for byte.
+   */
+  #substitutePath (request: SecretRequest, used: Set<string>): string | null {
+    const { path } = request
+    const { decoded, offsets } = percentDecoded(path)
+    let out = ''
+    let copiedUpTo = 0
+    let found = false
+    for (let hit = this.#firstPlaceholderAt(decoded, 0); hit !== null;) {
+      const [index, secret] = hit
+      out += path.slice(copiedUpTo, offsets[index]) + percentEncoded(this.#grant(secret, request, used))
+      const after = index + secret.placeholder.length
+      copiedUpTo = offsets[after] as number
+      found = true
+      hit = this.#firstPlaceholderAt(decoded, after)
+    }
+    return found ? out + path.slice(copiedUpTo) : null
+  }
+
+  #firstPlaceholderAt (decoded: string, from: number): [number, CompiledSecret] | null {
+    let best: [number, CompiledSecret] | null = null
+    for (const secret of this.#secrets) {
+      const index = decoded.indexOf(secret.placeholder, from)
+      if (index !== -1 && (best === null || index < best[0])) best = [index, secret]
+    }
+    return best
+  }
+}
+
+/**
+ * `path` with its `%XX` escapes decoded (one character per byte), and for each decoded
+ * character the offset in `path` where it starts (plus one past the end).
+ */
+function percentDecoded (path: string): { decoded: string, offsets: number[] } {
+  if (!path.includes('%')) return { decoded: path, offsets: Array.from({ length: path.length + 1 }, (_, i) => i) }
+  let decoded = ''
+  const offsets: number[] = []
+  for (let i = 0; i < path.length;) {
+    offsets.push(i)
+    if (path[i] === '%' && /^[0-9A-Fa-f]{2}$/.test(path.slice(i + 1, i + 3))) {
+      decoded += String.fromCharCode(parseInt(path.slice(i + 1, i + 3), 16))
+      i += 3
+    } else {
+      decoded += path[i] as string
+      i += 1
+    }
+  }
+  offsets.push(path.length)
+  return { decoded, offsets }
+}
+
+function percentEncoded (value: string): string {
+  return value.replace(/[^A-Za-z0-9._~-]/g, (character) => `%${character.charCodeAt(0).toString(16).toUpperCase().padStart(2, '0')}`)
+}
+
+/**
+ * Validates the `secrets` option and compiles it; null when there are none.
+ * @throws ForwardProxyOptionsError naming the first bad entry (never quoting a value).
+ */
+export function compileSecrets (secrets: unknown, option = 'secrets'): SecretSet | null {
+  if (secrets === undefined) return null
+  if (!Array.isArray(secrets)) throw new ForwardProxyOptionsError(option, 'must be an array of { name, value, hosts, placeholder? }')
+  const compiled = secrets.map((secret: unknown, index) => compileSecret(secret, `${option}[${index}]`))
+  compiled.forEach((secret, index) => {
+    for (const other of compiled.slice(0, index)) {
+      if (other.name === secret.name) throw new ForwardProxyOptionsError(`${option}[${index}].name`, `repeats "${secret.name}"`)
+      if (other.placeholder.includes(secret.placeholder) || secret.placeholder.includes(other.placeholder)) {
+        throw new ForwardProxyOptionsError(`${option}[${index}].placeholder`, `overlaps the placeholder of "${other.name}": no placeholder may contain another`)
+      }
+    }
+  })
+  for (const secret of compiled) {
+    if (compiled.some((other) => other.value.includes(secret.placeholder))) {
+      throw new ForwardProxyOptionsError(`${option}.placeholder`, `of "${secret.name}" appears in a secret's value: choose another placeholder`)
+    }
+  }
+  return compiled.length === 0 ? null : new SecretSet(compiled)
+}
+
+function compileSecret (secret: unknown, option: string): CompiledSecret {
+  if (typeof secret !== 'object' || secret === null) throw new ForwardProxyOptionsError(option, 'must be an object { name, value, hosts, placeholder? }')
+  const { name, value, hosts, placeholder, ...rest } = secret as Record<string, unknown>
+  const unknownKey = Object.keys(rest)[0]
+  if (unknownKey !== undefined) throw new ForwardProxyOptionsError(`${option}.${unknownKey}`, 'is not a known option (known: name, value, hosts, placeholder)')
+  if (typeof name !== 'string' || !SECRET_NAME.test(name)) throw new ForwardProxyOptionsError(`${option}.name`, 'must be 1 to 64 letters, digits, ".", "-" or "_"')
+  // Never quote the value: the message may be logged.
+  if (typeof value !== 'string' || !SECRET_VALUE.test(value)) throw new ForwardProxyOptionsError(`${option}.value`, 'must be 8 to 4096 visible ASCII characters (no spaces, line breaks or controls)')
+  const chosen = placeholder ?? defaultPlaceholder(name)
+  if (typeof chosen !== 'string' || !PLACEHOLDER.test(chosen)) throw new ForwardProxyOptionsError(`${option}.placeholder`, 'must be 8 to 128 letters, digits, ".", "-", "_" or "~"')
+  if (!Array.isArray(hosts) || hosts.length === 0) throw new ForwardProxyOptionsError(`${option}.hosts`, 'must be a non-empty array of host patterns')
+  let patterns: HostPattern[]
+  try {
+    patterns = compileHostPatterns(hosts as string[], `${option}.hosts`)
+  } catch (error) {
+    if (error instanceof ForwardProxyRuleError) throw new ForwardProxyOptionsError(`${option}.hosts`, 'holds an entry that is not a host pattern (example.com, *.example.com, *, an IP literal or a CIDR range)')
+    throw error
+  }
+  return { name, value, placeholder: chosen, lowerPlaceholder: chosen.toLowerCase(), hosts: patterns, encodedValue: percentEncoded(value) }
+}

@@ -1,0 +1,144 @@
+import { test, type Test } from 'tap'
+import { execFile } from 'node:child_process'
+import { chmodSync, writeFileSync } from 'node:fs'
+import { createServer } from 'node:https'
+import type { AddressInfo } from 'node:net'
+import { join } from 'node:path'
+import { promisify } from 'node:util'
+import { makeInterceptionPki, type InterceptionPki } from './helpers/interception-pki'
+import { LOOPBACK_ORIGINS, portOf } from './helpers/cli-server'
+import { listeningUrls, runBin } from './helpers/cli-bin'
+import { startOrigin, type Origin } from './helpers/servers'
+import { ConfigError, loadSecrets, parseConfig } from './helpers/internals'
+
+const curl = promisify(execFile)
+// Long and distinctive, so a search of every output for it cannot match by chance.
+const SECRET = 'sk-live-7f3c9a1e5b2d4c6f8a0b9e7d5c3a1f2e'
+
+async function startTlsOrigin (t: Test, pki: InterceptionPki): Promise<{ port: number, seen: Array<string | undefined> }> {
+  const seen: Array<string | undefined> = []
+  const origin = createServer({ cert: pki.originLeaf.cert, key: pki.originLeaf.key }, (req, res) => {
+    seen.push(req.headers.authorization)
+    res.end('ok')
+  })
+  await new Promise<void>((resolve) => origin.listen(0, '127.0.0.1', resolve))
+  t.teardown(() => new Promise<void>((resolve) => { origin.closeAllConnections(); origin.close(() => resolve()) }))
+  return { port: (origin.address() as AddressInfo).port, seen }
+}
+
+function configWithSecret (pki: InterceptionPki, secret: object): object {
+  return {
+    listen: [{ host: '127.0.0.1', port: 0 }],
+    destinations: LOOPBACK_ORIGINS,
+    interception: {
+      hosts: ['127.0.0.1'],
+      ca: { cert: pki.operatorCa.certPath, key: pki.operatorCa.certPath.replace(/\.pem$/, '.key') },
+      trustedDestinationCa: pki.destinationCa.certPath
+    },
+    secrets: { api: secret },
+    headers: [{ hosts: ['127.0.0.1'], set: { Authorization: 'Bearer {{secret:api}}' } }],
+    log: { level: 'info' }
+  }
+}
+
+test('bin: a secret read from an environment variable is injected inside intercepted tunnels only; a plain http:// request to its host gets 403 with nothing sent; the value appears in no output of the process', async (t) => {
+  const pki = await makeInterceptionPki(t)
+  const origin = await startTlsOrigin(t, pki)
+  const plainOrigin: Origin = await startOrigin(t)
+  const file = join(t.testdir(), 'proxy.json')
+  writeFileSync(file, JSON.stringify(configWithSecret(pki, { env: 'FFP_TEST_API_TOKEN', hosts: ['127.0.0.1'] })))
+  const bin = runBin(t, ['--config', file], { FFP_TEST_API_TOKEN: SECRET })
+  const [url] = await listeningUrls(bin)
+  const proxy = `http://127.0.0.1:${portOf(url)}`
+  t.match(bin.stdout(), /secrets: api \(\$FFP_TEST_API_TOKEN, for 127\.0\.0\.1\)/, 'the start-up summary names the secret and where it comes from')
+
+  const intercepted = await curl('curl', ['-sS', '--proxy', proxy, '--cacert', pki.operatorCa.certPath, `https://127.0.0.1:${origin.port}/v1/me`])
+  t.equal(intercepted.stdout, 'ok')
+  t.same(origin.seen, [`Bearer ${SECRET}`], 'the destination got the value from the environment')
+
+  const plain = await curl('curl', ['-sS', '-i', '--proxy', proxy, `http://127.0.0.1:${plainOrigin.port}/plain`])
+  t.match(plain.stdout, /^HTTP\/1\.1 403 /)
+  t.match(plain.stdout, /proxy-status: fastify-forward-proxy; error=http_request_denied; details="credentials are not sent over plain http"/i)
+  t.equal(plainOrigin.requests.length, 0, 'nothing reached the destination in clear')
+
+  bin.child.kill('SIGTERM')
+  await bin.exited
+  t.match(bin.stdout(), /"access"/, 'the access log was on')
+  t.notOk(bin.stdout().includes(SECRET) || bin.stderr().includes(SECRET), 'the value is in no log line, summary or error')
+  t.notOk(intercepted.stdout.includes(SECRET) || plain.stdout.includes(SECRET), 'nor in anything the client got')
+})
+
+test('bin: a secret whose environment variable is missing fails start-up with one line naming the secret and the variable', async (t) => {
+  const pki = await makeInterceptionPki(t)
+  const file = join(t.testdir(), 'proxy.json')
+  writeFileSync(file, JSON.stringify(configWithSecret(pki, { env: 'FFP_TEST_UNSET_TOKEN', hosts: ['127.0.0.1'] })))
+  const bin = runBin(t, ['--config', file])
+  t.equal(await bin.exited, 1)
+  t.equal(bin.stderr(), 'forward-proxy: /secrets/api: the environment variable FFP_TEST_UNSET_TOKEN is not set\n')
+})
+
+test('secrets from files: one trailing line break dropped; a file others may read, an empty value or one a header cannot carry is refused naming the secret, never the value', async (t) => {
+  const dir = t.testdir()
+  const write = (name: string, content: string, mode: number): string => {
+    const path = join(dir, name)
+    writeFileSync(path, content)
+    chmodSync(path, mode)
+    return path
+  }
+  const values = loadSecrets({
+    fromFile: { file: write('token', `${SECRET}\n`, 0o600), hosts: ['a.example'] },
+    fromEnv: { env: 'FFP_TEST_FILE_CASE', hosts: ['a.example'] }
+  }, { FFP_TEST_FILE_CASE: 'env-value' })
+  t.equal(values.get('fromFile'), SECRET)
+  t.equal(values.get('fromEnv'), 'env-value')
+
+  const refused = (secret: object, env: NodeJS.ProcessEnv = {}): string => {
+    try {
+      loadSecrets({ s: secret as { hosts: string[] } }, env)
+    } catch (error) {
+      t.ok(error instanceof ConfigError)
+      return (error as Error).message
+    }
+    return 'accepted'
+  }
+  const open = refused({ file: write('open', SECRET, 0o644), hosts: ['a.example'] })
+  t.match(open, /^\/secrets\/s: permissions 0644 for the secret file ".*open" are too open/)
+  t.match(refused({ file: join(dir, 'missing'), hosts: ['a.example'] }), /^\/secrets\/s: cannot read ".*missing" \(ENOENT\)/)
+  t.equal(refused({ env: 'E', hosts: ['a.example'] }, { E: '\n' }), '/secrets/s: the value is empty')
+  const injected = refused({ env: 'E', hosts: ['a.example'] }, { E: `${SECRET}\r\nX-Injected: 1` })
+  t.match(injected, /^\/secrets\/s: the value must be 8 to 4096 visible ASCII characters/)
+  for (const message of [open, injected]) t.notOk(message.includes(SECRET), 'the value is never in the message')
+})
+
+test('config: a rule may use a secret only for hosts the secret grants; an unknown secret, both or neither of env and file, secrets without interception are refused naming the key', async (t) => {
+  const base = { listen: [{ host: '127.0.0.1', port: 0 }], interception: { hosts: ['other.example'] } }
+  const rule = (hosts: string[]): object => ({ hosts, set: { Authorization: 'Bearer {{secret:gh}}' } })
+  const parse = (value: object): string => {
+    try {
+      parseConfig({ ...base, ...value }, 'proxy.json', '/etc/proxy')
+      return 'accepted'
+    } catch (error) {
+      return (error as Error).message
+    }
+  }
+  const granted = (hosts: string[]): object => ({ secrets: { gh: { env: 'GH', hosts } } })
+  t.equal(parse({ ...granted(['*.example.com']), headers: [rule(['api.example.com', '*.v1.example.com'])] }), 'accepted')
+  t.equal(parse({ ...granted(['*']), headers: [rule(['*'])] }), 'accepted')
+  t.equal(parse({ ...granted(['10.0.0.0/8']), headers: [rule(['10.1.2.3'])] }), 'accepted')
+  t.equal(parse({ ...granted(['api.example.com']), headers: [rule(['*.example.com'])] }),
+    'proxy.json: /headers/0/set/Authorization uses the secret "gh" for "*.example.com", a host its /secrets/gh/hosts does not grant')
+  t.equal(parse({ ...granted(['api.example.com']), headers: [rule(['*'])] }),
+    'proxy.json: /headers/0/set/Authorization uses the secret "gh" for "*", a host its /secrets/gh/hosts does not grant')
+  t.equal(parse({ ...granted(['*.example.com']), headers: [rule(['example.com'])] }),
+    'proxy.json: /headers/0/set/Authorization uses the secret "gh" for "example.com", a host its /secrets/gh/hosts does not grant')
+  t.equal(parse({ headers: [rule(['a.example'])] }), 'proxy.json: /headers/0/set/Authorization names the secret "gh", which /secrets does not define')
+  t.match(parse({ secrets: { gh: { env: 'GH', file: 'f', hosts: ['a'] } } }), /\/secrets\/gh: give exactly one of "env" .* and "file"/)
+  t.match(parse({ secrets: { gh: { hosts: ['a'] } } }), /\/secrets\/gh: give exactly one of/)
+  t.equal(parse({ secrets: { gh: { env: 'GH', hosts: ['a'], value: 'x' } } }), 'proxy.json: /secrets/gh: unknown key "value"', 'a value written in the file is refused')
+  t.match(parse({ secrets: { gh: { file: 'token', hosts: ['a'] } } }), 'accepted')
+  t.match(parse({ interception: undefined, secrets: { gh: { env: 'GH', hosts: ['a'] } } }), /^proxy\.json: \/secrets: secrets are sent inside intercepted tunnels only: add the "interception" key/)
+  t.match(parse({ secrets: { gh: { env: 'GH', hosts: ['a'], placeholder: 'short' } } }), /^proxy\.json: \/secrets\/gh\/placeholder must be 8 to 128 letters/)
+  t.equal(parse({ secrets: { gh: { env: 'GH', hosts: ['a'], placeholder: 'PLACEHOLDER_GITHUB' } } }), 'accepted')
+  const resolved = parseConfig({ ...base, secrets: { gh: { file: 'token', hosts: ['a'] } } }, 'proxy.json', '/etc/proxy')
+  t.equal(resolved.secrets?.gh?.file, '/etc/proxy/token', 'file paths resolve against the configuration file\'s folder')
+})

@@ -1,0 +1,24 @@
+/**
+ * A credential the clients never hold. Clients send its `placeholder`; the proxy puts the real
+ * `value` in its place on requests to the secret's `hosts` (inside intercepted tunnels only,
+ * never over plain `http://`), refuses a request that carries the placeholder anywhere else,
+ * and turns the value back into the placeholder when a destination echoes it in a response
+ * header. The tlsInterception plugin intercepts the secret's hosts whatever its selector says.
+ */
+export interface ForwardProxySecret {
+  /**
+   * Names the secret in logs and in `user.secrets`: 1 to 64 letters, digits, `.`, `-` or `_`.
+   * The value is never logged.
+   */
+  readonly name: string
+  /** The credential: 8 to 4096 visible ASCII characters (no spaces or controls; shorter values would be found in ordinary response headers). */
+  readonly value: string
+  /** Host patterns the value may be sent to, as in `destinations.allowedHosts`. */
+  readonly hosts: readonly string[]
+  /**
+   * What clients send instead of the value: 8 to 128 letters, digits, `.`, `-`, `_` or `~`, so
+   * it needs no encoding in a URL or a header. Default `ffp_placeholder_<name>_` followed by
+   * the first 16 hexadecimal digits of the SHA-256 of the name.
+   */
+  readonly placeholder?: string
+}
