@@ -50,7 +50,7 @@ test('bin: a secret read from an environment variable is injected inside interce
   const bin = runBin(t, ['--config', file], { FFP_TEST_API_TOKEN: SECRET })
   const [url] = await listeningUrls(bin)
   const proxy = `http://127.0.0.1:${portOf(url)}`
-  t.match(bin.stdout(), /secrets: api \(\$FFP_TEST_API_TOKEN, for 127\.0\.0\.1\)/, 'the start-up summary names the secret and where it comes from')
+  t.match(bin.stdout(), /secrets: api \(\$FFP_TEST_API_TOKEN, for 127\.0\.0\.1, placeholder ffp_placeholder_api_[0-9a-f]{16}\)/, 'the start-up summary names the secret and where it comes from')
 
   const intercepted = await curl('curl', ['-sS', '--proxy', proxy, '--cacert', pki.operatorCa.certPath, `https://127.0.0.1:${origin.port}/v1/me`])
   t.equal(intercepted.stdout, 'ok')
@@ -66,6 +66,29 @@ test('bin: a secret read from an environment variable is injected inside interce
   t.match(bin.stdout(), /"access"/, 'the access log was on')
   t.notOk(bin.stdout().includes(SECRET) || bin.stderr().includes(SECRET), 'the value is in no log line, summary or error')
   t.notOk(intercepted.stdout.includes(SECRET) || plain.stdout.includes(SECRET), 'nor in anything the client got')
+})
+
+test('bin: a placeholder the client sends is replaced for the secret\'s hosts, which are intercepted though interception.hosts does not list them (curl); toward another host it gets 403 and the access line names the secret, never the value', async (t) => {
+  const pki = await makeInterceptionPki(t)
+  const origin = await startTlsOrigin(t, pki)
+  const file = join(t.testdir(), 'proxy.json')
+  const config = configWithSecret(pki, { env: 'FFP_TEST_API_TOKEN', hosts: ['127.0.0.1'], placeholder: 'PLACEHOLDER_API' }) as Record<string, unknown>
+  writeFileSync(file, JSON.stringify({ ...config, headers: undefined, interception: { ...(config.interception as object), hosts: ['localhost'] } }))
+  const bin = runBin(t, ['--config', file], { FFP_TEST_API_TOKEN: SECRET })
+  const [url] = await listeningUrls(bin)
+  const proxy = `http://127.0.0.1:${portOf(url)}`
+  const granted = await curl('curl', ['-sS', '--proxy', proxy, '--cacert', pki.operatorCa.certPath, '-H', 'Authorization: Bearer PLACEHOLDER_API', `https://127.0.0.1:${origin.port}/v1/me`])
+  t.equal(granted.stdout, 'ok')
+  t.same(origin.seen, [`Bearer ${SECRET}`], 'the destination got the value')
+  const other = await curl('curl', ['-sS', '-i', '--proxy', proxy, '--cacert', pki.operatorCa.certPath, '-H', 'Authorization: Bearer PLACEHOLDER_API', `https://localhost:${origin.port}/steal`])
+  t.match(other.stdout, /\r\nHTTP\/2 403 /, 'curl speaks HTTP/2 inside the tunnel')
+  t.match(other.stdout, /proxy-status: fastify-forward-proxy; error=http_request_denied; details="secret not allowed for this destination"/i)
+  t.equal(origin.seen.length, 1, 'nothing reached the other host')
+  bin.child.kill('SIGTERM')
+  await bin.exited
+  const refusal = bin.stdout().split('\n').find((line) => line.includes('"access"') && line.includes('"status":403'))
+  t.match(refusal, /"secrets":\["api"\]/, 'the access line names the secret')
+  t.notOk(bin.stdout().includes(SECRET) || bin.stderr().includes(SECRET) || other.stdout.includes(SECRET), 'the value is in no output')
 })
 
 test('bin: a secret whose environment variable is missing fails start-up with one line naming the secret and the variable', async (t) => {

@@ -9,6 +9,7 @@ import {
   type EstConfig
 } from './config'
 import { DEFAULT_LIMITS } from '../core/options'
+import { defaultPlaceholder } from '../security/secrets'
 import type { DevelopmentCaInUse } from './interception-from-config'
 
 /** What the `forward-proxy` command line asks for. */
@@ -91,7 +92,7 @@ export function startupSummary (config: ProxyServerConfig, urls: readonly string
     config.interception === undefined ? '  interception: off' : interceptionLine(config.interception, developmentCa),
     ...(developmentCa === undefined ? [] : developmentCaNotice(developmentCa)),
     ...(config.headers === undefined || config.headers.length === 0 ? [] : [`  header rules: ${config.headers.length} (${config.headers.map((rule) => rule.hosts.join(', ')).join('; ')})`]),
-    ...(config.secrets === undefined ? [] : [`  secrets: ${Object.entries(config.secrets).map(([name, secret]) => `${name} (${secret.env === undefined ? 'file' : `$${secret.env}`}, for ${secret.hosts.join(', ')})`).join('; ')}`]),
+    ...(config.secrets === undefined ? [] : [`  secrets: ${Object.entries(config.secrets).map(([name, secret]) => `${name} (${secret.env === undefined ? 'file' : `$${secret.env}`}, for ${secret.hosts.join(', ')}, placeholder ${secret.placeholder ?? defaultPlaceholder(name)})`).join('; ')}`]),
     ...(metricsUrl === undefined ? [] : [`  metrics: ${metricsUrl} (Prometheus text format, separate listener)`]),
     '  health check: GET /healthz on every listener'
   ]

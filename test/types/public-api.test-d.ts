@@ -28,6 +28,7 @@ import {
   type ForwardProxyEstCertificateProvider,
   type ForwardProxyIncomingResponse,
   type ForwardProxyInterception,
+  type ForwardProxySecret,
   type ForwardProxyInterceptionAddress,
   type ForwardProxyInterceptionSelector,
   type ForwardProxyIssuedLeaf,
@@ -59,6 +60,12 @@ expectError(app.register(forwardProxy, { destinations: { allowedPorts: ['443'] }
 expectError(app.register(forwardProxy, { limits: { connectTimeout: '10s' } }))
 expectError(createHeaderRulesTransform([{ hosts: ['a.example'], tlsOnly: 'yes' }]))
 expectError(app.register(forwardProxy, { limits: { maxStreamResets: true } }))
+const secret: ForwardProxySecret = { name: 'github', value: 'ghp_x', hosts: ['api.github.com'], placeholder: 'PLACEHOLDER_GITHUB' }
+void app.register(forwardProxy, { secrets: [secret, { name: 'openai', value: 'sk-x', hosts: ['api.openai.com'] }] })
+void app.register(forwardProxy, { auth: { validate: (name) => ({ name, secrets: ['github'] }) } })
+expectError(app.register(forwardProxy, { secrets: [{ name: 'github', value: 'x' }] }))
+expectError(app.register(forwardProxy, { secrets: { github: secret } }))
+expectError(app.register(forwardProxy, { auth: { validate: (name) => ({ name, secrets: 'github' }) } }))
 expectNotAssignable<ForwardProxyOptions>({ auth: { users: { alice: 1 } } })
 expectAssignable<Required<ForwardProxyLimitOptions>>(DEFAULT_LIMITS)
 

@@ -1,0 +1,47 @@
+import { test } from 'tap'
+import Fastify from 'fastify'
+import { forwardProxy, ForwardProxyOptionsError, type ForwardProxyOptions } from '../lib/index'
+
+const VALUE = 'sk-test-0123456789abcdef-do-not-print'
+
+async function registrationError (secrets: unknown): Promise<ForwardProxyOptionsError | undefined> {
+  const app = Fastify()
+  try {
+    await app.register(forwardProxy, { secrets } as ForwardProxyOptions)
+    await app.ready()
+    return undefined
+  } catch (error) {
+    if (error instanceof ForwardProxyOptionsError) return error
+    throw error
+  } finally {
+    await app.close()
+  }
+}
+
+const good = { name: 'api', value: VALUE, hosts: ['api.example.com'] }
+
+test('Secrets: bad entries of the secrets option are refused at registration, naming the entry and never quoting a value', async (t) => {
+  const cases: Array<[string, unknown]> = [
+    ['secrets', { api: good }],
+    ['secrets[0]', ['api']],
+    ['secrets[0].name', [{ ...good, name: 'has space' }]],
+    ['secrets[0].value', [{ ...good, value: 'short' }]],
+    ['secrets[0].value', [{ ...good, value: `${VALUE} with spaces` }]],
+    ['secrets[0].value', [{ ...good, value: `${VALUE}\r\nX-Injected: 1` }]],
+    ['secrets[0].hosts', [{ ...good, hosts: [] }]],
+    ['secrets[0].hosts', [{ ...good, hosts: ['exa mple.com'] }]],
+    ['secrets[0].placeholder', [{ ...good, placeholder: 'a b c d e f g' }]],
+    ['secrets[0].placeholder', [{ ...good, placeholder: 'short' }]],
+    ['secrets[0].env', [{ ...good, env: 'X' }]],
+    ['secrets[1].name', [good, { ...good, value: `${VALUE}-2` }]],
+    ['secrets[1].placeholder', [{ ...good, placeholder: 'PLACEHOLDER_ONE' }, { ...good, name: 'b', placeholder: 'PLACEHOLDER_ONE_TWO' }]],
+    ['secrets.placeholder', [{ ...good, placeholder: 'PLACEHOLDER_ONE' }, { ...good, name: 'b', value: 'xxPLACEHOLDER_ONExx' }]]
+  ]
+  for (const [option, secrets] of cases) {
+    const error = await registrationError(secrets)
+    t.equal(error?.option, option, `${JSON.stringify(secrets).slice(0, 80)}: refused naming ${option}`)
+    t.notOk(error?.message.includes(VALUE), 'the value is never in the message')
+  }
+  t.equal(await registrationError([good, { name: 'b', value: `${VALUE}-b`, hosts: ['*'], placeholder: 'PLACEHOLDER_B' }]), undefined, 'valid secrets register')
+  t.equal(await registrationError([]), undefined, 'an empty list is no secrets')
+})
