@@ -26,6 +26,7 @@ import {
   type InterceptionRuntime
 } from './core/runtime'
 import { DestinationPolicy, OwnListeners } from './security/destination-policy'
+import { UserPolicy } from './security/user-policy'
 import { createDestinationDispatcher, createTlsDestinationDispatcher } from './forward/destinations'
 import { INTERCEPTION_ADDRESS, InterceptionEndpoint } from './interception/endpoint'
 import type { TlsInterceptionOptions } from '../types/interception'
@@ -41,6 +42,7 @@ async function forwardProxyPlugin (fastify: FastifyInstance, options: ForwardPro
     policy,
     connector,
     tunnels: new TunnelRegistry(settings.limits.maxConcurrentTunnels),
+    userPolicy: new UserPolicy(),
     forwardedRequests: new ConcurrencyLimit(settings.limits.maxConcurrentRequests),
     dispatcher: createDestinationDispatcher(connector, settings.limits.httpActivityTimeout),
     tlsDispatcher: createTlsDestinationDispatcher(connector, () => runtime.destinationTls, settings.limits.httpActivityTimeout),

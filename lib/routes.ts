@@ -161,6 +161,7 @@ export function createProxyErrorHandler (settings: ResolvedProxySettings) {
       : {}
     // A 408 leaves the request body unread: the HTTP/1.1 connection cannot carry another request.
     if (proxyError.status === 408 && request.raw.httpVersionMajor === 1) extra.connection = 'close'
+    if (proxyError.retryAfter !== undefined) extra['retry-after'] = String(proxyError.retryAfter)
     sendProxyError(reply, settings.pseudonym, proxyError, extra)
   }
 }

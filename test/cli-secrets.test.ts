@@ -91,6 +91,33 @@ test('bin: a placeholder the client sends is replaced for the secret\'s hosts, w
   t.notOk(bin.stdout().includes(SECRET) || bin.stderr().includes(SECRET) || other.stdout.includes(SECRET), 'the value is in no output')
 })
 
+test('bin: users with their own policy (the configuration contract): a user limited to some secrets and hosts, and a string user who may use every secret (curl)', async (t) => {
+  const pki = await makeInterceptionPki(t)
+  const origin = await startTlsOrigin(t, pki)
+  const file = join(t.testdir(), 'proxy.json')
+  const config = configWithSecret(pki, { env: 'FFP_TEST_API_TOKEN', hosts: ['127.0.0.1'], placeholder: 'PLACEHOLDER_API' }) as Record<string, unknown>
+  writeFileSync(file, JSON.stringify({
+    ...config,
+    headers: undefined,
+    users: {
+      alice: 's3cret',
+      'agent-7': { password: 'pw7', allowedHosts: ['127.0.0.1'], secrets: ['api'], maxConcurrentTunnels: 20, requestsPerMinute: 600 },
+      'agent-8': { password: 'pw8', secrets: [] }
+    }
+  }))
+  const bin = runBin(t, ['--config', file], { FFP_TEST_API_TOKEN: SECRET })
+  const [url] = await listeningUrls(bin)
+  // A refused CONNECT makes curl exit 56: its output is what matters here.
+  const through = async (user: string, target: string): Promise<string> => await curl('curl', ['-sS', '-i', '--proxy', `http://${user}@127.0.0.1:${portOf(url)}`, '--cacert', pki.operatorCa.certPath, '-H', 'Authorization: Bearer PLACEHOLDER_API', target])
+    .then((result) => result.stdout, (error: { stdout?: string }) => error.stdout ?? '')
+  t.match(await through('agent-7:pw7', `https://127.0.0.1:${origin.port}/a`), /\r\nHTTP\/2 200 /)
+  t.match(await through('alice:s3cret', `https://127.0.0.1:${origin.port}/b`), /\r\nHTTP\/2 200 /, 'a string user may use every secret')
+  t.match(await through('agent-8:pw8', `https://127.0.0.1:${origin.port}/c`), /details="secret not allowed for this destination"/, 'a user whose secrets do not list it is refused')
+  t.match(await through('agent-7:pw7', `https://localhost:${origin.port}/d`), /^HTTP\/1\.1 403 [^]*details="host not allowed for this user"/, 'agent-7 reaches only its allowedHosts')
+  t.same(origin.seen, [`Bearer ${SECRET}`, `Bearer ${SECRET}`], 'only the allowed requests reached the destination, with the value')
+  t.match(bin.stdout(), /authentication: on \(Basic, 3 users\)/)
+})
+
 test('bin: a secret whose environment variable is missing fails start-up with one line naming the secret and the variable', async (t) => {
   const pki = await makeInterceptionPki(t)
   const file = join(t.testdir(), 'proxy.json')

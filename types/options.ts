@@ -1,4 +1,4 @@
-import type { ForwardProxyCredentialCheck } from './user'
+import type { ForwardProxyCredentialCheck, ForwardProxyUserEntry } from './user'
 import type { ForwardProxyRequestTransform } from './interception'
 import type { ForwardProxySecret } from './secrets'
 
@@ -9,8 +9,12 @@ import type { ForwardProxySecret } from './secrets'
 export interface ForwardProxyAuthOptions {
   /** Realm in the `Proxy-Authenticate` challenge. Default `"fastify-forward-proxy"`. */
   realm?: string
-  /** Fixed user name to password map, compared in constant time. */
-  users?: Readonly<Record<string, string>>
+  /**
+   * Fixed users: name to password (compared in constant time), or to an entry with the
+   * password and the user's own policy (`allowedHosts`, `secrets`, `maxConcurrentTunnels`,
+   * `requestsPerMinute`).
+   */
+  users?: Readonly<Record<string, string | ForwardProxyUserEntry>>
   /** Custom credential check (database, LDAP, ...). */
   validate?: ForwardProxyCredentialCheck
   /**

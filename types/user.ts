@@ -13,6 +13,31 @@ export interface ForwardProxyUser {
    * requests may carry; a placeholder of any other is refused with 403. Omitted: every secret.
    */
   secrets?: readonly string[]
+  /**
+   * Host patterns this user may reach, within the destination policy (which still applies):
+   * others get 403 `http_request_denied`. Omitted: whatever the policy allows.
+   */
+  allowedHosts?: readonly string[]
+  /**
+   * Tunnels this user may have open at once (CONNECT, opaque or intercepted); beyond it 429
+   * `connection_limit_reached`. Omitted: only the proxy's `limits.maxConcurrentTunnels`.
+   */
+  maxConcurrentTunnels?: number
+  /**
+   * Requests this user may make per minute (CONNECTs, `http://` requests, requests inside its
+   * intercepted tunnels), counted in windows of 60 s from the first request of each; beyond
+   * it 429 `http_request_denied` with `Retry-After`. Omitted: no limit.
+   */
+  requestsPerMinute?: number
+}
+
+/**
+ * One entry of the `users` option: the password, and optionally the user's own policy (the
+ * fields of {@link ForwardProxyUser} but its name).
+ */
+export interface ForwardProxyUserEntry extends Omit<ForwardProxyUser, 'name'> {
+  /** The password, compared in constant time. */
+  password: string
 }
 
 /**

@@ -36,7 +36,24 @@ export const CONFIG_SCHEMA = {
       type: 'object',
       // Basic credentials are "name:password", so a name cannot hold a colon.
       propertyNames: { minLength: 1, pattern: '^[^:]*$' },
-      additionalProperties: { type: 'string', minLength: 1 }
+      additionalProperties: {
+        description: 'a non-empty string (the password) or an object { "password", and optionally "allowedHosts" (host patterns), "secrets" (secret names), "maxConcurrentTunnels", "requestsPerMinute" (positive integers) }',
+        oneOf: [
+          { type: 'string', minLength: 1 },
+          {
+            type: 'object',
+            additionalProperties: false,
+            required: ['password'],
+            properties: {
+              password: { type: 'string', minLength: 1 },
+              allowedHosts: { type: 'array', items: { type: 'string', minLength: 1 } },
+              secrets: { type: 'array', items: { type: 'string', minLength: 1 } },
+              maxConcurrentTunnels: { type: 'integer', minimum: 1 },
+              requestsPerMinute: { type: 'integer', minimum: 1 }
+            }
+          }
+        ]
+      }
     },
     authFailureLimit: {
       description: 'false, or { maxFailures, window } (wrong credentials per client address per window of milliseconds)',

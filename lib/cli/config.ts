@@ -8,6 +8,7 @@ import { createSecureContext } from 'node:tls'
 import { CONFIG_SCHEMA } from './config-schema'
 import type { ForwardProxyHeaderRule } from '../../types/header-rules'
 import type { ForwardProxyClientProtocols } from '../../types/interception'
+import type { ForwardProxyUserEntry } from '../../types/user'
 import { createHeaderRulesTransform } from '../forward/transforms'
 import { createHostListSelector } from '../interception/host-list-selector'
 import { ForwardProxyRuleError } from '../protocol/errors'
@@ -29,7 +30,8 @@ export interface ProxyServerConfig {
   listen: ListenerConfig[]
   /** Accept clients without credentials on a non-loopback listener (an open proxy to whoever reaches it). */
   allowAnonymous?: boolean
-  users?: Record<string, string>
+  /** User name to password, or to the password and the user's own policy. */
+  users?: Record<string, string | ForwardProxyUserEntry>
   /** Brute-force guard of `users` (the plugin's `auth.failureLimit`). */
   authFailureLimit?: { maxFailures?: number, window?: number } | false
   destinations?: {

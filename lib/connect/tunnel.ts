@@ -49,10 +49,17 @@ export async function openConnectTunnel (
     throw new ProxyError('http_request_error', 'The CONNECT target must be host:port with a port from 1 to 65535.', { details: 'bad CONNECT target' })
   }
   runtime.policy.checkDestination(destination)
+  runtime.userPolicy.admitRequest(request.proxyUser, destination)
 
-  const release = runtime.tunnels.tryReserve()
-  if (release === null) {
+  const releaseUserTunnel = runtime.userPolicy.reserveTunnel(request.proxyUser)
+  const releaseTunnel = runtime.tunnels.tryReserve()
+  if (releaseTunnel === null) {
+    releaseUserTunnel()
     throw new ProxyError('connection_limit_reached', 'The proxy has reached its tunnel limit; try again later.')
+  }
+  const release = (): void => {
+    releaseTunnel()
+    releaseUserTunnel()
   }
   // Tracked from now on, so closing the server also ends a CONNECT still waiting for DNS or the dial.
   runtime.tunnels.track(client.closable)

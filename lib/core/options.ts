@@ -28,6 +28,7 @@ import {
 } from '../security/proxy-auth'
 import { systemResolver, type DestinationPolicySettings } from '../security/destination-policy'
 import { compileSecrets, type SecretSet } from '../security/secrets'
+import { checkUserPolicyFields } from '../security/user-policy'
 import { ForwardProxyOptionsError } from '../protocol/errors'
 import { DEFAULT_PSEUDONYM } from '../protocol/error-responses'
 
@@ -68,6 +69,8 @@ const KNOWN_KEYS: Record<string, readonly string[]> = {
   limits: ['maxConcurrentTunnels', 'tunnelIdleTimeout', 'httpActivityTimeout', 'connectTimeout', 'firstByteTimeout', 'maxConcurrentRequests', 'maxStreamResets']
 }
 
+const USER_ENTRY_KEYS: readonly string[] = ['password', 'allowedHosts', 'secrets', 'maxConcurrentTunnels', 'requestsPerMinute']
+
 // Fastify passes its own keys (prefix, logLevel, ...) to every plugin; they are not ours to judge.
 const FASTIFY_REGISTER_KEYS = new Set(['prefix', 'logLevel', 'logSerializers'])
 
@@ -78,14 +81,15 @@ const FASTIFY_REGISTER_KEYS = new Set(['prefix', 'logLevel', 'logSerializers'])
 export function resolveProxySettings (options: ForwardProxyOptions = {}): ResolvedProxySettings {
   if (typeof options !== 'object' || options === null) throw new ForwardProxyOptionsError('options', 'must be an object')
   rejectUnknownKeys('', options)
+  const secrets = compileSecrets(options.secrets)
   return {
     pseudonym: resolvePseudonym(options.via),
-    auth: resolveAuth(options.auth),
+    auth: resolveAuth(options.auth, secrets?.names ?? []),
     destinations: resolveDestinations(options.destinations),
     limits: resolveLimits(options.limits),
     resolver: resolveResolver(options.resolver),
     transforms: asArray('transforms', options.transforms ?? []).map((transform, index) => checkTransform(transform, `transforms[${index}]`)),
-    secrets: compileSecrets(options.secrets),
+    secrets,
     propagateTraceContext: resolvePropagateTraceContext(options.propagateTraceContext)
   }
 }
@@ -126,7 +130,7 @@ function resolvePseudonym (via: unknown): string {
   return via
 }
 
-function resolveAuth (auth: ForwardProxyOptions['auth']): ResolvedProxySettings['auth'] {
+function resolveAuth (auth: ForwardProxyOptions['auth'], secretNames: readonly string[]): ResolvedProxySettings['auth'] {
   if (auth === undefined) return null
   if (typeof auth !== 'object' || auth === null) throw new ForwardProxyOptionsError('auth', 'must be an object')
   rejectUnknownKeys('auth', auth)
@@ -145,12 +149,18 @@ function resolveAuth (auth: ForwardProxyOptions['auth']): ResolvedProxySettings[
   if (typeof users !== 'object' || users === null || Array.isArray(users)) {
     throw new ForwardProxyOptionsError('auth.users', 'must be an object mapping user names to passwords')
   }
-  for (const [name, password] of Object.entries(users)) {
+  for (const [name, entry] of Object.entries(users)) {
     if (name === '' || name.includes(':') || /[\u0000-\u001f\u007f]/.test(name)) {
       throw new ForwardProxyOptionsError(`auth.users.${name}`, 'is not a valid user name (non-empty, no colon, no control characters)')
     }
+    const password: unknown = typeof entry === 'object' && entry !== null ? entry.password : entry
     if (typeof password !== 'string' || password === '') {
       throw new ForwardProxyOptionsError(`auth.users.${name}`, 'must have a non-empty string password')
+    }
+    if (typeof entry === 'object') {
+      const unknownKey = Object.keys(entry).find((key) => !USER_ENTRY_KEYS.includes(key))
+      if (unknownKey !== undefined) throw new ForwardProxyOptionsError(`auth.users.${name}.${unknownKey}`, `is not a known option (known: ${USER_ENTRY_KEYS.join(', ')})`)
+      checkUserPolicyFields(entry as unknown as Record<string, unknown>, `auth.users.${name}`, secretNames)
     }
   }
   return { realm, check: credentialCheckFromUsers({ ...users }), failureLimit: resolveFailureLimit(auth.failureLimit) }

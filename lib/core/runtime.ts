@@ -18,6 +18,7 @@ import type {
 import type { ResolvedProxySettings, DestinationTlsSettings, InterceptionSettings } from './options'
 import type { DestinationPolicy } from '../security/destination-policy'
 import type { DestinationConnectorSettings } from '../security/destination-connector'
+import type { UserPolicy } from '../security/user-policy'
 import type { ForwardProxyControl } from '../../types/control'
 import type { ForwardProxyDestination } from '../../types/destination'
 import type { ForwardProxyUser } from '../../types/user'
@@ -28,6 +29,8 @@ export interface ProxyRuntime {
   readonly policy: DestinationPolicy
   readonly connector: DestinationConnectorSettings
   readonly tunnels: TunnelRegistry
+  /** Each user's own hosts, open tunnels and request rate (fields of `request.proxyUser`). */
+  readonly userPolicy: UserPolicy
   /** Forwarded requests in flight (`http://` and inside intercepted tunnels), against `limits.maxConcurrentRequests`. */
   readonly forwardedRequests: ConcurrencyLimit
   /** Carries requests to `http://` destinations. */

@@ -82,6 +82,7 @@ export async function forwardRequest (
   }
   const { destination, scheme, pathAndQuery } = target
   runtime.policy.checkDestination(destination)
+  runtime.userPolicy.admitRequest(request.proxyUser, destination)
 
   let maxForwards: string | undefined | 'as-received' = 'as-received'
   if (target.applyMaxForwards) {

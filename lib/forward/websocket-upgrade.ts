@@ -64,6 +64,7 @@ export async function forwardWebSocketUpgrade (
   }
   const { destination, pathAndQuery } = target
   runtime.policy.checkDestination(destination)
+  runtime.userPolicy.admitRequest(request.proxyUser, destination)
 
   const span = runtime.settings.propagateTraceContext ? proxyRequestSpanOf(request) : undefined
   const { headers: outgoing, received, via } = buildOutgoingHead(request, { destination, defaultPort: 443, maxForwards: 'as-received' }, pseudonym, span)

@@ -52,6 +52,8 @@ export interface ProxyErrorOptions {
   details?: string
   /** The underlying error, for logs only. */
   cause?: unknown
+  /** Seconds after which the client may try again: sent as `Retry-After`. */
+  retryAfter?: number
 }
 
 /**
@@ -67,6 +69,8 @@ export class ProxyError extends Error {
   readonly status: number
   /** Client-visible detail, if any. */
   readonly details: string | undefined
+  /** Seconds after which the client may try again (`Retry-After`), if said. */
+  readonly retryAfter: number | undefined
 
   constructor (errorType: ProxyErrorType, message: string, options: ProxyErrorOptions = {}) {
     super(message, options.cause === undefined ? undefined : { cause: options.cause })
@@ -75,6 +79,7 @@ export class ProxyError extends Error {
     this.code = proxyErrorCode(errorType)
     this.status = options.status ?? PROXY_ERROR_STATUS[errorType]
     this.details = options.details
+    this.retryAfter = options.retryAfter
   }
 }
 

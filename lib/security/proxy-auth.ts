@@ -4,7 +4,7 @@
 import basicAuth from '@fastify/basic-auth'
 import type { FastifyInstance, onRequestHookHandler } from 'fastify'
 import { createHash, timingSafeEqual } from 'node:crypto'
-import type { ForwardProxyCredentialCheck, ForwardProxyUser } from '../../types/user'
+import type { ForwardProxyCredentialCheck, ForwardProxyUser, ForwardProxyUserEntry } from '../../types/user'
 import { ProxyError } from '../protocol/errors'
 
 /** The `Proxy-Authenticate` challenge for a realm. */
@@ -58,15 +58,23 @@ export async function registerProxyAuthentication (
 const ABSENT_PASSWORD = '\u0000fastify-forward-proxy-absent-user\u0000'
 
 /**
- * Builds a credential check from a fixed user name to password map. Both the name lookup and
- * the password comparison take the same time whether or not the user exists.
+ * Builds a credential check from fixed users: name to password, or to an entry with the
+ * password and the user's own policy (returned as the user, so `request.proxyUser` carries
+ * it). Both the name lookup and the password comparison take the same time whether or not
+ * the user exists.
  */
-export function credentialCheckFromUsers (users: Readonly<Record<string, string>>): ForwardProxyCredentialCheck {
-  const table = new Map(Object.entries(users))
+export function credentialCheckFromUsers (users: Readonly<Record<string, string | ForwardProxyUserEntry>>): ForwardProxyCredentialCheck {
+  const table = new Map<string, { password: string, user: true | ForwardProxyUser }>(Object.entries(users).map(([name, entry]) => {
+    if (typeof entry === 'string') return [name, { password: entry, user: true }]
+    const { password, ...policy } = entry
+    return [name, { password, user: { ...policy, name } as ForwardProxyUser }]
+  }))
   return (username, password) => {
     const expected = table.get(username)
-    const matches = timingSafeEqualText(password, expected ?? ABSENT_PASSWORD)
-    return matches && expected !== undefined
+    const matches = timingSafeEqualText(password, expected?.password ?? ABSENT_PASSWORD)
+    if (!matches || expected === undefined) return false
+    // A copy per request: an application hook may change request.proxyUser's fields.
+    return expected.user === true ? true : { ...expected.user }
   }
 }
 

@@ -66,6 +66,10 @@ void app.register(forwardProxy, { auth: { validate: (name) => ({ name, secrets: 
 expectError(app.register(forwardProxy, { secrets: [{ name: 'github', value: 'x' }] }))
 expectError(app.register(forwardProxy, { secrets: { github: secret } }))
 expectError(app.register(forwardProxy, { auth: { validate: (name) => ({ name, secrets: 'github' }) } }))
+void app.register(forwardProxy, { auth: { users: { alice: 's3cret', 'agent-7': { password: 'pw7', allowedHosts: ['api.github.com'], secrets: ['github'], maxConcurrentTunnels: 20, requestsPerMinute: 600 } } } })
+void app.register(forwardProxy, { auth: { validate: (name) => ({ name, allowedHosts: ['*.pypi.org'], requestsPerMinute: 60 }) } })
+expectError(app.register(forwardProxy, { auth: { users: { agent: { allowedHosts: ['a.example'] } } } }))
+expectError(app.register(forwardProxy, { auth: { users: { agent: { password: 'p', requestsPerMinute: '60' } } } }))
 expectNotAssignable<ForwardProxyOptions>({ auth: { users: { alice: 1 } } })
 expectAssignable<Required<ForwardProxyLimitOptions>>(DEFAULT_LIMITS)
 

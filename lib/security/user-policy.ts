@@ -1,0 +1,143 @@
+// Per-user policy: the hosts, concurrent tunnels and request rate one proxy user is allowed,
+// from the fields of its ForwardProxyUser (a `users` entry or what `validate` returned).
+
+import type { ForwardProxyDestination } from '../../types/destination'
+import type { ForwardProxyUser } from '../../types/user'
+import { ForwardProxyOptionsError, ProxyError } from '../protocol/errors'
+import { compileHostPattern, matchesAny, type HostPattern } from '../protocol/hosts'
+
+const WINDOW_MS = 60_000
+// Rate windows of users who stopped sending are dropped once this many are kept.
+const MAX_IDLE_WINDOWS = 10_000
+
+/**
+ * Checks the policy fields of a `users` entry at registration: `allowedHosts` host patterns,
+ * `secrets` names of the `secrets` option, the limits positive integers.
+ * @throws ForwardProxyOptionsError naming the field.
+ */
+export function checkUserPolicyFields (user: Readonly<Record<string, unknown>>, option: string, secretNames: readonly string[]): void {
+  const problem = policyProblem(user, secretNames)
+  if (problem !== null) throw new ForwardProxyOptionsError(`${option}.${problem.field}`, problem.text)
+}
+
+function policyProblem (user: Readonly<Record<string, unknown>>, secretNames: readonly string[] | null): { field: string, text: string } | null {
+  const { allowedHosts, secrets, maxConcurrentTunnels, requestsPerMinute } = user
+  if (allowedHosts !== undefined) {
+    if (!Array.isArray(allowedHosts)) return { field: 'allowedHosts', text: 'must be an array of host patterns' }
+    const bad = allowedHosts.findIndex((text: unknown) => typeof text !== 'string' || compileHostPattern(text) === null)
+    if (bad !== -1) return { field: `allowedHosts[${bad}]`, text: 'is not a host pattern (example.com, *.example.com, *, an IP literal or a CIDR range)' }
+  }
+  if (secrets !== undefined) {
+    if (!Array.isArray(secrets) || secrets.some((name) => typeof name !== 'string')) return { field: 'secrets', text: 'must be an array of secret names' }
+    const unknown = secretNames === null ? undefined : (secrets as string[]).find((name) => !secretNames.includes(name))
+    if (unknown !== undefined) return { field: 'secrets', text: `names "${unknown}", which the secrets option does not define` }
+  }
+  for (const [field, value] of [['maxConcurrentTunnels', maxConcurrentTunnels], ['requestsPerMinute', requestsPerMinute]] as const) {
+    if (value !== undefined && !(Number.isSafeInteger(value) && (value as number) > 0)) return { field, text: 'must be a positive integer' }
+  }
+  return null
+}
+
+/**
+ * Enforces each user's own policy, once the destination policy has passed: its hosts, its open
+ * tunnels and its requests per minute. Users are told apart by name. A user with none of the
+ * fields costs a property read or two per request.
+ */
+export class UserPolicy {
+  readonly #openTunnels = new Map<string, number>()
+  readonly #windows = new Map<string, { start: number, count: number }>()
+  // Compiled once per array: `users` entries are fixed, and a `validate` that returns the same
+  // array each time is not compiled again.
+  readonly #hostPatterns = new WeakMap<readonly string[], HostPattern[]>()
+  readonly #now: () => number
+
+  constructor (now: () => number = Date.now) {
+    this.#now = now
+  }
+
+  /**
+   * Checks a proxy request of `user` toward `destination` and counts it against the user's
+   * requests per minute.
+   * @throws ProxyError 403 `http_request_denied` for a host outside `allowedHosts`; 429
+   * `http_request_denied` with `retryAfter` over `requestsPerMinute`; 500 when `validate`
+   * returned fields that are not a usable policy.
+   */
+  admitRequest (user: ForwardProxyUser | null, destination: ForwardProxyDestination): void {
+    if (user === null) return
+    const { allowedHosts, requestsPerMinute } = user
+    if (allowedHosts === undefined && requestsPerMinute === undefined) return
+    this.#checkFields(user)
+    if (allowedHosts !== undefined && !matchesAny(this.#patternsOf(allowedHosts), destination.host)) {
+      throw new ProxyError('http_request_denied', 'This user may not reach that destination host.', { details: 'host not allowed for this user' })
+    }
+    if (requestsPerMinute !== undefined) this.#count(user.name, requestsPerMinute)
+  }
+
+  /**
+   * Takes one of the user's `maxConcurrentTunnels` slots; returns the function that gives it
+   * back (once), or a no-op without a limit.
+   * @throws ProxyError 429 `connection_limit_reached` when the user has that many open.
+   */
+  reserveTunnel (user: ForwardProxyUser | null): () => void {
+    const limit = user?.maxConcurrentTunnels
+    if (user === null || limit === undefined) return noop
+    this.#checkFields(user)
+    const open = this.#openTunnels.get(user.name) ?? 0
+    if (open >= limit) {
+      throw new ProxyError('connection_limit_reached', 'This user has reached its limit of open tunnels; close one and try again.', { status: 429, details: 'tunnel limit of this user reached' })
+    }
+    this.#openTunnels.set(user.name, open + 1)
+    let released = false
+    return () => {
+      if (released) return
+      released = true
+      const left = (this.#openTunnels.get(user.name) ?? 1) - 1
+      if (left === 0) this.#openTunnels.delete(user.name)
+      else this.#openTunnels.set(user.name, left)
+    }
+  }
+
+  /** Open tunnels of a user, as counted against its `maxConcurrentTunnels`. */
+  openTunnelsOf (name: string): number {
+    return this.#openTunnels.get(name) ?? 0
+  }
+
+  #checkFields (user: ForwardProxyUser): void {
+    const problem = policyProblem(user as unknown as Record<string, unknown>, null)
+    if (problem !== null) {
+      throw new ProxyError('proxy_internal_error', 'The proxy\'s user policy is unusable.', { cause: new Error(`user "${user.name}": ${problem.field} ${problem.text}`) })
+    }
+  }
+
+  #patternsOf (hosts: readonly string[]): HostPattern[] {
+    let patterns = this.#hostPatterns.get(hosts)
+    if (patterns === undefined) {
+      patterns = hosts.map((text) => compileHostPattern(text) as HostPattern)
+      this.#hostPatterns.set(hosts, patterns)
+    }
+    return patterns
+  }
+
+  #count (name: string, limit: number): void {
+    const now = this.#now()
+    let window = this.#windows.get(name)
+    if (window === undefined || now - window.start >= WINDOW_MS) {
+      if (window === undefined && this.#windows.size >= MAX_IDLE_WINDOWS) this.#dropEndedWindows(now)
+      window = { start: now, count: 0 }
+      this.#windows.set(name, window)
+    }
+    if (window.count >= limit) {
+      const retryAfter = Math.max(1, Math.ceil((window.start + WINDOW_MS - now) / 1000))
+      throw new ProxyError('http_request_denied', 'This user has made too many requests; try again later.', { status: 429, details: 'request rate limit of this user reached', retryAfter })
+    }
+    window.count += 1
+  }
+
+  #dropEndedWindows (now: number): void {
+    for (const [name, window] of this.#windows) {
+      if (now - window.start >= WINDOW_MS) this.#windows.delete(name)
+    }
+  }
+}
+
+function noop (): void {}

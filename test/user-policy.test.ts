@@ -1,0 +1,122 @@
+import { test, type Test } from 'tap'
+import { startOrigin, startProxy } from './helpers/servers'
+import { startCountingDestination } from './helpers/counting-destination'
+import { basic, openTunnel, rawExchange, type OpenTunnel } from './helpers/raw-client'
+import { eventually } from './helpers/eventually'
+import type { ForwardProxyOptions } from '../lib/index'
+
+const ALICE = { 'Proxy-Authorization': basic('alice', 'pw-a') }
+const AGENT = { 'Proxy-Authorization': basic('agent-7', 'pw7') }
+
+function usersOption (agent: Record<string, unknown>): ForwardProxyOptions {
+  return { auth: { users: { alice: 'pw-a', 'agent-7': { password: 'pw7', ...agent } } } }
+}
+
+async function tunnel (t: Test, port: number, target: string, headers: Record<string, string>): Promise<OpenTunnel> {
+  const opened = await openTunnel(port, target, headers)
+  t.teardown(() => { opened.socket.destroy() })
+  return opened
+}
+
+function httpGet (proxyPort: number, target: string, headers: Record<string, string>): Promise<{ status: number, text: string }> {
+  const lines = [`GET ${target} HTTP/1.1`, `Host: ${new URL(target).host}`, ...Object.entries(headers).map(([k, v]) => `${k}: ${v}`), 'Connection: close']
+  return rawExchange(proxyPort, `${lines.join('\r\n')}\r\n\r\n`)
+}
+
+test('Per-user policy: allowedHosts narrows the destination policy for that user only: other hosts get 403 http_request_denied with nothing dialed (CONNECT and http://)', async (t) => {
+  const destination = await startCountingDestination(t)
+  const origin = await startOrigin(t)
+  const proxy = await startProxy(t, usersOption({ allowedHosts: ['127.0.0.1'] }))
+  const refused = await tunnel(t, proxy.port, `localhost:${destination.port}`, AGENT)
+  t.equal(refused.status, 403)
+  t.match(refused.head, /proxy-status: fastify-forward-proxy; error=http_request_denied; details="host not allowed for this user"/i)
+  const refusedHttp = await httpGet(proxy.port, `http://localhost:${origin.port}/x`, AGENT)
+  t.equal(refusedHttp.status, 403)
+  t.match(refusedHttp.text, /details="host not allowed for this user"/)
+  t.equal(destination.accepted, 0, 'nothing was dialed for the refused CONNECT')
+  t.equal(origin.requests.length, 0, 'nothing was sent for the refused http:// request')
+
+  t.equal((await tunnel(t, proxy.port, `127.0.0.1:${destination.port}`, AGENT)).status, 200, 'an allowed host works')
+  t.equal((await tunnel(t, proxy.port, `localhost:${destination.port}`, ALICE)).status, 200, 'a string user keeps the global policy')
+  t.equal((await httpGet(proxy.port, `http://localhost:${origin.port}/y`, ALICE)).status, 200)
+})
+
+test('Per-user policy: maxConcurrentTunnels: beyond it 429 connection_limit_reached with nothing dialed, while other users go on; a closed tunnel frees its slot', async (t) => {
+  const destination = await startCountingDestination(t)
+  const proxy = await startProxy(t, usersOption({ maxConcurrentTunnels: 2 }))
+  const target = `127.0.0.1:${destination.port}`
+  const first = await tunnel(t, proxy.port, target, AGENT)
+  const second = await tunnel(t, proxy.port, target, AGENT)
+  t.same([first.status, second.status], [200, 200])
+  const third = await tunnel(t, proxy.port, target, AGENT)
+  t.equal(third.status, 429)
+  t.match(third.head, /proxy-status: fastify-forward-proxy; error=connection_limit_reached; details="tunnel limit of this user reached"/i)
+  t.equal(destination.accepted, 2, 'the refused CONNECT dialed nothing')
+  const others = await Promise.all([1, 2, 3].map(async () => (await tunnel(t, proxy.port, target, ALICE)).status))
+  t.same(others, [200, 200, 200], 'another user is not limited by it')
+
+  first.socket.destroy()
+  await eventually(async () => {
+    const retry = await openTunnel(proxy.port, target, AGENT)
+    t.teardown(() => { retry.socket.destroy() })
+    return retry.status === 200
+  })
+  t.pass('a slot came back once a tunnel closed')
+})
+
+test('Per-user policy: requestsPerMinute: beyond it 429 http_request_denied with Retry-After; CONNECTs and http:// requests count; other users go on', async (t) => {
+  const origin = await startOrigin(t)
+  const destination = await startCountingDestination(t)
+  const proxy = await startProxy(t, usersOption({ requestsPerMinute: 3 }))
+  const statuses = [
+    (await httpGet(proxy.port, `http://127.0.0.1:${origin.port}/1`, AGENT)).status,
+    (await httpGet(proxy.port, `http://127.0.0.1:${origin.port}/2`, AGENT)).status,
+    (await tunnel(t, proxy.port, `127.0.0.1:${destination.port}`, AGENT)).status
+  ]
+  t.same(statuses, [200, 200, 200])
+  const limited = await httpGet(proxy.port, `http://127.0.0.1:${origin.port}/4`, AGENT)
+  t.equal(limited.status, 429)
+  t.match(limited.text, /proxy-status: fastify-forward-proxy; error=http_request_denied; details="request rate limit of this user reached"/i)
+  const retryAfter = Number(/\r\nretry-after: (\d+)\r\n/i.exec(limited.text)?.[1])
+  t.ok(retryAfter >= 1 && retryAfter <= 60, `Retry-After is the rest of the minute (${retryAfter})`)
+  const limitedTunnel = await tunnel(t, proxy.port, `127.0.0.1:${destination.port}`, AGENT)
+  t.equal(limitedTunnel.status, 429)
+  t.equal(origin.requests.length, 2, 'the refused request was not sent')
+  t.equal(destination.accepted, 1, 'the refused CONNECT dialed nothing')
+  t.equal((await httpGet(proxy.port, `http://127.0.0.1:${origin.port}/alice`, ALICE)).status, 200, 'another user goes on')
+})
+
+test('Per-user policy from validate: the returned user\'s fields are enforced; fields that are not a usable policy answer 500 without dialing', async (t) => {
+  const destination = await startCountingDestination(t)
+  const proxy = await startProxy(t, {
+    auth: {
+      validate: (name) => name === 'narrow' ? { name, allowedHosts: ['localhost'] } : name === 'broken' ? { name, maxConcurrentTunnels: -1 } : false
+    }
+  })
+  const target = `127.0.0.1:${destination.port}`
+  t.equal((await tunnel(t, proxy.port, target, { 'Proxy-Authorization': basic('narrow', 'x') })).status, 403)
+  t.equal((await tunnel(t, proxy.port, `localhost:${destination.port}`, { 'Proxy-Authorization': basic('narrow', 'x') })).status, 200)
+  const broken = await tunnel(t, proxy.port, target, { 'Proxy-Authorization': basic('broken', 'x') })
+  t.equal(broken.status, 500)
+  t.match(broken.head, /error=proxy_internal_error/)
+  t.equal(destination.accepted, 1, 'only the allowed tunnel was dialed')
+})
+
+test('Per-user policy: bad users entries are refused at registration naming the field', async (t) => {
+  const Fastify = (await import('fastify')).default
+  const { forwardProxy } = await import('../lib/index')
+  const cases: Array<[string, unknown]> = [
+    ['auth.users.a', { password: '' }],
+    ['auth.users.a.allowedHosts[0]', { password: 'p', allowedHosts: ['exa mple'] }],
+    ['auth.users.a.secrets', { password: 'p', secrets: ['undefined-secret'] }],
+    ['auth.users.a.maxConcurrentTunnels', { password: 'p', maxConcurrentTunnels: 0 }],
+    ['auth.users.a.requestsPerMinute', { password: 'p', requestsPerMinute: 1.5 }],
+    ['auth.users.a.pasword', { password: 'p', pasword: 'p' }]
+  ]
+  for (const [option, entry] of cases) {
+    const app = Fastify()
+    const error = await app.register(forwardProxy, { auth: { users: { a: entry } } } as ForwardProxyOptions).ready().then(() => undefined, (caught: unknown) => caught)
+    await app.close()
+    t.equal((error as { option?: string } | undefined)?.option, option)
+  }
+})
