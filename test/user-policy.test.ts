@@ -3,7 +3,8 @@ import { startOrigin, startProxy } from './helpers/servers'
 import { startCountingDestination } from './helpers/counting-destination'
 import { basic, openTunnel, rawExchange, type OpenTunnel } from './helpers/raw-client'
 import { eventually } from './helpers/eventually'
-import type { ForwardProxyOptions } from '../lib/index'
+import Fastify from 'fastify'
+import { forwardProxy, type ForwardProxyOptions } from '../lib/index'
 
 const ALICE = { 'Proxy-Authorization': basic('alice', 'pw-a') }
 const AGENT = { 'Proxy-Authorization': basic('agent-7', 'pw7') }
@@ -103,8 +104,6 @@ test('Per-user policy from validate: the returned user\'s fields are enforced; f
 })
 
 test('Per-user policy: bad users entries are refused at registration naming the field', async (t) => {
-  const Fastify = (await import('fastify')).default
-  const { forwardProxy } = await import('../lib/index')
   const cases: Array<[string, unknown]> = [
     ['auth.users.a', { password: '' }],
     ['auth.users.a.allowedHosts[0]', { password: 'p', allowedHosts: ['exa mple'] }],
