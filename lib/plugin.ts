@@ -12,7 +12,8 @@ import {
   resolveDestinationTlsSettings,
   checkProviderSource,
   checkSelectorSource,
-  resolveInterceptionSettings
+  resolveInterceptionSettings,
+  changedRegistrationOnlySetting
 } from './core/options'
 import { proxyDestinationOf, decorateProxyUser, interceptedTunnelOf } from './core/proxy-request'
 import { proxyRouteConstraint, proxyRoutes, addForwardedMethods } from './routes'
@@ -74,7 +75,20 @@ async function forwardProxyPlugin (fastify: FastifyInstance, options: ForwardPro
     addOwnListener: (server) => ownListeners.add(server),
     addTransform (transform) {
       if (ready) throw new Error('fastify-forward-proxy: addTransform must be called before the server is ready')
-      runtime.transforms.push(checkTransform(transform, 'addTransform(transform)'))
+      runtime.transforms = [...runtime.transforms, checkTransform(transform, 'addTransform(transform)')]
+    },
+    reconfigure (options) {
+      const next = resolveProxySettings(options)
+      const fixed = changedRegistrationOnlySetting(runtime.settings, next)
+      if (fixed !== null) throw new ForwardProxyOptionsError(fixed, 'cannot change while the server runs: restart it to apply the change')
+      const added = runtime.transforms.slice(runtime.settings.transforms.length)
+      const policy = new DestinationPolicy(next.destinations)
+      Object.assign(connector, { policy, resolver: next.resolver, connectTimeout: next.limits.connectTimeout })
+      runtime.tunnels.setLimit(next.limits.maxConcurrentTunnels)
+      runtime.forwardedRequests.setLimit(next.limits.maxConcurrentRequests)
+      runtime.transforms = [...next.transforms, ...added]
+      runtime.policy = policy
+      runtime.settings = next
     }
   }
   rememberProxyRuntime(control, runtime)

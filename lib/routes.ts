@@ -49,7 +49,7 @@ export function proxyRoutes (runtime: ProxyRuntime) {
       done()
     })
     const { auth } = runtime.settings
-    const authenticate = auth === null ? undefined : unlessIntercepted(await registerProxyAuthentication(instance, auth.realm, auth.check, auth.failureLimit))
+    const authenticate = auth === null ? undefined : unlessIntercepted(await registerProxyAuthentication(instance, auth.realm, () => runtime.settings.auth?.check ?? auth.check, auth.failureLimit))
 
     instance.route({
       method: instance.supportedMethods as HTTPMethods[],

@@ -3,6 +3,7 @@ import type { Server as HttpsServer } from 'node:https'
 import type { Http2SecureServer } from 'node:http2'
 import type { AddressInfo } from 'node:net'
 import type { ForwardProxyInterceptionAddress, ForwardProxyRequestTransform } from './interception'
+import type { ForwardProxyOptions } from './options'
 
 /** The `fastify.forwardProxy` decorator: runtime controls of the registered proxy. */
 export interface ForwardProxyControl {
@@ -37,4 +38,17 @@ export interface ForwardProxyControl {
    * function; Error when the server is already ready.
    */
   addTransform (transform: ForwardProxyRequestTransform): void
+  /**
+   * Replaces the options at run time, given whole as at registration: authentication users or
+   * `validate`, destinations, limits, the `transforms` option, secrets, the resolver and
+   * `propagateTraceContext` apply to every new request and tunnel at once; open tunnels and
+   * requests in flight go on as they began. Transforms added with `addTransform` or by
+   * tlsInterception are kept. Counts (open tunnels, each user's tunnels and request rate)
+   * carry over. Fixed at registration: `via`, turning `auth` on or off, `auth.realm`,
+   * `auth.failureLimit`, `limits.httpActivityTimeout`, `limits.firstByteTimeout` and
+   * `limits.maxStreamResets`.
+   * @throws ForwardProxyOptionsError naming the first bad option, or one fixed at registration
+   * that differs; nothing has changed then.
+   */
+  reconfigure (options: ForwardProxyOptions): void
 }

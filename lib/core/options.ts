@@ -95,6 +95,25 @@ export function resolveProxySettings (options: ForwardProxyOptions = {}): Resolv
 }
 
 /**
+ * The first setting fixed at registration that differs between `current` and `next` (its
+ * option name), or null: those are built into the listeners, the route's authentication and
+ * the dispatchers when the plugin registers.
+ */
+export function changedRegistrationOnlySetting (current: ResolvedProxySettings, next: ResolvedProxySettings): string | null {
+  if (current.pseudonym !== next.pseudonym) return 'via'
+  if ((current.auth === null) !== (next.auth === null)) return 'auth'
+  if (current.auth !== null && next.auth !== null) {
+    if (current.auth.realm !== next.auth.realm) return 'auth.realm'
+    const [a, b] = [current.auth.failureLimit, next.auth.failureLimit]
+    if ((a === null) !== (b === null) || (a !== null && b !== null && (a.maxFailures !== b.maxFailures || a.window !== b.window))) return 'auth.failureLimit'
+  }
+  for (const key of ['httpActivityTimeout', 'firstByteTimeout', 'maxStreamResets'] as const) {
+    if (current.limits[key] !== next.limits[key]) return `limits.${key}`
+  }
+  return null
+}
+
+/**
  * Checks that `transform` has a `transformRequest` and/or `transformResponse` function.
  * @throws ForwardProxyOptionsError naming `option` otherwise.
  */

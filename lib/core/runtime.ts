@@ -25,8 +25,10 @@ import type { ForwardProxyUser } from '../../types/user'
 
 /** Everything one registration of the proxy shares between its parts. */
 export interface ProxyRuntime {
-  readonly settings: ResolvedProxySettings
-  readonly policy: DestinationPolicy
+  /** Replaced whole by `reconfigure`: read it at the time of use, never keep it. */
+  settings: ResolvedProxySettings
+  /** Replaced by `reconfigure`, like `settings`. */
+  policy: DestinationPolicy
   readonly connector: DestinationConnectorSettings
   readonly tunnels: TunnelRegistry
   /** Each user's own hosts, open tunnels and request rate (fields of `request.proxyUser`). */
@@ -45,9 +47,10 @@ export interface ProxyRuntime {
   /**
    * Transforms run on every forwarded request, in this order: the
    * `transforms` option first, then `fastify.forwardProxy.addTransform` calls (the
-   * tlsInterception plugin appends its own). Not changed once the server is ready.
+   * tlsInterception plugin appends its own). Replaced (never edited) by `reconfigure`, so a
+   * request that began with one list ends with it.
    */
-  readonly transforms: ForwardProxyRequestTransform[]
+  transforms: readonly ForwardProxyRequestTransform[]
   /**
    * Set by the tlsInterception plugin when it is registered; absent means no tunnel is
    * intercepted (optional so that runtimes built without the plugin need not name it).
@@ -161,6 +164,11 @@ export class TunnelRegistry {
     return this.#slots.tryReserve()
   }
 
+  /** Changes the limit for tunnels opened from now on; open ones stay open. */
+  setLimit (maxConcurrentTunnels: number): void {
+    this.#slots.setLimit(maxConcurrentTunnels)
+  }
+
   /** Tracks the streams of an open tunnel until they close. */
   track (...streams: Duplex[]): void {
     for (const stream of streams) {
@@ -190,7 +198,7 @@ export class TunnelRegistry {
  * back exactly once, however the work ends.
  */
 export class ConcurrencyLimit {
-  readonly #max: number
+  #max: number
   #reserved = 0
 
   constructor (max: number) {
@@ -200,6 +208,11 @@ export class ConcurrencyLimit {
   /** Slots reserved and not yet given back. */
   get active (): number {
     return this.#reserved
+  }
+
+  /** Changes the maximum for reservations from now on; slots held beyond it are kept until released. */
+  setLimit (max: number): void {
+    this.#max = max
   }
 
   /** Reserves a slot; returns its release function (idempotent), or null when every slot is taken. */

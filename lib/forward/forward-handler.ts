@@ -100,7 +100,9 @@ export async function forwardRequest (
   const defaultPort = scheme === 'https' ? 443 : 80
   const span = runtime.settings.propagateTraceContext ? proxyRequestSpanOf(request) : undefined
   const { headers: outgoing, received, via } = buildOutgoingHead(request, { destination, defaultPort, maxForwards }, pseudonym, span)
+  // Read once: a reconfiguration while this request runs does not change its rules halfway.
   const { secrets } = runtime.settings
+  const { transforms } = runtime
   const { path, headers: built } = placeSecrets(request, secrets, { path: pathAndQuery, headers: outgoing, destination, overTls: scheme === 'https' })
 
   const departure = new ClientDeparture(reply.raw)
@@ -108,7 +110,7 @@ export async function forwardRequest (
   if (clientGone(reply)) throw clientLeft()
   holdRequestSlot(reply, runtime)
 
-  const headers = await transformOutgoingRequest(runtime.transforms, request, destination, {
+  const headers = await transformOutgoingRequest(transforms, request, destination, {
     method: request.method, path, headers: built, defaultPort
   }, departure)
   if (departure.aborted) throw clientLeft()
@@ -125,7 +127,7 @@ export async function forwardRequest (
 
   let head
   try {
-    head = await transformIncomingResponse(runtime.transforms, request, destination, {
+    head = await transformIncomingResponse(transforms, request, destination, {
       statusCode: response.statusCode,
       headers: buildClientResponseHeaders(response.headers, via)
     }, departure)

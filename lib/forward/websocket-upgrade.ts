@@ -68,7 +68,9 @@ export async function forwardWebSocketUpgrade (
 
   const span = runtime.settings.propagateTraceContext ? proxyRequestSpanOf(request) : undefined
   const { headers: outgoing, received, via } = buildOutgoingHead(request, { destination, defaultPort: 443, maxForwards: 'as-received' }, pseudonym, span)
+  // Read once: a reconfiguration while this request runs does not change its rules halfway.
   const { secrets } = runtime.settings
+  const { transforms } = runtime
   const { path, headers: built } = placeSecrets(request, secrets, { path: pathAndQuery, headers: outgoing, destination, overTls: true })
   if (upgradeRequestHasBody(received)) {
     throw new ProxyError('http_request_error', 'Upgrade requests with a body are not supported inside an intercepted tunnel.', { details: 'upgrade request with a body' })
@@ -78,7 +80,7 @@ export async function forwardWebSocketUpgrade (
   const onClientClose = (): void => abort.abort()
   client.socket.once('close', onClientClose)
   if (client.socket.destroyed) throw clientLeft()
-  const headers = await transformOutgoingRequest(runtime.transforms, request, destination, {
+  const headers = await transformOutgoingRequest(transforms, request, destination, {
     method: request.method, path, headers: built, defaultPort: 443
   }, abort)
   if (abort.signal.aborted) throw clientLeft()
@@ -101,7 +103,7 @@ export async function forwardWebSocketUpgrade (
   const upstream = answer.kind === 'switched' ? answer.socket : answer.response.socket
   let head
   try {
-    head = await transformIncomingResponse(runtime.transforms, request, destination, {
+    head = await transformIncomingResponse(transforms, request, destination, {
       statusCode: answer.response.statusCode ?? 502,
       headers: buildClientResponseHeaders(answer.response.headers, via)
     }, abort)

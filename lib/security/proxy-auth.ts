@@ -14,7 +14,8 @@ export function proxyAuthenticateChallenge (realm: string): string {
 
 /**
  * Registers @fastify/basic-auth in proxy mode (`Proxy-Authorization`, 407) on `instance` and
- * returns its hook. A passing check sets `request.proxyUser`; any failure, including a
+ * returns its hook. Each attempt is checked with `currentCheck()` (the users or `validate` in
+ * force, which a reconfiguration replaces). A passing check sets `request.proxyUser`; any failure, including a
  * malformed header or a check that throws, ends in a 407 answered by the proxy error handler.
  * With a `failureLimit`, a client address that sent too many wrong credentials gets 429 for
  * the rest of its window, without its credentials being checked; its checks wait their turn so
@@ -23,7 +24,7 @@ export function proxyAuthenticateChallenge (realm: string): string {
 export async function registerProxyAuthentication (
   instance: FastifyInstance,
   realm: string,
-  check: ForwardProxyCredentialCheck,
+  currentCheck: () => ForwardProxyCredentialCheck,
   failureLimit: AuthFailureLimitSettings | null
 ): Promise<onRequestHookHandler> {
   const limiter = failureLimit === null ? null : new AuthFailureLimiter(failureLimit)
@@ -38,7 +39,7 @@ export async function registerProxyAuthentication (
       }
       let verdict: boolean | ForwardProxyUser
       try {
-        verdict = await check(username, password, request)
+        verdict = await currentCheck()(username, password, request)
       } catch (error) {
         // Answered with 407 but, as an error of the check rather than a guess, not counted.
         limiter?.settle(client, false)
