@@ -29,6 +29,8 @@ import {
   HTTP2_SESSION_TIMEOUT
 } from './http2-listener'
 import type { DevelopmentCaInUse } from './interception-from-config'
+import type { ReloadTarget } from './reload'
+import { createHostListSelector } from '../interception/host-list-selector'
 import { createHeaderRulesTransform } from '../forward/transforms'
 import { loadSecrets, resolveSecretReferences, secretsOption } from './secrets'
 import type { MetricsEndpoint } from './metrics'
@@ -52,6 +54,8 @@ export interface RunningProxyServer {
   readonly developmentCa: DevelopmentCaInUse
   /** The Prometheus endpoint (`http://127.0.0.1:9464/metrics`), when the configuration has `metrics`. */
   readonly metricsUrl: string | undefined
+  /** The configuration in force, and how a reload changes it (see reload.ts). */
+  readonly reload: ReloadTarget
   /**
    * Stops accepting, closes open tunnels, lets in-flight requests finish for the shutdown grace
    * period, then closes every remaining connection and listener.
@@ -100,7 +104,20 @@ export async function startProxyServer (config: ProxyServerConfig, options: Star
   const tlsFiles = config.listen.map((listener, index) => listener.tls === undefined ? undefined : loadListenerTls(listener.tls, index))
   const app = createProxyApp(first, tlsFiles[0], config)
   await app.register(forwardProxy, pluginOptionsFromConfig(config))
-  const developmentCa = config.interception === undefined ? undefined : await interceptionFromConfig().registerInterceptionFromConfig(app, config.interception, config.dataDirectory)
+  const interception = config.interception === undefined ? undefined : await interceptionFromConfig().registerInterceptionFromConfig(app, config.interception, config.dataDirectory)
+  let current = config
+  const reload: ReloadTarget = {
+    current: () => current,
+    apply (next) {
+      checkListenerExposure(next)
+      const hosts = next.interception?.hosts
+      // Checked before anything changes: createHostListSelector throws on a bad pattern.
+      if (hosts !== undefined) createHostListSelector(hosts)
+      app.forwardProxy.reconfigure(pluginOptionsFromConfig(next))
+      if (hosts !== undefined) interception?.setHosts(hosts)
+      current = next
+    }
+  }
 
   const extraServers: ProxyServer[] = []
   let extrasClosed: Promise<unknown> = Promise.resolve()
@@ -151,7 +168,7 @@ export async function startProxyServer (config: ProxyServerConfig, options: Star
       })
       urls.push(listenerUrl(listener, server.address() as AddressInfo))
     }
-    return { app, urls, servers: [app.server, ...extraServers], developmentCa, metricsUrl: metricsEndpoint?.url, close }
+    return { app, urls, servers: [app.server, ...extraServers], developmentCa: interception?.developmentCa, metricsUrl: metricsEndpoint?.url, reload, close }
   } catch (error) {
     await close()
     throw error

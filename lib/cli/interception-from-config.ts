@@ -17,6 +17,14 @@ import type { ForwardProxyEstCertificateProvider } from '../../types/est'
 /** The development CA in use (without `interception.ca`), or undefined with an operator CA. */
 export type DevelopmentCaInUse = Omit<DevelopmentCa, 'provider'> | undefined
 
+/** What {@link registerInterceptionFromConfig} leaves the running server. */
+export interface InterceptionFromConfig {
+  /** Where the development CA is, when one is used, for the start-up summary. */
+  readonly developmentCa: DevelopmentCaInUse
+  /** Intercepts these hosts (patterns) from the next CONNECT on: a reload's `interception.hosts`. */
+  readonly setHosts: (hosts: readonly string[]) => void
+}
+
 /**
  * Registers `tlsInterception` for the configuration file's `interception` key: the built-in
  * host-list selector, a certificate provider (leaves signed by the operator CA of
@@ -26,10 +34,9 @@ export type DevelopmentCaInUse = Omit<DevelopmentCa, 'provider'> | undefined
  * trust, client protocols and handshake timeout given there. The files are read and checked
  * now, so a bad CA or EST setting stops start-up with the key named (never its content). The
  * EST provider's connections are closed with the app.
- * @returns where the development CA is, when one is used, for the start-up summary.
  * @throws ConfigError naming the key of an unreadable or unusable file.
  */
-export async function registerInterceptionFromConfig (app: FastifyInstance, interception: InterceptionConfig, dataDirectory: string): Promise<DevelopmentCaInUse> {
+export async function registerInterceptionFromConfig (app: FastifyInstance, interception: InterceptionConfig, dataDirectory: string): Promise<InterceptionFromConfig> {
   const { ca, est } = interception
   const development = ca === undefined && est === undefined ? await loadDevelopmentCa(dataDirectory) : undefined
   let certificateProvider: ForwardProxyCertificateProvider
@@ -42,19 +49,21 @@ export async function registerInterceptionFromConfig (app: FastifyInstance, inte
   } else {
     certificateProvider = loadCaProvider(ca as { cert: string, key: string })
   }
+  let hostList = createHostListSelector(interception.hosts)
+  const setHosts = (hosts: readonly string[]): void => { hostList = createHostListSelector(hosts) }
   const options: TlsInterceptionOptions = {
-    selector: createHostListSelector(interception.hosts),
+    selector: { shouldIntercept: (request, destination, signal) => hostList.shouldIntercept(request, destination, signal) },
     certificateProvider,
     ...(interception.trustedDestinationCa === undefined ? {} : { trustedDestinationCa: readConfigFile(interception.trustedDestinationCa, '/interception/trustedDestinationCa') }),
     ...(interception.clientProtocols === undefined ? {} : { clientProtocols: interception.clientProtocols }),
     ...(interception.handshakeTimeout === undefined ? {} : { handshakeTimeout: interception.handshakeTimeout })
   }
   await app.register(tlsInterception, options)
-  if (development === undefined) return undefined
+  if (development === undefined) return { developmentCa: undefined, setHosts }
   const { provider: _provider, ...files } = development
   // The paths only: the key itself is never logged.
   app.log.warn({ caCert: files.certPath, caKey: files.keyPath, created: files.created }, 'TLS interception uses a DEVELOPMENT CA (not for production); clients must trust its certificate')
-  return files
+  return { developmentCa: files, setHosts }
 }
 
 async function loadDevelopmentCa (dataDirectory: string): Promise<DevelopmentCa> {

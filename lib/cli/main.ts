@@ -6,6 +6,7 @@ import { DEFAULT_LISTENER, ConfigError } from './config'
 import { configFromCommandLine, parseCommandLine, startupSummary } from './command-line'
 import { startProxyServer } from './build-server'
 import { isWorker, reportWorkerReady, runWorkers } from './workers'
+import { answerReloadWithoutFile, watchConfiguration } from './reload'
 
 const USAGE = `Usage: forward-proxy [--config <file>] [--host <address>] [--port <n>]
 
@@ -33,6 +34,10 @@ async function main (): Promise<void> {
     return
   }
   const server = await startProxyServer(config)
+  const { configPath } = commandLine
+  const stopWatching = configPath === undefined
+    ? answerReloadWithoutFile(server.app.log)
+    : watchConfiguration({ path: configPath, read: () => configFromCommandLine(commandLine) }, server.reload, server.app.log)
 
   let closing = false
   const shutdown = (signal: NodeJS.Signals): void => {
@@ -42,6 +47,7 @@ async function main (): Promise<void> {
     // A second signal while closing gets Node's default behaviour: the process ends at once.
     process.removeListener('SIGINT', shutdown)
     process.removeListener('SIGTERM', shutdown)
+    stopWatching()
     server.app.log.info({ signal }, 'shutting down')
     server.close().then(() => process.exit(0), (error: unknown) => {
       process.stderr.write(`forward-proxy: error while closing: ${(error as Error).message}\n`)

@@ -34,7 +34,8 @@ export function reportWorkerReady (summary: string, shutdown: () => void): void 
  * the development CA when one is needed, so the others find it), then the rest; once all are
  * listening the first summary is printed with a `workers:` line. A worker that fails to start
  * stops everything with exit code 1; one that dies later is replaced. SIGTERM or SIGINT asks
- * every worker to close gracefully; the process exits 0 when all exited 0, else 1.
+ * every worker to close gracefully; the process exits 0 when all exited 0, else 1. SIGHUP is
+ * passed to every worker, which reloads the configuration file.
  */
 export async function runWorkers (count: number): Promise<void> {
   let closing = false
@@ -52,6 +53,10 @@ export async function runWorkers (count: number): Promise<void> {
   }
   process.on('SIGINT', shutdown)
   process.on('SIGTERM', shutdown)
+  // Each worker reloads the file itself (and watches it); the signal only reaches this process.
+  process.on('SIGHUP', () => {
+    for (const worker of live) worker.process.kill('SIGHUP')
+  })
 
   const start = (): Promise<string> => new Promise((resolve, reject) => {
     const worker: Worker = cluster.fork()

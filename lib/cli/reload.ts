@@ -1,0 +1,135 @@
+// Live reload of the configuration file: on SIGHUP, and when the file or a secret file changes on
+// disk (a Kubernetes ConfigMap or Secret update is a symlink swap that sends no signal). A file
+// that fails validation changes nothing.
+
+import { unwatchFile, watchFile, type Stats } from 'node:fs'
+import type { FastifyBaseLogger } from 'fastify'
+import { isDeepStrictEqual } from 'node:util'
+import type { ProxyServerConfig } from './config'
+
+/** What a reload applies to: the running server's current configuration and how to change it. */
+export interface ReloadTarget {
+  /** The configuration in force. */
+  readonly current: () => ProxyServerConfig
+  /**
+   * Applies `next` (whose keys needing a restart already hold their current values) to new
+   * requests and tunnels; throws, having changed nothing, when it cannot be served.
+   */
+  readonly apply: (next: ProxyServerConfig) => void
+}
+
+// Keys built into the listeners, the processes, the CA or the logger when the server starts.
+const RESTART_KEYS = ['listen', 'allowAnonymous', 'authFailureLimit', 'dataDirectory', 'workers', 'log', 'metrics'] as const
+const RESTART_LIMITS = ['httpActivityTimeout', 'firstByteTimeout', 'maxStreamResets'] as const
+
+/**
+ * Splits a newly read configuration into what applies now and what needs a restart: returns
+ * `next` with every restart-only key set back to its `current` value, and the names of those
+ * that differ (`listen`, `interception.ca`, `limits.firstByteTimeout`, ...). Interception's
+ * `hosts` apply now; turning interception or authentication on or off needs a restart.
+ */
+export function splitRestartKeys (current: ProxyServerConfig, next: ProxyServerConfig): { effective: ProxyServerConfig, restartNeeded: string[] } {
+  const restartNeeded: string[] = []
+  const effective: ProxyServerConfig = { ...next }
+  const keep = <K extends keyof ProxyServerConfig>(key: K, name: string = key): void => {
+    if (!isDeepStrictEqual(current[key], next[key])) restartNeeded.push(name)
+    if (current[key] === undefined) Reflect.deleteProperty(effective, key)
+    else effective[key] = current[key]
+  }
+  for (const key of RESTART_KEYS) keep(key)
+  const limits = { ...next.limits }
+  for (const key of RESTART_LIMITS) {
+    if (current.limits?.[key] !== next.limits?.[key]) restartNeeded.push(`limits.${key}`)
+    if (current.limits?.[key] === undefined) Reflect.deleteProperty(limits, key)
+    else limits[key] = current.limits[key]
+  }
+  effective.limits = limits
+  if ((current.interception === undefined) !== (next.interception === undefined)) {
+    keep('interception')
+  } else if (current.interception !== undefined && next.interception !== undefined) {
+    const { hosts: _currentHosts, ...currentRest } = current.interception
+    const { hosts, ...nextRest } = next.interception
+    for (const key of new Set([...Object.keys(currentRest), ...Object.keys(nextRest)])) {
+      if (!isDeepStrictEqual(currentRest[key as keyof typeof currentRest], nextRest[key as keyof typeof nextRest])) restartNeeded.push(`interception.${key}`)
+    }
+    effective.interception = { ...current.interception, hosts }
+  }
+  if (hasUsers(current) !== hasUsers(next)) {
+    restartNeeded.push('users')
+    if (current.users === undefined) Reflect.deleteProperty(effective, 'users')
+    else effective.users = current.users
+  }
+  return { effective, restartNeeded }
+}
+
+function hasUsers (config: ProxyServerConfig): boolean {
+  return config.users !== undefined && Object.keys(config.users).length > 0
+}
+
+/** Where {@link watchConfiguration} reads the configuration from. */
+export interface ConfigurationSource {
+  /** The configuration file. */
+  readonly path: string
+  /** Reads and validates it again (command-line overrides applied). */
+  readonly read: () => ProxyServerConfig
+}
+
+// Stat polling, not inotify: a ConfigMap swaps a symlink above the file, which inotify on the
+// file never reports, while a stat through the link sees the new inode.
+const POLL_INTERVAL_MS = 1000
+// Editors and `kubectl cp` may write a file in several steps: wait for it to settle.
+const SETTLE_MS = 200
+
+/**
+ * Reloads the configuration on SIGHUP and whenever the configuration file or a secret file
+ * changes (checked every second, following symlinks). A reload that fails (unreadable or
+ * invalid file, missing secret, an open proxy) logs one error line and keeps the configuration
+ * in force; one that succeeds logs the keys that need a restart, if any. Returns a function
+ * that stops watching.
+ */
+export function watchConfiguration (source: ConfigurationSource, target: ReloadTarget, log: FastifyBaseLogger): () => void {
+  let watched: string[] = []
+  let settle: NodeJS.Timeout | undefined
+  const onChange = (current: Stats, previous: Stats): void => {
+    if (current.mtimeMs === previous.mtimeMs && current.ino === previous.ino && current.size === previous.size) return
+    clearTimeout(settle)
+    settle = setTimeout(() => reload('file changed'), SETTLE_MS)
+    settle.unref()
+  }
+  const watch = (config: ProxyServerConfig): void => {
+    const paths = [source.path, ...Object.values(config.secrets ?? {}).flatMap((secret) => secret.file === undefined ? [] : [secret.file])]
+    for (const path of watched) if (!paths.includes(path)) unwatchFile(path, onChange)
+    for (const path of paths) if (!watched.includes(path)) watchFile(path, { interval: POLL_INTERVAL_MS, persistent: false }, onChange)
+    watched = paths
+  }
+  const reload = (reason: string): void => {
+    try {
+      const { effective, restartNeeded } = splitRestartKeys(target.current(), source.read())
+      target.apply(effective)
+      watch(effective)
+      log.info({ reload: { reason, file: source.path } }, 'configuration reloaded')
+      for (const key of restartNeeded) log.warn({ reload: { key } }, `configuration key "${key}" changed: restart the proxy to apply it (the rest of the file is in force)`)
+    } catch (error) {
+      log.error({ reload: { reason, file: source.path } }, `configuration reload failed, the previous configuration stays: ${(error as Error).message.replace(/^fastify-forward-proxy: /, '')}`)
+    }
+  }
+  const onSignal = (): void => reload('SIGHUP')
+  process.on('SIGHUP', onSignal)
+  watch(target.current())
+  return () => {
+    process.removeListener('SIGHUP', onSignal)
+    clearTimeout(settle)
+    for (const path of watched) unwatchFile(path, onChange)
+    watched = []
+  }
+}
+
+/**
+ * Started without a configuration file there is nothing to re-read, but SIGHUP must not end
+ * the process (its default action): it is logged. Returns a function that stops listening.
+ */
+export function answerReloadWithoutFile (log: FastifyBaseLogger): () => void {
+  const onSignal = (): void => { log.warn('SIGHUP: no configuration file to reload (started without --config)') }
+  process.on('SIGHUP', onSignal)
+  return () => process.removeListener('SIGHUP', onSignal)
+}

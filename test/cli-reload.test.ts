@@ -1,0 +1,167 @@
+import { test } from 'tap'
+import { chmodSync, mkdirSync, renameSync, symlinkSync, writeFileSync } from 'node:fs'
+import { join } from 'node:path'
+import { ProxyAgent, request } from 'undici'
+import { listeningUrls, runBin, type BinProcess } from './helpers/cli-bin'
+import { LOOPBACK_ORIGINS, portOf } from './helpers/cli-server'
+import { startOrigin } from './helpers/servers'
+import { startTcpDestination, once } from './helpers/tcp-destination'
+import { basic, openTunnel, rawExchange } from './helpers/raw-client'
+import { within } from './helpers/within'
+import { parseConfig, splitRestartKeys } from './helpers/internals'
+
+/** Resolves once the process has printed `count` lines matching `pattern` (stdout). */
+function printed (bin: BinProcess, pattern: RegExp, count = 1): Promise<string[]> {
+  const matching = (): string[] => bin.stdout().split('\n').filter((line) => pattern.test(line))
+  return within(new Promise((resolve) => {
+    const check = (): void => {
+      if (matching().length < count) return
+      bin.child.stdout.removeListener('data', check)
+      resolve(matching())
+    }
+    bin.child.stdout.on('data', check)
+    check()
+  }), `${count} line(s) matching ${String(pattern)}`, 15_000)
+}
+
+function get (proxyPort: number, url: string, user: string, password: string): Promise<{ status: number, text: string }> {
+  return rawExchange(proxyPort, `GET ${url} HTTP/1.1\r\nHost: ${new URL(url).host}\r\nProxy-Authorization: ${basic(user, password)}\r\nConnection: close\r\n\r\n`)
+}
+
+const base = { listen: [{ host: '127.0.0.1', port: 0 }], destinations: LOOPBACK_ORIGINS, log: { level: 'info' } }
+
+test('bin reload (SIGHUP): new users and destinations apply to new requests at once; an open tunnel goes on; a key that needs a restart is named', async (t) => {
+  const origin = await startOrigin(t)
+  const destination = await startTcpDestination(t)
+  const file = join(t.testdir(), 'proxy.json')
+  writeFileSync(file, JSON.stringify({ ...base, users: { alice: 'pw-a' } }))
+  const bin = runBin(t, ['--config', file])
+  const port = portOf((await listeningUrls(bin))[0] ?? '')
+  const tunnel = await openTunnel(port, `127.0.0.1:${destination.port}`, { 'Proxy-Authorization': basic('alice', 'pw-a') })
+  t.teardown(() => { tunnel.socket.destroy() })
+  t.equal(tunnel.status, 200)
+  const upstream = await destination.nextConnection()
+
+  writeFileSync(file, JSON.stringify({ ...base, listen: [{ host: '127.0.0.1', port: 1 }], users: { bob: 'pw-b' }, destinations: { ...LOOPBACK_ORIGINS, deniedHosts: ['localhost'] } }))
+  bin.child.kill('SIGHUP')
+  await printed(bin, /"msg":"configuration reloaded"/)
+  const [restart] = await printed(bin, /configuration key \\"listen\\" changed: restart the proxy to apply it/)
+  t.match(restart, /"level":40/, 'the restart-only key is a warning')
+  t.equal((await get(port, `http://127.0.0.1:${origin.port}/a`, 'alice', 'pw-a')).status, 407, 'the removed user is refused')
+  t.equal((await get(port, `http://127.0.0.1:${origin.port}/b`, 'bob', 'pw-b')).status, 200, 'the new user is accepted')
+  t.equal((await get(port, `http://localhost:${origin.port}/c`, 'bob', 'pw-b')).status, 403, 'the new destinations apply')
+  const echoed = once(tunnel.socket, 'data')
+  upstream.once('data', (chunk: Buffer) => upstream.write(chunk))
+  tunnel.socket.write('ping')
+  await echoed
+  t.pass('the tunnel opened before the reload still relays')
+})
+
+test('bin reload: a file that fails validation changes nothing: one error line, the process keeps serving with the old configuration', async (t) => {
+  const origin = await startOrigin(t)
+  const file = join(t.testdir(), 'proxy.json')
+  writeFileSync(file, JSON.stringify({ ...base, users: { alice: 'pw-a' } }))
+  const bin = runBin(t, ['--config', file])
+  const port = portOf((await listeningUrls(bin))[0] ?? '')
+  const broken = [
+    ['{ "users": ', /not valid JSON/],
+    [JSON.stringify({ ...base, users: { bob: 'pw-b' }, limits: { maxConcurrentTunnels: -1 } }), /\/limits\/maxConcurrentTunnels must be/],
+    [JSON.stringify({ ...base, users: { bob: 'pw-b' }, interception: { hosts: ['a.example'] }, secrets: { api: { env: 'FFP_TEST_NOT_SET', hosts: ['a.example'] } } }), /\/secrets\/api: the environment variable FFP_TEST_NOT_SET is not set/]
+  ] as const
+  for (const [index, [text, reason]] of broken.entries()) {
+    writeFileSync(file, text)
+    bin.child.kill('SIGHUP')
+    const lines = await printed(bin, /configuration reload failed, the previous configuration stays/, index + 1)
+    t.match(lines[index], reason)
+    t.match(lines[index], /"level":50/)
+    t.equal((await get(port, `http://127.0.0.1:${origin.port}/x${index}`, 'alice', 'pw-a')).status, 200, 'the old users still work')
+    t.equal((await get(port, `http://127.0.0.1:${origin.port}/y${index}`, 'bob', 'pw-b')).status, 407, 'the new ones never applied')
+  }
+  t.notOk(bin.stdout().includes('configuration reloaded'))
+  t.equal(bin.child.exitCode, null, 'the process is still running')
+})
+
+test('bin reload without a signal: a ConfigMap-style symlink swap of the file and a rewritten secret file are picked up', async (t) => {
+  const origin = await startOrigin(t)
+  const dir = t.testdir()
+  const version = (name: string, config: object): void => {
+    mkdirSync(join(dir, name))
+    writeFileSync(join(dir, name, 'proxy.json'), JSON.stringify(config))
+  }
+  const secretFile = join(dir, 'token')
+  writeFileSync(secretFile, 'first-token-value-0001\n')
+  chmodSync(secretFile, 0o600)
+  const config = { ...base, users: { alice: 'pw-a' }, interception: { hosts: ['never.example'] }, secrets: { api: { file: secretFile, hosts: ['secure.example'] } } }
+  version('..2026_11_25_00_00_01', config)
+  symlinkSync('..2026_11_25_00_00_01', join(dir, '..data'))
+  symlinkSync(join('..data', 'proxy.json'), join(dir, 'proxy.json'))
+  const bin = runBin(t, ['--config', join(dir, 'proxy.json')])
+  const port = portOf((await listeningUrls(bin))[0] ?? '')
+
+  version('..2026_11_25_00_00_02', { ...config, users: { carol: 'pw-c' } })
+  symlinkSync('..2026_11_25_00_00_02', join(dir, '..data_tmp'))
+  renameSync(join(dir, '..data_tmp'), join(dir, '..data'))
+  await printed(bin, /"reason":"file changed".*"msg":"configuration reloaded"/)
+  t.equal((await get(port, `http://127.0.0.1:${origin.port}/a`, 'carol', 'pw-c')).status, 200, 'the swapped file is in force')
+  t.equal((await get(port, `http://127.0.0.1:${origin.port}/b`, 'alice', 'pw-a')).status, 407)
+
+  writeFileSync(secretFile, 'second-token-value-0002\n')
+  await printed(bin, /"reason":"file changed".*"msg":"configuration reloaded"/, 2)
+  t.notOk(bin.stdout().includes('token-value'), 'no secret value in any line')
+})
+
+test('bin reload with workers: SIGHUP to the first process reloads every worker', async (t) => {
+  const origin = await startOrigin(t)
+  const file = join(t.testdir(), 'proxy.json')
+  writeFileSync(file, JSON.stringify({ ...base, workers: 2, users: { alice: 'pw-a' } }))
+  const bin = runBin(t, ['--config', file])
+  const port = portOf((await listeningUrls(bin))[0] ?? '')
+  writeFileSync(file, JSON.stringify({ ...base, workers: 2, users: { bob: 'pw-b' } }))
+  bin.child.kill('SIGHUP')
+  // Each worker also watches the file: the signal's own reloads are the ones with reason SIGHUP.
+  const lines = await printed(bin, /"reason":"SIGHUP".*"msg":"configuration reloaded"/, 2)
+  t.equal(new Set(lines.map((line) => /"pid":(\d+)/.exec(line)?.[1])).size, 2, 'both workers reloaded on the signal')
+  const statuses = await Promise.all(Array.from({ length: 8 }, async (_, i) => (await get(port, `http://127.0.0.1:${origin.port}/w${i}`, 'bob', 'pw-b')).status))
+  t.same(statuses, Array(8).fill(200), 'every connection, whichever worker took it, has the new users')
+  bin.child.kill('SIGTERM')
+  t.equal(await bin.exited, 0)
+})
+
+test('bin reload under load: 400 requests over 32 connections while the file is reloaded 5 times: nothing dropped', async (t) => {
+  const origin = await startOrigin(t)
+  const file = join(t.testdir(), 'proxy.json')
+  const write = (n: number): void => writeFileSync(file, JSON.stringify({ ...base, users: { alice: 'pw-a', [`extra-${n}`]: 'x' } }))
+  write(0)
+  const bin = runBin(t, ['--config', file])
+  const proxy = `http://127.0.0.1:${portOf((await listeningUrls(bin))[0] ?? '')}`
+  const agent = new ProxyAgent({ uri: proxy, token: basic('alice', 'pw-a'), connections: 32 })
+  t.teardown(() => agent.close())
+  const load = Promise.all(Array.from({ length: 400 }, async (_, i) => {
+    const response = await request(`http://127.0.0.1:${origin.port}/l${i}`, { dispatcher: agent })
+    await response.body.text()
+    return response.statusCode
+  }))
+  for (let n = 1; n <= 5; n++) {
+    write(n)
+    bin.child.kill('SIGHUP')
+    await printed(bin, /"msg":"configuration reloaded"/, n)
+  }
+  const statuses = await load
+  t.same(statuses.filter((status) => status !== 200), [])
+  t.equal(origin.requests.length, 400)
+})
+
+test('reload: which keys apply at once and which need a restart (kept at their current value)', async (t) => {
+  const current = parseConfig({ ...base, users: { a: 'x' }, interception: { hosts: ['a.example'], ca: { cert: 'ca.pem', key: 'ca.key' } }, limits: { firstByteTimeout: 5000, maxConcurrentTunnels: 10 } }, 'proxy.json', '/etc/proxy')
+  const next = parseConfig({ ...base, listen: [{ host: '127.0.0.1', port: 9 }], users: { b: 'y' }, interception: { hosts: ['b.example'], ca: { cert: 'other.pem', key: 'ca.key' } }, limits: { firstByteTimeout: 1000, maxConcurrentTunnels: 20 }, workers: 2 }, 'proxy.json', '/etc/proxy')
+  const { effective, restartNeeded } = splitRestartKeys(current, next)
+  t.same(restartNeeded.sort(), ['interception.ca', 'limits.firstByteTimeout', 'listen', 'workers'])
+  t.same(effective.listen, current.listen)
+  t.equal(effective.workers, current.workers)
+  t.same(effective.interception, { ...current.interception, hosts: ['b.example'] }, 'interception hosts apply, its CA does not')
+  t.same(effective.limits, { firstByteTimeout: 5000, maxConcurrentTunnels: 20 })
+  t.same(effective.users, { b: 'y' })
+  const withoutUsers = splitRestartKeys(current, parseConfig({ ...base }, 'proxy.json', '/etc/proxy'))
+  t.ok(withoutUsers.restartNeeded.includes('users') && withoutUsers.restartNeeded.includes('interception'), 'turning authentication or interception off needs a restart')
+  t.same(withoutUsers.effective.users, { a: 'x' }, 'the users stay until then: a reload never opens the proxy')
+})
