@@ -33,6 +33,9 @@ test('Secrets: bad entries of the secrets option are refused at registration, na
     ['secrets[0].placeholder', [{ ...good, placeholder: 'a b c d e f g' }]],
     ['secrets[0].placeholder', [{ ...good, placeholder: 'short' }]],
     ['secrets[0].env', [{ ...good, env: 'X' }]],
+    ['secrets[0]', [{ ...good, source: { getValue: async () => VALUE } }]],
+    ['secrets[0]', [{ name: 'api', hosts: ['a.example'] }]],
+    ['secrets[0].source', [{ name: 'api', hosts: ['a.example'], source: { value: VALUE } }]],
     ['secrets[1].name', [good, { ...good, value: `${VALUE}-2` }]],
     ['secrets[1].placeholder', [{ ...good, placeholder: 'PLACEHOLDER_ONE' }, { ...good, name: 'b', placeholder: 'PLACEHOLDER_ONE_TWO' }]],
     ['secrets.placeholder', [{ ...good, placeholder: 'PLACEHOLDER_ONE' }, { ...good, name: 'b', value: 'xxPLACEHOLDER_ONExx' }]]
@@ -44,4 +47,5 @@ test('Secrets: bad entries of the secrets option are refused at registration, na
   }
   t.equal(await registrationError([good, { name: 'b', value: `${VALUE}-b`, hosts: ['*'], placeholder: 'PLACEHOLDER_B' }]), undefined, 'valid secrets register')
   t.equal(await registrationError([]), undefined, 'an empty list is no secrets')
+  t.equal(await registrationError([{ name: 'vault', hosts: ['*'], source: { getValue: async () => VALUE } }]), undefined, 'a source instead of a value registers')
 })

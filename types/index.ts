@@ -6,6 +6,6 @@ export type { ForwardProxyUser, ForwardProxyUserEntry, ForwardProxyCredentialChe
 export type { ForwardProxyOptions, ForwardProxyAuthOptions, ForwardProxyAuthFailureLimit, ForwardProxyDestinationOptions, ForwardProxyLimitOptions, ForwardProxyResolver, ResolvedAddress } from './options'
 export type { ForwardProxyInterceptionSelector, ForwardProxyInterceptionSelectorSource, ForwardProxyCertificateProvider, ForwardProxyCertificateProviderSource, ForwardProxyCertificate, ForwardProxyPemCertificate, ForwardProxyRequestTransform, ForwardProxyOutgoingRequest, ForwardProxyIncomingResponse, ForwardProxyDestinationFilter, ForwardProxyClientProtocols, ForwardProxyDestinationCertificateCheck, ForwardProxyInterception, ForwardProxyInterceptionAddress, TlsInterceptionOptions } from './interception'
 export type { ForwardProxyHeaderRule } from './header-rules'
-export type { ForwardProxySecret } from './secrets'
+export type { ForwardProxySecret, ForwardProxySecretSource } from './secrets'
 export type { ForwardProxyCaProviderOptions, ForwardProxyCaCertificateProvider, ForwardProxyIssuedLeaf, ForwardProxyLeafKeyType } from './certificates'
 export type { ForwardProxyEstProviderOptions, ForwardProxyEstCertificateProvider } from './est'

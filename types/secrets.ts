@@ -11,8 +11,13 @@ export interface ForwardProxySecret {
    * The value is never logged.
    */
   readonly name: string
-  /** The credential: 8 to 4096 visible ASCII characters (no spaces or controls; shorter values would be found in ordinary response headers). */
-  readonly value: string
+  /**
+   * The credential: 8 to 4096 visible ASCII characters (no spaces or controls; shorter values
+   * would be found in ordinary response headers). Give exactly one of `value` and `source`.
+   */
+  readonly value?: string
+  /** Where the value comes from instead (a vault, a KMS): asked when a request needs it. */
+  readonly source?: ForwardProxySecretSource
   /** Host patterns the value may be sent to, as in `destinations.allowedHosts`. */
   readonly hosts: readonly string[]
   /**
@@ -21,4 +26,21 @@ export interface ForwardProxySecret {
    * the first 16 hexadecimal digits of the SHA-256 of the name.
    */
   readonly placeholder?: string
+}
+
+/**
+ * Supplies a secret's value on demand, e.g. from a vault or a KMS. The proxy asks on the first
+ * request whose placeholder needs the value and again once the value it keeps has expired;
+ * requests that need it meanwhile wait for the same answer. Values are kept in memory only.
+ */
+export interface ForwardProxySecretSource {
+  /**
+   * Returns the current value, or `{ value, maxAge }` with how long (milliseconds) it may be
+   * kept; a plain string is kept 5 minutes. `signal` aborts after 10 seconds: a source that
+   * throws, rejects or does not answer in time fails the request with 500
+   * `proxy_internal_error` (`details="secret unavailable"`), logged without any value; the next
+   * request asks again. A value that breaks the rules of `ForwardProxySecret.value` fails the
+   * same way.
+   */
+  getValue (name: string, signal: AbortSignal): Promise<string | { readonly value: string, readonly maxAge?: number }>
 }

@@ -49,15 +49,15 @@ const SECRET_REFUSALS = {
  * (see `SecretSet.substitute`), and names the secrets on the request's access log line.
  * Returns the path and head unchanged when there are no secrets or no placeholders.
  * @throws ProxyError 403 `http_request_denied` when a placeholder may not be sent there: the
- * details say why, never which secret nor its value.
+ * details say why, never which secret nor its value; 500 when a secret's source fails.
  */
-export function placeSecrets (
+export async function placeSecrets (
   request: FastifyRequest,
   secrets: SecretSet | null,
   outgoing: { readonly path: string, readonly headers: string[], readonly destination: ForwardProxyDestination, readonly overTls: boolean }
-): PlacedSecrets {
+): Promise<PlacedSecrets> {
   if (secrets === null) return outgoing
-  const result = secrets.substitute({
+  const result = await secrets.substitute({
     method: request.method,
     path: outgoing.path,
     headers: outgoing.headers,

@@ -3,9 +3,9 @@
 // refused; a value a destination echoes in a response header goes back to its placeholder.
 
 import { createHash } from 'node:crypto'
-import type { ForwardProxySecret } from '../../types/secrets'
+import type { ForwardProxySecretSource } from '../../types/secrets'
 import type { ForwardProxyUser } from '../../types/user'
-import { ForwardProxyOptionsError, ForwardProxyRuleError } from '../protocol/errors'
+import { ForwardProxyOptionsError, ForwardProxyRuleError, ProxyError } from '../protocol/errors'
 import { compileHostPatterns, matchesAny, type HostPattern } from '../protocol/hosts'
 
 /** What a secret's name may be. */
@@ -27,15 +27,80 @@ export function defaultPlaceholder (name: string): string {
   return `ffp_placeholder_${name}_${createHash('sha256').update(name).digest('hex').slice(0, 16)}`
 }
 
+// How long a source's plain-string answer is kept, and how long a source may take.
+const DEFAULT_SOURCE_MAX_AGE_MS = 300_000
+const SOURCE_TIMEOUT_MS = 10_000
+
+/** A secret's value: given, or asked of its source and kept until it expires. */
+class SecretValue {
+  readonly #name: string
+  readonly #source: ForwardProxySecretSource | undefined
+  /** Every placeholder of the set: a value must hold none. */
+  readonly #placeholders: () => readonly string[]
+  #known: { readonly value: string, readonly encoded: string, readonly expiresAt: number } | undefined
+  #pending: Promise<string> | undefined
+
+  constructor (name: string, fixed: string | undefined, source: ForwardProxySecretSource | undefined, placeholders: () => readonly string[]) {
+    this.#name = name
+    this.#source = source
+    this.#placeholders = placeholders
+    if (fixed !== undefined) this.#known = { value: fixed, encoded: percentEncoded(fixed), expiresAt: Infinity }
+  }
+
+  /** The value and its percent-encoded form when one is known (for scrubbing responses). */
+  get known (): { readonly value: string, readonly encoded: string } | undefined {
+    return this.#known
+  }
+
+  /**
+   * The value, asking the source when none is kept or it expired (one question at a time).
+   * @throws ProxyError 500 `proxy_internal_error` when the source fails or gives an unusable value.
+   */
+  async get (): Promise<string> {
+    const known = this.#known
+    if (known !== undefined && Date.now() < known.expiresAt) return known.value
+    this.#pending ??= this.#ask().finally(() => { this.#pending = undefined })
+    return await this.#pending
+  }
+
+  async #ask (): Promise<string> {
+    const source = this.#source as ForwardProxySecretSource
+    let answer: Awaited<ReturnType<ForwardProxySecretSource['getValue']>>
+    try {
+      answer = await source.getValue(this.#name, AbortSignal.timeout(SOURCE_TIMEOUT_MS))
+    } catch (error) {
+      throw unavailable(this.#name, 'its source failed', error)
+    }
+    const { value, maxAge } = typeof answer === 'string' ? { value: answer, maxAge: DEFAULT_SOURCE_MAX_AGE_MS } : { value: answer?.value, maxAge: answer?.maxAge ?? DEFAULT_SOURCE_MAX_AGE_MS }
+    // Never quote the value: the message is logged.
+    if (typeof value !== 'string' || !SECRET_VALUE.test(value) || this.#placeholders().some((placeholder) => value.includes(placeholder))) {
+      throw unavailable(this.#name, 'its source gave a value that is not 8 to 4096 visible ASCII characters without a placeholder')
+    }
+    if (typeof maxAge !== 'number' || !(maxAge >= 0)) throw unavailable(this.#name, 'its source gave a maxAge that is not a number of milliseconds')
+    this.#known = { value, encoded: percentEncoded(value), expiresAt: Date.now() + maxAge }
+    return value
+  }
+}
+
+function unavailable (name: string, why: string, cause?: unknown): ProxyError {
+  const reason = cause instanceof Error ? `: ${cause.name}` : ''
+  return new ProxyError('proxy_internal_error', 'A secret the request needs is unavailable.', { details: 'secret unavailable', cause: new Error(`secret "${name}": ${why}${reason}`) })
+}
+
 interface CompiledSecret {
   readonly name: string
-  readonly value: string
+  readonly value: SecretValue
   readonly placeholder: string
   /** Header names arrive lower-cased. */
   readonly lowerPlaceholder: string
   readonly hosts: readonly HostPattern[]
-  /** The value as it would appear percent-encoded in a URL a destination echoes. */
-  readonly encodedValue: string
+}
+
+/** One scan of a request: what it found, and (on the second scan) the values to put in. */
+interface Scan {
+  readonly request: SecretRequest
+  readonly used: Set<CompiledSecret>
+  readonly values: ReadonlyMap<CompiledSecret, string> | null
 }
 
 /** A request as {@link SecretSet.substitute} sees it: after the outgoing head was built. */
@@ -96,18 +161,26 @@ export class SecretSet {
    * secret's value, percent-encoded in the path. A placeholder of a secret not granted to the
    * destination's host or not in the user's `secrets`, any placeholder in a header name or in
    * `Host`, a granted one over plain `http://` and one in a TRACE refuse the whole request.
+   * The request is scanned once to find and check the secrets it needs, their values are
+   * fetched (from a source, when one is not kept), then it is scanned again to put them in.
+   * @throws ProxyError 500 when a secret's source fails.
    */
-  substitute (request: SecretRequest): SecretSubstitution {
-    const used = new Set<string>()
+  async substitute (request: SecretRequest): Promise<SecretSubstitution> {
+    const found: Scan = { request, used: new Set(), values: null }
     try {
-      const headers = this.#substituteHeaders(request, used)
-      const path = this.#substitutePath(request, used)
-      if (headers === null && path === null) return { kind: 'none' }
-      return { kind: 'substituted', path: path ?? request.path, headers: headers ?? [...request.headers], secrets: [...used] }
+      this.#scanHeaders(found)
+      this.#scanPath(found)
     } catch (error) {
       if (error instanceof SecretRefused) return { kind: 'refused', reason: error.reason, secret: error.secret }
       throw error
     }
+    if (found.used.size === 0) return { kind: 'none' }
+    const values = new Map<CompiledSecret, string>()
+    for (const secret of found.used) values.set(secret, await secret.value.get())
+    const filled: Scan = { request, used: new Set(), values }
+    const headers = this.#scanHeaders(filled)
+    const path = this.#scanPath(filled)
+    return { kind: 'substituted', path: path ?? request.path, headers: headers ?? [...request.headers], secrets: [...found.used].map((secret) => secret.name) }
   }
 
   /**
@@ -131,7 +204,9 @@ export class SecretSet {
   #scrub (value: string, found: Set<string>): string {
     let scrubbed = value
     for (const secret of this.#secrets) {
-      for (const form of [secret.value, secret.encodedValue]) {
+      const known = secret.value.known
+      if (known === undefined) continue
+      for (const form of [known.value, known.encoded]) {
         if (scrubbed.includes(form)) {
           scrubbed = scrubbed.split(form).join(secret.placeholder)
           found.add(secret.name)
@@ -141,20 +216,24 @@ export class SecretSet {
     return scrubbed
   }
 
-  /** The secret for a placeholder found in the request, after checking it may be sent. */
-  #grant (secret: CompiledSecret, request: SecretRequest, used: Set<string>): string {
+  /**
+   * What takes the place of a placeholder found in the request, after checking it may be sent:
+   * its value on the second scan; the placeholder itself (no change) on the first.
+   */
+  #grant (secret: CompiledSecret, scan: Scan): string {
+    const { request } = scan
     const userSecrets = request.user?.secrets
     if (!matchesAny(secret.hosts, request.host) || (userSecrets !== undefined && !userSecrets.includes(secret.name))) {
       throw new SecretRefused('not-granted', secret.name)
     }
     if (!request.overTls) throw new SecretRefused('plain-http', secret.name)
     if (request.method === 'TRACE') throw new SecretRefused('trace', secret.name)
-    used.add(secret.name)
-    return secret.value
+    scan.used.add(secret)
+    return scan.values?.get(secret) ?? secret.placeholder
   }
 
-  #substituteHeaders (request: SecretRequest, used: Set<string>): string[] | null {
-    const flat = request.headers
+  #scanHeaders (scan: Scan): string[] | null {
+    const flat = scan.request.headers
     let out: string[] | null = null
     for (let i = 0; i + 1 < flat.length; i += 2) {
       const name = flat[i] as string
@@ -163,7 +242,7 @@ export class SecretSet {
       for (const secret of this.#secrets) {
         if (lowerName.includes(secret.lowerPlaceholder)) throw new SecretRefused('not-granted', secret.name)
       }
-      const replaced = lowerName === 'host' ? this.#refuseIn(value) : this.#substituteValue(lowerName, value, request, used)
+      const replaced = lowerName === 'host' ? this.#refuseIn(value) : this.#substituteValue(lowerName, value, scan)
       if (replaced !== value) {
         out ??= [...flat]
         out[i + 1] = replaced
@@ -180,24 +259,24 @@ export class SecretSet {
     return value
   }
 
-  #substituteValue (lowerName: string, value: string, request: SecretRequest, used: Set<string>): string {
-    let replaced = this.#replaceIn(value, request, used)
+  #substituteValue (lowerName: string, value: string, scan: Scan): string {
+    let replaced = this.#replaceIn(value, scan)
     if (lowerName === 'authorization') {
       const basic = /^(basic[ \t]+)([A-Za-z0-9+/]+={0,2})[ \t]*$/i.exec(replaced)
       if (basic !== null) {
         const decoded = Buffer.from(basic[2] as string, 'base64').toString('latin1')
-        const substituted = this.#replaceIn(decoded, request, used)
+        const substituted = this.#replaceIn(decoded, scan)
         if (substituted !== decoded) replaced = `${basic[1] as string}${Buffer.from(substituted, 'latin1').toString('base64')}`
       }
     }
     return replaced
   }
 
-  #replaceIn (text: string, request: SecretRequest, used: Set<string>): string {
+  #replaceIn (text: string, scan: Scan): string {
     let replaced = text
     for (const secret of this.#secrets) {
       if (replaced.includes(secret.placeholder)) {
-        replaced = replaced.split(secret.placeholder).join(this.#grant(secret, request, used))
+        replaced = replaced.split(secret.placeholder).join(this.#grant(secret, scan))
       }
     }
     return replaced
@@ -209,15 +288,15 @@ export class SecretSet {
    * character but the unreserved ones), so it can never end a path segment or add a query
    * parameter; the rest of the path is kept byte for byte.
    */
-  #substitutePath (request: SecretRequest, used: Set<string>): string | null {
-    const { path } = request
+  #scanPath (scan: Scan): string | null {
+    const { path } = scan.request
     const { decoded, offsets } = percentDecoded(path)
     let out = ''
     let copiedUpTo = 0
     let found = false
     for (let hit = this.#firstPlaceholderAt(decoded, 0); hit !== null;) {
       const [index, secret] = hit
-      out += path.slice(copiedUpTo, offsets[index]) + percentEncoded(this.#grant(secret, request, used))
+      out += path.slice(copiedUpTo, offsets[index]) + percentEncoded(this.#grant(secret, scan))
       const after = index + secret.placeholder.length
       copiedUpTo = offsets[after] as number
       found = true
@@ -268,32 +347,52 @@ function percentEncoded (value: string): string {
  */
 export function compileSecrets (secrets: unknown, option = 'secrets'): SecretSet | null {
   if (secrets === undefined) return null
-  if (!Array.isArray(secrets)) throw new ForwardProxyOptionsError(option, 'must be an array of { name, value, hosts, placeholder? }')
-  const compiled = secrets.map((secret: unknown, index) => compileSecret(secret, `${option}[${index}]`))
-  compiled.forEach((secret, index) => {
-    for (const other of compiled.slice(0, index)) {
+  if (!Array.isArray(secrets)) throw new ForwardProxyOptionsError(option, 'must be an array of { name, value or source, hosts, placeholder? }')
+  const entries = secrets.map((secret: unknown, index) => checkSecret(secret, `${option}[${index}]`))
+  entries.forEach((secret, index) => {
+    for (const other of entries.slice(0, index)) {
       if (other.name === secret.name) throw new ForwardProxyOptionsError(`${option}[${index}].name`, `repeats "${secret.name}"`)
       if (other.placeholder.includes(secret.placeholder) || secret.placeholder.includes(other.placeholder)) {
         throw new ForwardProxyOptionsError(`${option}[${index}].placeholder`, `overlaps the placeholder of "${other.name}": no placeholder may contain another`)
       }
     }
   })
-  for (const secret of compiled) {
-    if (compiled.some((other) => other.value.includes(secret.placeholder))) {
+  const placeholders = entries.map((secret) => secret.placeholder)
+  for (const secret of entries) {
+    if (entries.some((other) => other.value?.includes(secret.placeholder) === true)) {
       throw new ForwardProxyOptionsError(`${option}.placeholder`, `of "${secret.name}" appears in a secret's value: choose another placeholder`)
     }
   }
-  return compiled.length === 0 ? null : new SecretSet(compiled)
+  if (entries.length === 0) return null
+  return new SecretSet(entries.map(({ name, value, source, placeholder, hosts }) => ({
+    name,
+    value: new SecretValue(name, value, source, () => placeholders),
+    placeholder,
+    lowerPlaceholder: placeholder.toLowerCase(),
+    hosts
+  })))
 }
 
-function compileSecret (secret: unknown, option: string): CompiledSecret {
-  if (typeof secret !== 'object' || secret === null) throw new ForwardProxyOptionsError(option, 'must be an object { name, value, hosts, placeholder? }')
-  const { name, value, hosts, placeholder, ...rest } = secret as Record<string, unknown>
+interface CheckedSecret {
+  readonly name: string
+  readonly value: string | undefined
+  readonly source: ForwardProxySecretSource | undefined
+  readonly placeholder: string
+  readonly hosts: HostPattern[]
+}
+
+function checkSecret (secret: unknown, option: string): CheckedSecret {
+  if (typeof secret !== 'object' || secret === null) throw new ForwardProxyOptionsError(option, 'must be an object { name, value or source, hosts, placeholder? }')
+  const { name, value, source, hosts, placeholder, ...rest } = secret as Record<string, unknown>
   const unknownKey = Object.keys(rest)[0]
-  if (unknownKey !== undefined) throw new ForwardProxyOptionsError(`${option}.${unknownKey}`, 'is not a known option (known: name, value, hosts, placeholder)')
+  if (unknownKey !== undefined) throw new ForwardProxyOptionsError(`${option}.${unknownKey}`, 'is not a known option (known: name, value, source, hosts, placeholder)')
   if (typeof name !== 'string' || !SECRET_NAME.test(name)) throw new ForwardProxyOptionsError(`${option}.name`, 'must be 1 to 64 letters, digits, ".", "-" or "_"')
+  if ((value === undefined) === (source === undefined)) throw new ForwardProxyOptionsError(option, 'needs exactly one of "value" and "source"')
   // Never quote the value: the message may be logged.
-  if (typeof value !== 'string' || !SECRET_VALUE.test(value)) throw new ForwardProxyOptionsError(`${option}.value`, 'must be 8 to 4096 visible ASCII characters (no spaces, line breaks or controls)')
+  if (value !== undefined && (typeof value !== 'string' || !SECRET_VALUE.test(value))) throw new ForwardProxyOptionsError(`${option}.value`, 'must be 8 to 4096 visible ASCII characters (no spaces, line breaks or controls)')
+  if (source !== undefined && (typeof source !== 'object' || source === null || typeof (source as { getValue?: unknown }).getValue !== 'function')) {
+    throw new ForwardProxyOptionsError(`${option}.source`, 'must be an object with a getValue(name, signal) function')
+  }
   const chosen = placeholder ?? defaultPlaceholder(name)
   if (typeof chosen !== 'string' || !PLACEHOLDER.test(chosen)) throw new ForwardProxyOptionsError(`${option}.placeholder`, 'must be 8 to 128 letters, digits, ".", "-", "_" or "~"')
   if (!Array.isArray(hosts) || hosts.length === 0) throw new ForwardProxyOptionsError(`${option}.hosts`, 'must be a non-empty array of host patterns')
@@ -304,5 +403,5 @@ function compileSecret (secret: unknown, option: string): CompiledSecret {
     if (error instanceof ForwardProxyRuleError) throw new ForwardProxyOptionsError(`${option}.hosts`, 'holds an entry that is not a host pattern (example.com, *.example.com, *, an IP literal or a CIDR range)')
     throw error
   }
-  return { name, value, placeholder: chosen, lowerPlaceholder: chosen.toLowerCase(), hosts: patterns, encodedValue: percentEncoded(value) }
+  return { name, value: value as string | undefined, source: source as ForwardProxySecretSource | undefined, placeholder: chosen, hosts: patterns }
 }

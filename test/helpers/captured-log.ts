@@ -5,6 +5,8 @@ export interface CapturedLog {
   readonly logger: { level: string, stream: Writable }
   /** The `access` object of every line that has one, in order. */
   access: () => Array<Record<string, unknown>>
+  /** Every line written, as written. */
+  lines: () => readonly string[]
 }
 
 /** A logger at level info whose lines stay in memory for the test to read. */
@@ -18,6 +20,7 @@ export function capturedLog (): CapturedLog {
   })
   return {
     logger: { level: 'info', stream },
+    lines: () => lines,
     access: () => lines.map((line) => JSON.parse(line) as { access?: Record<string, unknown> }).flatMap((entry) => entry.access === undefined ? [] : [entry.access])
   }
 }

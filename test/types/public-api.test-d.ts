@@ -29,6 +29,7 @@ import {
   type ForwardProxyIncomingResponse,
   type ForwardProxyInterception,
   type ForwardProxySecret,
+  type ForwardProxySecretSource,
   type ForwardProxyInterceptionAddress,
   type ForwardProxyInterceptionSelector,
   type ForwardProxyIssuedLeaf,
@@ -65,6 +66,9 @@ void app.register(forwardProxy, { secrets: [secret, { name: 'openai', value: 'sk
 void app.register(forwardProxy, { auth: { validate: (name) => ({ name, secrets: ['github'] }) } })
 expectError(app.register(forwardProxy, { secrets: [{ name: 'github', value: 'x' }] }))
 expectError(app.register(forwardProxy, { secrets: { github: secret } }))
+const vault: ForwardProxySecretSource = { getValue: async (name, signal) => signal.aborted ? name : { value: 'from-vault', maxAge: 60_000 } }
+void app.register(forwardProxy, { secrets: [{ name: 'vault', source: vault, hosts: ['api.example.com'] }] })
+expectError<ForwardProxySecretSource>({ getValue: async () => 42 })
 expectError(app.register(forwardProxy, { auth: { validate: (name) => ({ name, secrets: 'github' }) } }))
 void app.register(forwardProxy, { auth: { users: { alice: 's3cret', 'agent-7': { password: 'pw7', allowedHosts: ['api.github.com'], secrets: ['github'], maxConcurrentTunnels: 20, requestsPerMinute: 600 } } } })
 void app.register(forwardProxy, { auth: { validate: (name) => ({ name, allowedHosts: ['*.pypi.org'], requestsPerMinute: 60 }) } })
