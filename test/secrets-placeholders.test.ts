@@ -8,6 +8,9 @@ import { basic, rawExchange } from './helpers/raw-client'
 import { startOrigin } from './helpers/servers'
 import { capturedLog, type CapturedLog } from './helpers/captured-log'
 import type { ForwardProxyOptions, ForwardProxySecret } from '../lib/index'
+import { randomBytes } from 'node:crypto'
+import { startWebSocketOrigin } from './helpers/websocket-origin'
+import { installMetrics } from './helpers/metric-reader'
 
 // Long and distinctive, so a search of any output for it cannot match by chance; '/', '+' and
 // '=' show how it is encoded in a path.
@@ -184,4 +187,36 @@ test('Secrets: the default placeholder is ffp_placeholder_<name>_ and 16 hex dig
   const agent = agentFor(t, setup)
   t.equal((await get(agent, `https://127.0.0.1:${setup.origin.port}/d`, { authorization: `Bearer ${placeholder}` })).status, 200)
   t.equal(setup.origin.requests[0]?.headers.authorization, `Bearer ${VALUE}`)
+})
+
+test('Secrets 3: a WebSocket upgrade inside the tunnel gets its placeholders replaced in the target and the head like any request', async (t) => {
+  const pki = await makeInterceptionPki(t)
+  const origin = await startWebSocketOrigin(t, pki, 0)
+  const proxy = await startInterceptingProxy(t, pki, {
+    proxy: { secrets: [{ name: 'api', value: VALUE, hosts: ['127.0.0.1'], placeholder: PLACEHOLDER }] },
+    interception: { certificateProvider: staticProvider(pki) }
+  })
+  const target = `127.0.0.1:${origin.port}`
+  const socket = await openInterceptedTls(t, proxy.port, target, { ca: pki.operatorCa.cert })
+  const key = randomBytes(16).toString('base64')
+  const answered = new Promise<string>((resolve) => {
+    let text = ''
+    socket.on('data', (chunk: Buffer) => { text += chunk.toString('latin1'); if (text.includes('\r\n\r\n')) resolve(text) })
+  })
+  socket.write([`GET /ws?token=${PLACEHOLDER} HTTP/1.1`, `Host: ${target}`, 'Connection: Upgrade', 'Upgrade: websocket', 'Sec-WebSocket-Version: 13', `Sec-WebSocket-Key: ${key}`, `Authorization: Bearer ${PLACEHOLDER}`].join('\r\n') + '\r\n\r\n')
+  t.match(await answered, /^HTTP\/1\.1 101 /)
+  t.equal(origin.upgrades[0]?.url, `/ws?token=${ENCODED_VALUE}`)
+  t.equal(origin.upgrades[0]?.headers.authorization, `Bearer ${VALUE}`)
+})
+
+test('Secrets: the value is in no metric: every instrument after granted, refused and echoed requests', async (t) => {
+  const installed = installMetrics(t)
+  const setup = await setUp(t, { handler (req, res) { res.setHeader('x-echo', String(req.headers.authorization)); res.end('ok') } })
+  const agent = agentFor(t, setup)
+  const base = `https://127.0.0.1:${setup.origin.port}`
+  t.equal((await get(agent, `${base}/m?k=${PLACEHOLDER}`, { authorization: `Bearer ${PLACEHOLDER}` })).status, 200)
+  t.equal((await get(agent, `https://localhost:${setup.origin.port}/m`, { authorization: `Bearer ${PLACEHOLDER}` })).status, 403, 'refused toward a host not granted')
+  const dump = await installed.dump()
+  t.match(dump, /forward_proxy/, 'the instruments were collected')
+  t.notOk(dump.includes(VALUE) || dump.includes(ENCODED_VALUE) || dump.includes(PLACEHOLDER), 'neither value nor placeholder in any metric')
 })

@@ -46,6 +46,8 @@ export interface InstalledMetrics {
   collectHistogram (name: string): Promise<CollectedHistogram | undefined>
   /** Collects now and returns the points of the named sum as `{ "<attributes JSON>": value }`. */
   sums (name: string): Promise<Record<string, number>>
+  /** Collects now and returns everything recorded (names, attributes, values) as one JSON text. */
+  dump (): Promise<string>
   /** Removes the global provider and shuts this SDK down (also done at teardown). */
   uninstall (): Promise<void>
 }
@@ -78,6 +80,11 @@ export function installMetrics (t: Test): InstalledMetrics {
   }
   const installedMetrics: InstalledMetrics = {
     uninstall,
+    async dump () {
+      const { resourceMetrics, errors } = await reader.collect()
+      if (errors.length > 0) throw new AggregateError(errors, 'metric collection failed')
+      return JSON.stringify(resourceMetrics.scopeMetrics)
+    },
     async collectHistogram (name) {
       const found = await find(name)
       if (found === undefined) return undefined
