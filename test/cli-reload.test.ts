@@ -8,6 +8,10 @@ import { startOrigin } from './helpers/servers'
 import { startTcpDestination, once } from './helpers/tcp-destination'
 import { basic, openTunnel, rawExchange } from './helpers/raw-client'
 import { within } from './helpers/within'
+import { execFile } from 'node:child_process'
+import { promisify } from 'node:util'
+import { makeInterceptionPki } from './helpers/interception-pki'
+import { startTlsOrigin } from './helpers/intercepting-proxy'
 import { parseConfig, splitRestartKeys } from './helpers/internals'
 
 /** Resolves once the process has printed `count` lines matching `pattern` (stdout). */
@@ -27,6 +31,8 @@ function printed (bin: BinProcess, pattern: RegExp, count = 1): Promise<string[]
 function get (proxyPort: number, url: string, user: string, password: string): Promise<{ status: number, text: string }> {
   return rawExchange(proxyPort, `GET ${url} HTTP/1.1\r\nHost: ${new URL(url).host}\r\nProxy-Authorization: ${basic(user, password)}\r\nConnection: close\r\n\r\n`)
 }
+
+const curl = promisify(execFile)
 
 const base = { listen: [{ host: '127.0.0.1', port: 0 }], destinations: LOOPBACK_ORIGINS, log: { level: 'info' } }
 
@@ -164,4 +170,25 @@ test('reload: which keys apply at once and which need a restart (kept at their c
   const withoutUsers = splitRestartKeys(current, parseConfig({ ...base }, 'proxy.json', '/etc/proxy'))
   t.ok(withoutUsers.restartNeeded.includes('users') && withoutUsers.restartNeeded.includes('interception'), 'turning authentication or interception off needs a restart')
   t.same(withoutUsers.effective.users, { a: 'x' }, 'the users stay until then: a reload never opens the proxy')
+})
+
+test('bin reload: a changed interception.hosts applies to the next tunnel (curl: opaque before, intercepted after)', async (t) => {
+  const pki = await makeInterceptionPki(t)
+  const origin = await startTlsOrigin(t, pki, (_req, res) => { res.end('ok') })
+  const file = join(t.testdir(), 'proxy.json')
+  const config = (hosts: string[]): object => ({
+    ...base,
+    interception: { hosts, ca: { cert: pki.operatorCa.certPath, key: pki.operatorCa.certPath.replace(/\.pem$/, '.key') }, trustedDestinationCa: pki.destinationCa.certPath }
+  })
+  writeFileSync(file, JSON.stringify(config(['never.example'])))
+  const bin = runBin(t, ['--config', file])
+  const proxy = `http://127.0.0.1:${portOf((await listeningUrls(bin))[0] ?? '')}`
+  // Trusting only the operator CA: an opaque tunnel shows the origin's own certificate and fails.
+  const fetchThrough = async (): Promise<string> => await curl('curl', ['-sS', '--proxy', proxy, '--cacert', pki.operatorCa.certPath, `https://127.0.0.1:${origin.port}/`])
+    .then((result) => result.stdout, (error: { code?: number }) => `curl exit ${String(error.code)}`)
+  t.equal(await fetchThrough(), 'curl exit 60', 'not intercepted: the origin\'s certificate is not trusted')
+  writeFileSync(file, JSON.stringify(config(['127.0.0.1'])))
+  bin.child.kill('SIGHUP')
+  await printed(bin, /"reason":"SIGHUP".*"msg":"configuration reloaded"/)
+  t.equal(await fetchThrough(), 'ok', 'intercepted now: the operator CA\'s leaf')
 })
