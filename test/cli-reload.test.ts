@@ -5,7 +5,7 @@ import { ProxyAgent, request } from 'undici'
 import { listeningUrls, runBin, type BinProcess } from './helpers/cli-bin'
 import { LOOPBACK_ORIGINS, portOf } from './helpers/cli-server'
 import { startOrigin } from './helpers/servers'
-import { startTcpDestination, once } from './helpers/tcp-destination'
+import { startTcpDestination, echoesThrough } from './helpers/tcp-destination'
 import { basic, openTunnel, rawExchange } from './helpers/raw-client'
 import { within } from './helpers/within'
 import { execFile } from 'node:child_process'
@@ -56,10 +56,7 @@ test('bin reload (SIGHUP): new users and destinations apply to new requests at o
   t.equal((await get(port, `http://127.0.0.1:${origin.port}/a`, 'alice', 'pw-a')).status, 407, 'the removed user is refused')
   t.equal((await get(port, `http://127.0.0.1:${origin.port}/b`, 'bob', 'pw-b')).status, 200, 'the new user is accepted')
   t.equal((await get(port, `http://localhost:${origin.port}/c`, 'bob', 'pw-b')).status, 403, 'the new destinations apply')
-  const echoed = once(tunnel.socket, 'data')
-  upstream.once('data', (chunk: Buffer) => upstream.write(chunk))
-  tunnel.socket.write('ping')
-  await echoed
+  await echoesThrough(tunnel.socket, upstream, 'ping')
   t.pass('the tunnel opened before the reload still relays')
 })
 

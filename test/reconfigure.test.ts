@@ -1,7 +1,7 @@
 import { test } from 'tap'
 import { ProxyAgent, request } from 'undici'
 import { startOrigin, startProxy, LOOPBACK_TEST_POLICY } from './helpers/servers'
-import { startTcpDestination, once } from './helpers/tcp-destination'
+import { startTcpDestination, echoesThrough } from './helpers/tcp-destination'
 import { basic, openTunnel, rawExchange } from './helpers/raw-client'
 import Fastify from 'fastify'
 import type { AddressInfo } from 'node:net'
@@ -47,10 +47,7 @@ test('reconfigure: users, destinations, limits and the transforms option apply t
   t.teardown(() => { overLimit.socket.destroy() })
   t.equal(overLimit.status, 503, 'the lowered tunnel limit counts the tunnel already open')
 
-  const echoed = once(open.socket, 'data')
-  upstream.once('data', (chunk: Buffer) => upstream.write(chunk))
-  open.socket.write('still here')
-  await echoed
+  await echoesThrough(open.socket, upstream, 'still here')
   t.pass('the tunnel opened before the change still relays')
 })
 

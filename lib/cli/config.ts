@@ -339,6 +339,16 @@ export function readConfigFile (path: string, key: string): Buffer {
  * @throws ConfigError naming the key, the path and the mode (or the read error), never the file's content.
  */
 export function readKeyFile (path: string, key: string): Buffer {
+  return readPrivateFile(path, key, { file: 'private key', thing: 'key' })
+}
+
+/**
+ * Reads a file only the proxy's user may read (a private key, a secret): refused, and the bytes
+ * read wiped, when group or others may read, write or run it.
+ * @param names how the message calls the file and what it holds.
+ * @throws ConfigError naming the key, the path and the mode (or the read error), never the content.
+ */
+export function readPrivateFile (path: string, key: string, names: { readonly file: string, readonly thing: string }): Buffer {
   const content = readConfigFile(path, key)
   let mode: number | undefined
   try {
@@ -349,7 +359,7 @@ export function readKeyFile (path: string, key: string): Buffer {
   }
   if (mode !== undefined) {
     content.fill(0)
-    throw new ConfigError(`${key}: permissions ${octalMode(mode)} for the private key "${path}" are too open: it must be readable by the proxy's user only. Run "chmod 600 ${path}" if nobody else could have read it; otherwise treat the key as exposed and replace it`)
+    throw new ConfigError(`${key}: permissions ${octalMode(mode)} for the ${names.file} "${path}" are too open: it must be readable by the proxy's user only. Run "chmod 600 ${path}" if nobody else could have read it; otherwise treat the ${names.thing} as exposed and replace it`)
   }
   return content
 }

@@ -5,9 +5,8 @@
 
 import type { ForwardProxyHeaderRule } from '../../types/header-rules'
 import type { ForwardProxySecret } from '../../types/secrets'
-import { octalMode, tooOpenKeyFileMode } from '../certificates/pem'
 import { SECRET_VALUE } from '../security/secrets'
-import { ConfigError, readConfigFile, SECRET_REFERENCE, secretReferencesIn, type SecretConfig } from './config'
+import { ConfigError, readPrivateFile, SECRET_REFERENCE, secretReferencesIn, type SecretConfig } from './config'
 
 /**
  * Reads the value of every secret: the environment variable or the file (which must be readable
@@ -36,18 +35,7 @@ export function loadSecrets (secrets: Readonly<Record<string, SecretConfig>> | u
 }
 
 function readSecretFile (path: string, key: string): string {
-  const content = readConfigFile(path, key)
-  let mode: number | undefined
-  try {
-    mode = tooOpenKeyFileMode(path)
-  } catch (error) {
-    content.fill(0)
-    throw new ConfigError(`${key}: cannot read "${path}" (${(error as NodeJS.ErrnoException).code ?? 'error'})`)
-  }
-  if (mode !== undefined) {
-    content.fill(0)
-    throw new ConfigError(`${key}: permissions ${octalMode(mode)} for the secret file "${path}" are too open: it must be readable by the proxy's user only. Run "chmod 600 ${path}" if nobody else could have read it; otherwise treat the secret as exposed and replace it`)
-  }
+  const content = readPrivateFile(path, key, { file: 'secret file', thing: 'secret' })
   const text = content.toString('utf8')
   content.fill(0)
   return text

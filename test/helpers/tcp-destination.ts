@@ -48,3 +48,14 @@ export function readAll (socket: Socket): Promise<string> {
     socket.once('close', finish)
   })
 }
+
+/**
+ * Sends `text` from the client's end of a tunnel, has the destination's end echo it, and
+ * resolves once the echo is back: the tunnel relays both ways.
+ */
+export async function echoesThrough (client: Socket, upstream: Socket, text: string): Promise<void> {
+  const echoed = once(client, 'data')
+  upstream.once('data', (chunk: Buffer) => upstream.write(chunk))
+  client.write(text)
+  await echoed
+}
