@@ -58,7 +58,24 @@ function classify (req: RawRequest): ProxyRequestTarget | null {
     return { kind: 'connect', destination: parseConnectTarget(url) }
   }
   if (isAbsoluteForm(url)) return { kind: 'forward', target: parseAbsoluteTarget(url) }
-  return null
+  const http2Target = httpSchemeTargetOverTls(req)
+  return http2Target === null ? null : { kind: 'forward', target: http2Target }
+}
+
+/**
+ * An HTTP/2 request with `:scheme http` on a TLS connection is the HTTP/2 form of an
+ * absolute-form `http://` request: the `:scheme` may differ from the connection's (RFC 9113
+ * section 8.3.1), and that is how a browser using an https:// proxy that speaks HTTP/2 sends an
+ * http:// URL. Its target is `http://<:authority><:path>`. Null for every other request: on a
+ * cleartext connection `:scheme http` is the application's own.
+ */
+function httpSchemeTargetOverTls (req: RawRequest): AbsoluteTarget | AbsoluteTargetProblem | null {
+  if (req.headers[':scheme'] !== 'http') return null
+  const { stream } = req as Partial<Http2ServerRequest>
+  if (stream?.session?.encrypted !== true) return null
+  const authority = req.headers[':authority']
+  if (typeof authority !== 'string' || authority === '') return 'malformed'
+  return parseAbsoluteTarget(`http://${authority}${req.url ?? ''}`)
 }
 
 /** The destination of a proxy request, or null for the application's own requests and bad targets. */

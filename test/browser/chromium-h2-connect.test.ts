@@ -3,6 +3,7 @@ import { spawn, spawnSync } from 'node:child_process'
 import { createHash, X509Certificate } from 'node:crypto'
 import { mkdirSync } from 'node:fs'
 import { createServer } from 'node:https'
+import { createServer as createHttpServer } from 'node:http'
 import type { AddressInfo } from 'node:net'
 import { join } from 'node:path'
 import { startHttp2Proxy } from '../helpers/http2-proxy'
@@ -117,9 +118,36 @@ test('browser: headless Chromium with an https:// proxy loads a loopback HTTPS p
     })
   })
 
+  // HOME in the test directory: nothing is read from or written to the user's own profile.
+  const run = await runChromium(t, chromiumArgs(t, proxy.port, [spkiHash(proxy.tls.cert), spkiHash(originTls.cert)], `https://${originAuthority}/`), { ...process.env, HOME: t.testdir() })
+  t.comment(`chromium exited with ${String(run.code ?? run.signal)} after ${run.ms} ms`)
+  const diagnostics = { stderr: run.stderr.slice(-4000), seen }
+
+  t.equal(run.code, 0, 'chromium exited by itself', diagnostics)
+  // --dump-dom exits 0 even when the page failed to load, so the marker is the real check.
+  t.match(run.stdout, marker, 'the DOM Chromium dumped holds the origin\'s marker', diagnostics)
+  t.same(originRequests, ['GET /'], 'the origin served the page')
+
+  const toOrigin = seen.filter((s) => s.method === 'CONNECT' && s.url === originAuthority)
+  t.ok(toOrigin.length >= 1, 'the proxy got a CONNECT for the origin', diagnostics)
+  t.same(toOrigin.map((s) => s.httpVersion), toOrigin.map(() => '2.0'), 'every CONNECT for the origin came over HTTP/2', diagnostics)
+
+  const others = seen.filter((s) => !toOrigin.includes(s))
+  t.same(others.filter((s) => !(s.method === 'CONNECT' && UNAVOIDABLE_BACKGROUND.has(s.url))), [],
+    'no other destination was requested (beyond the background checks no flag turns off)', diagnostics)
+  t.same(others.filter((s) => s.status !== 403), [], 'the proxy refused every other request', diagnostics)
+  t.same(resolved, [], 'the proxy never resolved a host name')
+})
+
+/**
+ * Chromium's arguments: headless, a fresh profile in the test directory, every request through
+ * the proxy at `proxyPort` (loopback included), the listed SPKI hashes trusted, no background
+ * traffic, and the DOM of `url` dumped on stdout once loaded.
+ */
+function chromiumArgs (t: Test, proxyPort: number, trustedSpki: string[], url: string): string[] {
   const profile = join(t.testdir(), 'profile')
   mkdirSync(profile)
-  const args = [
+  return [
     '--headless=new',
     // Root in CI containers needs it, and non-root containers often lack the user namespaces
     // the sandbox wants; the browser only renders this test's own page.
@@ -129,9 +157,9 @@ test('browser: headless Chromium with an https:// proxy loads a loopback HTTPS p
     // A fresh profile; also what makes Chromium honour the SPKI list below.
     `--user-data-dir=${profile}`,
     // Everything through the proxy, loopback included (Chromium bypasses loopback by default).
-    `--proxy-server=https://127.0.0.1:${proxy.port}`,
+    `--proxy-server=https://127.0.0.1:${proxyPort}`,
     '--proxy-bypass-list=<-loopback>',
-    `--ignore-certificate-errors-spki-list=${spkiHash(proxy.tls.cert)},${spkiHash(originTls.cert)}`,
+    `--ignore-certificate-errors-spki-list=${trustedSpki.join(',')}`,
     // No background traffic.
     '--no-first-run',
     '--no-default-browser-check',
@@ -151,25 +179,55 @@ test('browser: headless Chromium with an https:// proxy loads a loopback HTTPS p
     '--metrics-recording-only',
     '--disable-quic',
     '--dump-dom',
-    `https://${originAuthority}/`
+    url
   ]
-  // HOME in the test directory: nothing is read from or written to the user's own profile.
-  const run = await runChromium(t, args, { ...process.env, HOME: t.testdir() })
-  t.comment(`chromium exited with ${String(run.code ?? run.signal)} after ${run.ms} ms`)
-  const diagnostics = { stderr: run.stderr.slice(-4000), seen }
+}
 
+test('browser: headless Chromium with an https:// proxy loads an http:// page (HTTP/2 request with :scheme http) and, in the same session, an https:// script (HTTP/2 CONNECT)', async (t) => {
+  if (spawnSync('sh', ['-c', `command -v ${CHROMIUM}`]).status !== 0) {
+    t.fail(`'${CHROMIUM}' is not on PATH: this test needs Debian's Chromium (apt-get install -y chromium), which .ci/run installs`)
+    return
+  }
+  const tlsDir = join(t.testdir(), 'origin')
+  mkdirSync(tlsDir)
+  const scriptTls = await makeSelfSignedCertificate(tlsDir)
+  const marker = `scheme-http-marker-${process.pid}-${Date.now()}`
+  const scriptMarker = `https-script-marker-${process.pid}-${Date.now()}`
+  const served: string[] = []
+  // The https:// origin serves a script that writes its marker into the page.
+  const scriptOrigin = createServer({ key: scriptTls.key, cert: scriptTls.cert }, (req, res) => {
+    served.push(`https ${req.method ?? ''} ${req.url ?? ''}`)
+    res.writeHead(200, { 'content-type': 'text/javascript' })
+    res.end(`document.getElementById('from-https').textContent = ${JSON.stringify(scriptMarker)}`)
+  })
+  await new Promise<void>((resolve) => scriptOrigin.listen(0, '127.0.0.1', resolve))
+  t.teardown(() => new Promise<void>((resolve) => { scriptOrigin.closeAllConnections(); scriptOrigin.close(() => resolve()) }))
+  const scriptAuthority = `127.0.0.1:${(scriptOrigin.address() as AddressInfo).port}`
+  // The http:// origin serves the page, which loads the script.
+  const pageOrigin = createHttpServer((req, res) => {
+    served.push(`http ${req.method ?? ''} ${req.url ?? ''} via=${String(req.headers.via)}`)
+    res.writeHead(200, { 'content-type': 'text/html; charset=utf-8' })
+    res.end(`<!doctype html><html><head><title>plain</title><link rel="icon" href="data:,"></head><body><p id="marker">${marker}</p><p id="from-https"></p><script src="https://${scriptAuthority}/script.js"></script></body></html>`)
+  })
+  await new Promise<void>((resolve) => pageOrigin.listen(0, '127.0.0.1', resolve))
+  t.teardown(() => new Promise<void>((resolve) => { pageOrigin.closeAllConnections(); pageOrigin.close(() => resolve()) }))
+  const pageAuthority = `127.0.0.1:${(pageOrigin.address() as AddressInfo).port}`
+
+  const seen: SeenRequest[] = []
+  const proxy = await startHttp2Proxy(t, {
+    destinations: { allowedHosts: ['127.0.0.1'], allowedPorts: [Number(pageAuthority.split(':')[1]), Number(scriptAuthority.split(':')[1])], allowedNetworks: ['127.0.0.1/32'] },
+    resolver: async (hostname) => { throw Object.assign(new Error(`the test's resolver refuses ${hostname}`), { code: 'ENOTFOUND' }) }
+  }, (app) => {
+    app.addHook('onRequest', async (request) => {
+      seen.push({ id: request.id, method: request.method, httpVersion: request.raw.httpVersion, url: `${String(request.headers[':scheme'] ?? '')} ${request.url}` })
+    })
+  })
+  const run = await runChromium(t, chromiumArgs(t, proxy.port, [spkiHash(proxy.tls.cert), spkiHash(scriptTls.cert)], `http://${pageAuthority}/`), { ...process.env, HOME: t.testdir() })
+  const diagnostics = { stderr: run.stderr.slice(-4000), seen, served }
   t.equal(run.code, 0, 'chromium exited by itself', diagnostics)
-  // --dump-dom exits 0 even when the page failed to load, so the marker is the real check.
-  t.match(run.stdout, marker, 'the DOM Chromium dumped holds the origin\'s marker', diagnostics)
-  t.same(originRequests, ['GET /'], 'the origin served the page')
-
-  const toOrigin = seen.filter((s) => s.method === 'CONNECT' && s.url === originAuthority)
-  t.ok(toOrigin.length >= 1, 'the proxy got a CONNECT for the origin', diagnostics)
-  t.same(toOrigin.map((s) => s.httpVersion), toOrigin.map(() => '2.0'), 'every CONNECT for the origin came over HTTP/2', diagnostics)
-
-  const others = seen.filter((s) => !toOrigin.includes(s))
-  t.same(others.filter((s) => !(s.method === 'CONNECT' && UNAVOIDABLE_BACKGROUND.has(s.url))), [],
-    'no other destination was requested (beyond the background checks no flag turns off)', diagnostics)
-  t.same(others.filter((s) => s.status !== 403), [], 'the proxy refused every other request', diagnostics)
-  t.same(resolved, [], 'the proxy never resolved a host name')
+  t.match(run.stdout, marker, 'the http:// page loaded', diagnostics)
+  t.match(run.stdout, scriptMarker, 'its https:// script ran', diagnostics)
+  t.same(served, [`http GET / via=2 fastify-forward-proxy`, 'https GET /script.js'], 'both origins served, the page through the proxy', diagnostics)
+  t.ok(seen.some((s) => s.httpVersion === '2.0' && s.method === 'GET' && s.url === 'http /'), 'the page came as an HTTP/2 request with :scheme http', diagnostics)
+  t.ok(seen.some((s) => s.httpVersion === '2.0' && s.method === 'CONNECT' && s.url.endsWith(scriptAuthority)), 'the script through an HTTP/2 CONNECT', diagnostics)
 })
