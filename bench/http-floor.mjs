@@ -15,6 +15,7 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { freePort, waitForPort } from './compare/processes.mjs'
+import { SHIPPED_NODE_ARGS } from './shipped-node-args.mjs'
 
 const here = (file) => fileURLToPath(new URL(file, import.meta.url))
 const rounds = Number(process.env.BENCH_ROUNDS ?? 5)
@@ -36,7 +37,7 @@ async function startBin (directory, level) {
   const port = await freePort()
   const config = join(directory, `floor-bin-${level}.json`)
   writeFileSync(config, JSON.stringify({ listen: [{ host: '127.0.0.1', port }], destinations: { allowedPorts: '*', allowedNetworks: ['127.0.0.0/8'] }, log: { level } }))
-  const child = spawn(process.execPath, [here('../dist/lib/cli/main.js'), '--config', config], { stdio: ['ignore', 'ignore', 'inherit'], env: { ...process.env, NODE_ENV: 'production' } })
+  const child = spawn(process.execPath, [...SHIPPED_NODE_ARGS, here('../dist/lib/cli/main.js'), '--config', config], { stdio: ['ignore', 'ignore', 'inherit'], env: { ...process.env, NODE_ENV: 'production' } })
   await waitForPort('127.0.0.1', port, { child, output: () => '', name: 'the ready-to-run server' })
   return { child, port }
 }

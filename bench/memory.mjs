@@ -10,8 +10,9 @@
 // Knobs: MEMORY_RUNS (3), MEMORY_DURATION (seconds per scenario, 2), MEMORY_SCENARIOS
 // (default http,tunnel,intercept,intercept-new,download,download-intercept),
 // MEMORY_VARIANTS: `label=args|label=args`, args being Node options and NAME=value
-// environment entries separated by spaces (default `default=`: the bin as shipped), e.g.
-// MEMORY_VARIANTS='default=|semi1=--max-semi-space-size=1|arena1=MALLOC_ARENA_MAX=1'.
+// environment entries separated by spaces (default: `shipped=` and the options `npm start`
+// passes, bench/shipped-node-args.mjs), e.g.
+// MEMORY_VARIANTS='none=|semi1=--max-semi-space-size=1|arena1=MALLOC_ARENA_MAX=1'.
 // MEMORY_SETTLE_SECONDS (0): then wait that long with no traffic and read once more.
 // MEMORY_JSON=<file> also writes every sample as JSON.
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs'
@@ -26,6 +27,7 @@ import { startOurs } from './compare/peers.mjs'
 import { cpuSeconds, memoryMiB, statusKiB, stopProcess } from './compare/processes.mjs'
 import { LOAD_SCENARIOS } from './compare/settings.mjs'
 import { detectTools } from './compare/tools.mjs'
+import { SHIPPED_NODE_ARGS } from './shipped-node-args.mjs'
 
 const HOOK = fileURLToPath(new URL('./memory-hook.cjs', import.meta.url))
 const positive = (name, fallback) => {
@@ -38,7 +40,7 @@ const duration = positive('MEMORY_DURATION', 2)
 const settle = Number(process.env.MEMORY_SETTLE_SECONDS || 0)
 const scenarios = (process.env.MEMORY_SCENARIOS || LOAD_SCENARIOS.join(',')).split(',').map((s) => s.trim()).filter(Boolean)
 for (const scenario of scenarios) if (!(scenario in SCENARIOS)) throw new Error(`MEMORY_SCENARIOS: unknown "${scenario}"`)
-const variants = (process.env.MEMORY_VARIANTS || 'default=').split('|').map((text) => {
+const variants = (process.env.MEMORY_VARIANTS || `shipped=${SHIPPED_NODE_ARGS.join(' ')}`).split('|').map((text) => {
   const [label, args = ''] = text.split(/=(.*)/s)
   const tokens = args.split(/\s+/).filter(Boolean)
   const env = Object.fromEntries(tokens.filter((t) => !t.startsWith('-')).map((t) => t.split(/=(.*)/s)))
@@ -135,7 +137,7 @@ async function main () {
         console.log(`run ${run + 1} ${variant.label}: ${samples.map((s) => `${s.phase} ${fixed(s.rss)}`).join(', ')} MiB RSS`)
       }
     }
-    for (const variant of variants) console.log(`\n${table(`${variant.label}: ${[...variant.nodeArgs, ...Object.entries(variant.env).map(([k, v]) => `${k}=${v}`)].join(' ') || 'the bin as shipped'}`, results[variant.label])}`)
+    for (const variant of variants) console.log(`\n${table(`${variant.label}: ${[...variant.nodeArgs, ...Object.entries(variant.env).map(([k, v]) => `${k}=${v}`)].join(' ') || 'no Node options'}`, results[variant.label])}`)
     if (process.env.MEMORY_JSON) writeFileSync(process.env.MEMORY_JSON, JSON.stringify({ date: new Date().toISOString(), runs, duration, scenarios, variants, results }, null, 2) + '\n')
   } finally {
     for (const started of processes.reverse()) await stopProcess(started)

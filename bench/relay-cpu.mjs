@@ -18,6 +18,7 @@ import { fileURLToPath } from 'node:url'
 import { readConnectResponse } from './connect-response.mjs'
 import { freePort, startProcess, stopProcess, waitForPort } from './compare/processes.mjs'
 import { startNginx } from './compare/origin.mjs'
+import { SHIPPED_NODE_ARGS } from './shipped-node-args.mjs'
 
 const MiB = 1024 * 1024
 const ORIGIN_MIB = 64
@@ -92,7 +93,7 @@ const PEERS = {
       destinations: { allowedPorts: '*', allowedNetworks: ['127.0.0.0/8'] },
       log: { level: 'warn' }
     }))
-    const started = startProcess(process.execPath, [here('../dist/lib/cli/main.js'), '--config', config], { env: { ...process.env, NODE_ENV: 'production' } })
+    const started = startProcess(process.execPath, [...SHIPPED_NODE_ARGS, here('../dist/lib/cli/main.js'), '--config', config], { env: { ...process.env, NODE_ENV: 'production' } })
     await waitForPort('127.0.0.1', port, { ...started, name: 'bin' })
     return { port, started }
   },

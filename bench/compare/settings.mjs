@@ -1,4 +1,6 @@
 // The comparison's knobs, from environment variables (see docs/benchmarks.md).
+import { SHIPPED_NODE_ARGS } from '../shipped-node-args.mjs'
+
 export const LOAD_SCENARIOS = ['http', 'tunnel', 'intercept', 'intercept-new', 'download', 'download-intercept', 'tunnel-hey', 'intercept-hey', 'intercept-new-hey']
 export const EXTRA_SCENARIOS = ['sse', 'idle', 'idle-intercept', 'h2', 'leaves']
 const PEER_NAMES = ['ours', 'squid', 'mitmproxy']
@@ -34,7 +36,7 @@ export function readSettings () {
     idleIntercepted: number('BENCH_IDLE_INTERCEPTED', smoke ? 20 : 2000),
     leaves: number('BENCH_LEAVES', smoke ? 20 : 1000),
     sseSamples: number('BENCH_SSE_SAMPLES', smoke ? 3 : 20),
-    oursNodeArgs: (process.env.BENCH_OURS_NODE_ARGS ?? '').split(/\s+/).filter(Boolean),
+    oursNodeArgs: process.env.BENCH_OURS_NODE_ARGS === undefined ? SHIPPED_NODE_ARGS : process.env.BENCH_OURS_NODE_ARGS.split(/\s+/).filter(Boolean),
     origin: list('BENCH_ORIGIN', ['nginx'], ['nginx', 'node'])[0],
     httpClient: list('BENCH_HTTP_CLIENT', ['hey'], ['hey', 'node'])[0],
     jsonPath: process.env.BENCH_JSON ?? (smoke ? '' : 'bench/results/latest.json')

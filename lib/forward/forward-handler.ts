@@ -103,7 +103,10 @@ export async function forwardRequest (
   // Read once: a reconfiguration while this request runs does not change its rules halfway.
   const { secrets } = runtime.settings
   const { transforms } = runtime
-  const { path, headers: built } = await placeSecrets(request, secrets, { path: pathAndQuery, headers: outgoing, destination, overTls: scheme === 'https' })
+  // Without secrets, no await: one turn of the loop less per request.
+  const { path, headers: built } = secrets === null
+    ? { path: pathAndQuery, headers: outgoing }
+    : await placeSecrets(request, secrets, { path: pathAndQuery, headers: outgoing, destination, overTls: scheme === 'https' })
 
   const departure = new ClientDeparture(reply.raw)
   // A client that left while the app's hooks ran has already had its 'close': dial nothing.

@@ -47,16 +47,15 @@ const SECRET_REFUSALS = {
 /**
  * Puts each secret's value in place of its placeholder in the path and head about to be sent
  * (see `SecretSet.substitute`), and names the secrets on the request's access log line.
- * Returns the path and head unchanged when there are no secrets or no placeholders.
+ * Returns the path and head unchanged when they hold no placeholders.
  * @throws ProxyError 403 `http_request_denied` when a placeholder may not be sent there: the
  * details say why, never which secret nor its value; 500 when a secret's source fails.
  */
 export async function placeSecrets (
   request: FastifyRequest,
-  secrets: SecretSet | null,
+  secrets: SecretSet,
   outgoing: { readonly path: string, readonly headers: string[], readonly destination: ForwardProxyDestination, readonly overTls: boolean }
 ): Promise<PlacedSecrets> {
-  if (secrets === null) return outgoing
   const result = await secrets.substitute({
     method: request.method,
     path: outgoing.path,

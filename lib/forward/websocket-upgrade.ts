@@ -71,7 +71,9 @@ export async function forwardWebSocketUpgrade (
   // Read once: a reconfiguration while this request runs does not change its rules halfway.
   const { secrets } = runtime.settings
   const { transforms } = runtime
-  const { path, headers: built } = await placeSecrets(request, secrets, { path: pathAndQuery, headers: outgoing, destination, overTls: true })
+  const { path, headers: built } = secrets === null
+    ? { path: pathAndQuery, headers: outgoing }
+    : await placeSecrets(request, secrets, { path: pathAndQuery, headers: outgoing, destination, overTls: true })
   if (upgradeRequestHasBody(received)) {
     throw new ProxyError('http_request_error', 'Upgrade requests with a body are not supported inside an intercepted tunnel.', { details: 'upgrade request with a body' })
   }
