@@ -28,7 +28,7 @@ import {
 } from './core/runtime'
 import { DestinationPolicy, OwnListeners } from './security/destination-policy'
 import { UserPolicy } from './security/user-policy'
-import { createDestinationDispatcher, createTlsDestinationDispatcher } from './forward/destinations'
+import { createDestinationDispatcher, createTlsDestinationDispatcher, createUpstreamDispatcher } from './forward/destinations'
 import { INTERCEPTION_ADDRESS, InterceptionEndpoint } from './interception/endpoint'
 import type { TlsInterceptionOptions } from '../types/interception'
 import { ForwardProxyOptionsError } from './protocol/errors'
@@ -37,7 +37,7 @@ async function forwardProxyPlugin (fastify: FastifyInstance, options: ForwardPro
   const settings = resolveProxySettings(options)
   const policy = new DestinationPolicy(settings.destinations)
   const ownListeners = new OwnListeners()
-  const connector = { policy, resolver: settings.resolver, connectTimeout: settings.limits.connectTimeout, ownListeners }
+  const connector = { policy, resolver: settings.resolver, connectTimeout: settings.limits.connectTimeout, ownListeners, upstreams: settings.upstreams }
   const runtime: ProxyRuntime = {
     settings,
     policy,
@@ -47,6 +47,7 @@ async function forwardProxyPlugin (fastify: FastifyInstance, options: ForwardPro
     forwardedRequests: new ConcurrencyLimit(settings.limits.maxConcurrentRequests),
     dispatcher: createDestinationDispatcher(connector, settings.limits.httpActivityTimeout),
     tlsDispatcher: createTlsDestinationDispatcher(connector, () => runtime.destinationTls, settings.limits.httpActivityTimeout),
+    upstreamDispatcher: createUpstreamDispatcher(connector, settings.limits.httpActivityTimeout),
     destinationTls: DEFAULT_DESTINATION_TLS,
     transforms: [...settings.transforms]
   }
@@ -83,7 +84,7 @@ async function forwardProxyPlugin (fastify: FastifyInstance, options: ForwardPro
       if (fixed !== null) throw new ForwardProxyOptionsError(fixed, 'cannot change while the server runs: restart it to apply the change')
       const added = runtime.transforms.slice(runtime.settings.transforms.length)
       const policy = new DestinationPolicy(next.destinations)
-      Object.assign(connector, { policy, resolver: next.resolver, connectTimeout: next.limits.connectTimeout })
+      Object.assign(connector, { policy, resolver: next.resolver, connectTimeout: next.limits.connectTimeout, upstreams: next.upstreams })
       runtime.tunnels.setLimit(next.limits.maxConcurrentTunnels)
       runtime.forwardedRequests.setLimit(next.limits.maxConcurrentRequests)
       runtime.transforms = [...next.transforms, ...added]
@@ -105,7 +106,7 @@ async function forwardProxyPlugin (fastify: FastifyInstance, options: ForwardPro
     ready = true
   })
   fastify.addHook('onClose', async function closeDispatchers () {
-    await Promise.all([runtime.dispatcher.destroy(), runtime.tlsDispatcher.destroy()])
+    await Promise.all([runtime.dispatcher.destroy(), runtime.tlsDispatcher.destroy(), runtime.upstreamDispatcher.destroy()])
   })
 
   await fastify.register(proxyRoutes(runtime))

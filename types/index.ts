@@ -7,5 +7,6 @@ export type { ForwardProxyOptions, ForwardProxyAuthOptions, ForwardProxyAuthFail
 export type { ForwardProxyInterceptionSelector, ForwardProxyInterceptionSelectorSource, ForwardProxyCertificateProvider, ForwardProxyCertificateProviderSource, ForwardProxyCertificate, ForwardProxyPemCertificate, ForwardProxyRequestTransform, ForwardProxyOutgoingRequest, ForwardProxyIncomingResponse, ForwardProxyDestinationFilter, ForwardProxyClientProtocols, ForwardProxyDestinationCertificateCheck, ForwardProxyInterception, ForwardProxyInterceptionAddress, TlsInterceptionOptions } from './interception'
 export type { ForwardProxyHeaderRule } from './header-rules'
 export type { ForwardProxySecret, ForwardProxySecretSource } from './secrets'
+export type { ForwardProxyUpstreamRule, ForwardProxyUpstreamSelector } from './upstream'
 export type { ForwardProxyCaProviderOptions, ForwardProxyCaCertificateProvider, ForwardProxyIssuedLeaf, ForwardProxyLeafKeyType } from './certificates'
 export type { ForwardProxyEstProviderOptions, ForwardProxyEstCertificateProvider } from './est'

@@ -1,6 +1,7 @@
 import type { ForwardProxyCredentialCheck, ForwardProxyUserEntry } from './user'
 import type { ForwardProxyRequestTransform } from './interception'
 import type { ForwardProxySecret } from './secrets'
+import type { ForwardProxyUpstreamRule, ForwardProxyUpstreamSelector } from './upstream'
 
 /**
  * Proxy authentication. Basic credentials on `Proxy-Authorization`; failures answer
@@ -126,6 +127,19 @@ export interface ForwardProxyOptions {
    * The tlsInterception plugin intercepts every secret's hosts. Default `[]`.
    */
   secrets?: readonly ForwardProxySecret[]
+  /**
+   * Another proxy to reach destinations through (a corporate proxy): rules `[{ hosts, url }]`
+   * (the first whose hosts match wins; no match means direct; `url` is `direct`,
+   * `http://[user:pw@]host:port` or `https://[user:pw@]host:port`), `'environment'` to follow
+   * `HTTPS_PROXY` / `HTTP_PROXY` / `NO_PROXY` as curl does, or a function
+   * `(destination, request) => url | null`. CONNECT tunnels and the TLS connections of
+   * intercepted requests are opened with CONNECT through it, `http://` requests are sent to it
+   * in absolute form with its own `Proxy-Authorization`. Failures of the upstream answer 502 or
+   * 504 with `next-hop` naming it (never its credentials). Host and port rules apply as
+   * without it; names are resolved by the upstream, so only IP-literal destinations are
+   * checked against the address policy. Default: none (direct).
+   */
+  upstreamProxies?: readonly ForwardProxyUpstreamRule[] | 'environment' | ForwardProxyUpstreamSelector
   /**
    * Sends W3C trace context to destinations: with an OpenTelemetry TracerProvider installed,
    * the `traceparent` (and `tracestate`) of each forwarded request's span replaces the client's

@@ -67,12 +67,18 @@ export async function openConnectTunnel (
   const stopWatching = client.onGone(() => clientGone.abort())
   let provider: ForwardProxyCertificateProvider | null = null
   let upstream: Socket | undefined
-  // HTTP/1.1 tunnels read their destination into reused buffers; an HTTP/2 stream's writes
-  // finish only as flow control allows, so its tunnels keep piping.
-  const reader = client.http2 ? undefined : createDestinationReader()
+  let reader: ReturnType<typeof createDestinationReader> | undefined
   try {
     if (runtime.interception !== undefined) provider = await decideInterception(request, destination, runtime.interception, runtime.settings.secrets, clientGone.signal)
-    if (provider === null && !client.gone) upstream = await connectToDestination(destination, runtime.connector, clientGone.signal, reader?.onread)
+    if (provider === null && !client.gone) {
+      const { upstreams } = runtime.connector
+      const upstreamProxy = upstreams == null ? null : await upstreams.routeFor(destination, request, 'tunnel')
+      // HTTP/1.1 tunnels read their destination into reused buffers; an HTTP/2 stream's writes
+      // finish only as flow control allows, and a socket through an upstream proxy was read
+      // for its CONNECT answer already: those keep piping.
+      reader = client.http2 || upstreamProxy !== null ? undefined : createDestinationReader()
+      upstream = await connectToDestination(destination, runtime.connector, clientGone.signal, reader?.onread, upstreamProxy)
+    }
   } catch (error) {
     release()
     throw error

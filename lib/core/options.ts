@@ -29,6 +29,7 @@ import {
 import { systemResolver, type DestinationPolicySettings } from '../security/destination-policy'
 import { compileSecrets, type SecretSet } from '../security/secrets'
 import { checkUserPolicyFields } from '../security/user-policy'
+import { compileUpstreamProxies, type UpstreamRoutes } from '../security/upstream-proxy'
 import { ForwardProxyOptionsError } from '../protocol/errors'
 import { DEFAULT_PSEUDONYM } from '../protocol/error-responses'
 
@@ -58,11 +59,13 @@ export interface ResolvedProxySettings {
   readonly transforms: readonly ForwardProxyRequestTransform[]
   /** The `secrets` option compiled; null without secrets. */
   readonly secrets: SecretSet | null
+  /** The `upstreamProxies` option compiled; null: every destination is reached directly. */
+  readonly upstreams: UpstreamRoutes | null
   readonly propagateTraceContext: boolean
 }
 
 const KNOWN_KEYS: Record<string, readonly string[]> = {
-  '': ['auth', 'destinations', 'limits', 'via', 'resolver', 'transforms', 'secrets', 'propagateTraceContext'],
+  '': ['auth', 'destinations', 'limits', 'via', 'resolver', 'transforms', 'secrets', 'upstreamProxies', 'propagateTraceContext'],
   auth: ['realm', 'users', 'validate', 'failureLimit'],
   'auth.failureLimit': ['maxFailures', 'window'],
   destinations: ['allowedHosts', 'deniedHosts', 'allowedPorts', 'allowPrivateNetworks', 'allowedNetworks'],
@@ -90,6 +93,7 @@ export function resolveProxySettings (options: ForwardProxyOptions = {}): Resolv
     resolver: resolveResolver(options.resolver),
     transforms: asArray('transforms', options.transforms ?? []).map((transform, index) => checkTransform(transform, `transforms[${index}]`)),
     secrets,
+    upstreams: compileUpstreamProxies(options.upstreamProxies),
     propagateTraceContext: resolvePropagateTraceContext(options.propagateTraceContext)
   }
 }

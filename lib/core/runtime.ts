@@ -39,6 +39,8 @@ export interface ProxyRuntime {
   readonly dispatcher: Agent
   /** Carries requests to `https://` destinations (inside intercepted tunnels), reading `destinationTls` on every connect. */
   readonly tlsDispatcher: Agent
+  /** Carries `http://` requests in absolute form to upstream proxies (`upstreamProxies`). */
+  readonly upstreamDispatcher: Agent
   /**
    * How `https://` destinations are validated. Defaults to Node's trust store and only
    * error-free certificates; the tlsInterception plugin replaces it at registration.

@@ -1,7 +1,7 @@
 // The undici Agents that carry forwarded requests to `http://` and `https://` destinations through
 // the checked connector, and the destination TLS errors.
 
-import { isIPv6, isIP, type Socket } from 'node:net'
+import { connect as netConnect, isIPv6, isIP, type Socket } from 'node:net'
 import { Agent, type buildConnector } from 'undici'
 import {
   checkServerIdentity,
@@ -10,8 +10,8 @@ import {
   type TLSSocket
 } from 'node:tls'
 import { connectToDestination, type DestinationConnectorSettings } from '../security/destination-connector'
-import { canonicalHost } from '../protocol/hosts'
-import { ProxyError, isProxyError, errorCode } from '../protocol/errors'
+import { canonicalHost, formatAuthority } from '../protocol/hosts'
+import { ProxyError, isProxyError, errorCode, proxyErrorFromNetworkError } from '../protocol/errors'
 import type { ForwardProxyDestination } from '../../types/destination'
 import type { DestinationTlsSettings } from '../core/options'
 
@@ -85,6 +85,47 @@ export function createTlsDestinationDispatcher (
 }
 
 /**
+ * Creates the undici Agent that carries `http://` requests to upstream proxies, in absolute
+ * form (the caller gives the upstream as origin and `http://host:port/path` as path). Its
+ * connections go to the upstream itself, a host the operator named: it is dialed without the
+ * destination policy, over TLS (validated against the rule's `ca` or Node's roots) for an
+ * `https://` upstream. Failures name the upstream in `nextHop`.
+ */
+export function createUpstreamDispatcher (connector: DestinationConnectorSettings, httpActivityTimeout: number): Agent {
+  const connect: buildConnector.connector = (options, callback) => {
+    const port = Number(options.port === '' ? (options.protocol === 'https:' ? 443 : 80) : options.port)
+    const label = formatAuthority(canonicalHost(isIPv6(options.hostname) ? `[${options.hostname}]` : options.hostname) ?? options.hostname, port)
+    const upstream = connector.upstreams?.byLabel(label)
+    if (upstream === undefined) {
+      callback(new ProxyError('proxy_internal_error', 'The proxy built an invalid upstream.'), null)
+      return
+    }
+    const socket = upstream.protocol === 'https:'
+      ? tlsConnect({ host: upstream.host, port: upstream.port, ...(isIP(upstream.host) === 0 ? { servername: upstream.host } : {}), ...(upstream.ca === undefined ? {} : { ca: upstream.ca }), ALPNProtocols: ['http/1.1'] })
+      : netConnect({ host: upstream.host, port: upstream.port, noDelay: true })
+    const timer = setTimeout(() => socket.destroy(new ProxyError('connection_timeout', 'The upstream proxy did not answer in time.', { nextHop: label })), connector.connectTimeout)
+    const onError = (error: Error): void => {
+      clearTimeout(timer)
+      const mapped = isProxyError(error) ? error : proxyErrorFromNetworkError(error)
+      callback(new ProxyError(mapped.errorType, `The upstream proxy could not be reached: ${mapped.message}`, { status: mapped.status, ...(mapped.details === undefined ? {} : { details: mapped.details }), nextHop: label, cause: error }), null)
+    }
+    socket.once('error', onError)
+    socket.once(upstream.protocol === 'https:' ? 'secureConnect' : 'connect', () => {
+      clearTimeout(timer)
+      socket.removeListener('error', onError)
+      callback(null, socket)
+    })
+  }
+  return new Agent({
+    connect,
+    headersTimeout: httpActivityTimeout,
+    bodyTimeout: 0,
+    keepAliveTimeout: 4_000,
+    maxHeaderSize: 64 * 1024
+  })
+}
+
+/**
  * Dials `destination` through the policy-checking connector and runs a validated TLS handshake
  * over the socket. Resolves with a socket whose certificate was accepted; throws a ProxyError
  * (`tls_certificate_error`, `tls_protocol_error`, `connection_timeout`, or what the connector threw).
@@ -95,7 +136,9 @@ export async function connectTls (
   settings: DestinationTlsSettings
 ): Promise<TLSSocket> {
   const started = Date.now()
-  const socket = await connectToDestination(destination, connector)
+  // Pooled connections serve many requests: the choice is made for the destination alone.
+  const upstream = await connector.upstreams?.routeFor(destination, null, 'tunnel') ?? null
+  const socket = await connectToDestination(destination, connector, undefined, undefined, upstream)
   const remaining = Math.max(1, connector.connectTimeout - (Date.now() - started))
   return await handshake(socket, destination, settings, remaining)
 }

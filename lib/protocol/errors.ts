@@ -54,6 +54,8 @@ export interface ProxyErrorOptions {
   cause?: unknown
   /** Seconds after which the client may try again: sent as `Retry-After`. */
   retryAfter?: number
+  /** The upstream proxy the failure came from (`host:port`, no credentials): `next-hop`. */
+  nextHop?: string
 }
 
 /**
@@ -71,6 +73,8 @@ export class ProxyError extends Error {
   readonly details: string | undefined
   /** Seconds after which the client may try again (`Retry-After`), if said. */
   readonly retryAfter: number | undefined
+  /** The upstream proxy the failure came from, if any (`next-hop` in `Proxy-Status`). */
+  readonly nextHop: string | undefined
 
   constructor (errorType: ProxyErrorType, message: string, options: ProxyErrorOptions = {}) {
     super(message, options.cause === undefined ? undefined : { cause: options.cause })
@@ -80,6 +84,7 @@ export class ProxyError extends Error {
     this.status = options.status ?? PROXY_ERROR_STATUS[errorType]
     this.details = options.details
     this.retryAfter = options.retryAfter
+    this.nextHop = options.nextHop
   }
 }
 
@@ -206,6 +211,7 @@ export function formatProxyStatus (pseudonym: string, error: ProxyError): string
   const type = error.errorType === 'proxy_authentication_required' ? 'http_request_denied' : error.errorType
   let value = `${pseudonym}; error=${type}`
   if (error.details !== undefined) value += `; details=${quoteSfString(error.details)}`
+  if (error.nextHop !== undefined) value += `; next-hop=${quoteSfString(error.nextHop)}`
   return value
 }
 

@@ -5,6 +5,7 @@ import type { ForwardProxyDestination } from '../../types/destination'
 import type { ForwardProxyResolver, ResolvedAddress } from '../../types/options'
 import { ProxyError, proxyErrorFromNetworkError } from '../protocol/errors'
 import type { DestinationPolicy, OwnListeners } from './destination-policy'
+import { connectThroughUpstream, type UpstreamProxy, type UpstreamRoutes } from './upstream-proxy'
 
 /** What a connect needs: the policy, a resolver and the time allowed for DNS plus TCP. */
 export interface DestinationConnectorSettings {
@@ -13,6 +14,8 @@ export interface DestinationConnectorSettings {
   readonly connectTimeout: number
   /** The proxy's own listeners, never dialed (508 `proxy_loop_detected`). */
   readonly ownListeners?: OwnListeners
+  /** Which destinations go through an upstream proxy; absent or null: none. */
+  readonly upstreams?: UpstreamRoutes | null
 }
 
 /**
@@ -22,16 +25,26 @@ export interface DestinationConnectorSettings {
  * finish within `connectTimeout`. `signal` aborts the attempt when the client goes away.
  * `onread`, when given, is the socket's `onread` option (an opaque tunnel's destination reader).
  *
+ * With `upstream`, the destination is reached through that proxy instead (CONNECT): its name is
+ * not resolved here (the upstream resolves it), and only an IP-literal destination is checked
+ * against the address policy.
+ *
  * Throws a ProxyError: `destination_ip_prohibited` when no resolved address is allowed,
  * `proxy_loop_detected` when an allowed address is one of the proxy's own listeners,
- * `dns_error`/`dns_timeout`, `connection_refused`, `connection_timeout` and so on.
+ * `dns_error`/`dns_timeout`, `connection_refused`, `connection_timeout` and so on (with
+ * `nextHop` when they came from the upstream).
  */
 export async function connectToDestination (
   destination: ForwardProxyDestination,
   settings: DestinationConnectorSettings,
   signal?: AbortSignal,
-  onread?: OnReadOpts
+  onread?: OnReadOpts,
+  upstream?: UpstreamProxy | null
 ): Promise<Socket> {
+  if (upstream !== undefined && upstream !== null) {
+    if (isIP(destination.host) !== 0) settings.policy.checkAddress(destination.host)
+    return await connectThroughUpstream(upstream, destination, settings.connectTimeout, signal)
+  }
   // One controller and one timer per attempt, both gone when it ends: AbortSignal.timeout() would
   // keep each attempt's signal and timer for the whole connectTimeout, thousands of them when
   // clients open and abandon CONNECTs quickly.

@@ -13,6 +13,7 @@ export { createBatchedLogStream, formatPrettyLine, proxyLoggerOptions, REDACTED 
 export { toPrometheusText } from '../../lib/cli/metrics'
 export { loadSecrets } from '../../lib/cli/secrets'
 export { splitRestartKeys } from '../../lib/cli/reload'
+export { compileUpstreamProxies } from '../../lib/security/upstream-proxy'
 export { LINGER_TIMEOUT_MS, secondaryServersOf } from '../../lib/connect/listener'
 export { borrowedRelayBuffers, borrowRelayBuffer, createDestinationReader, RELAY_BUFFER_SIZE, returnRelayBuffer } from '../../lib/connect/relay'
 export { resolveDestinationTlsSettings, resolveProxySettings } from '../../lib/core/options'

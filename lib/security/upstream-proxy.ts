@@ -1,0 +1,232 @@
+// Upstream proxies: which destinations go through another proxy (rules, the environment's
+// HTTPS_PROXY / HTTP_PROXY / NO_PROXY, or the application's function), and how a connection is
+// opened through one (CONNECT, with the upstream's own credentials).
+
+import { connect as netConnect, isIP, type Socket } from 'node:net'
+import { connect as tlsConnect } from 'node:tls'
+import type { FastifyRequest } from 'fastify'
+import type { ForwardProxyDestination } from '../../types/destination'
+import type { ForwardProxyUpstreamRule, ForwardProxyUpstreamSelector } from '../../types/upstream'
+import { ForwardProxyOptionsError, ProxyError, proxyErrorFromNetworkError } from '../protocol/errors'
+import { canonicalHost, compileHostPattern, formatAuthority, matchesAny, type HostPattern } from '../protocol/hosts'
+
+/** An upstream proxy, parsed from its URL. */
+export interface UpstreamProxy {
+  readonly protocol: 'http:' | 'https:'
+  /** Host name or address to dial (IPv6 without brackets). */
+  readonly host: string
+  readonly port: number
+  /** `host:port` without credentials: what errors (`next-hop`) and logs name. */
+  readonly label: string
+  /** `Basic ...` from the URL's credentials, sent as `Proxy-Authorization`; never logged. */
+  readonly authorization: string | undefined
+  /** CA certificates trusted for an `https:` upstream instead of Node's roots. */
+  readonly ca: string | Buffer | undefined
+}
+
+/**
+ * What goes through the upstream: `http` for absolute-form forwarding (`HTTP_PROXY` in the
+ * environment), `tunnel` for CONNECT tunnels and the TLS connections of intercepted requests
+ * (`HTTPS_PROXY`).
+ */
+export type UpstreamKind = 'http' | 'tunnel'
+
+/** The compiled `upstreamProxies` option. */
+export interface UpstreamRoutes {
+  /** The upstream for a destination, or null to connect directly. */
+  routeFor: (destination: ForwardProxyDestination, request: FastifyRequest | null, kind: UpstreamKind) => UpstreamProxy | null | Promise<UpstreamProxy | null>
+  /** An upstream chosen before, by its `label` (how the forwarding dispatcher finds its TLS settings). */
+  byLabel: (label: string) => UpstreamProxy | undefined
+}
+
+function labelIndex (upstreams: ReadonlyArray<UpstreamProxy | null>): (label: string) => UpstreamProxy | undefined {
+  const index = new Map(upstreams.filter((upstream): upstream is UpstreamProxy => upstream !== null).map((upstream) => [upstream.label, upstream]))
+  return (label) => index.get(label)
+}
+
+/**
+ * Parses an upstream URL: `direct` (null), `http://[user:password@]host:port` or
+ * `https://[user:password@]host:port`, nothing else (no path, query or fragment).
+ * @throws ForwardProxyOptionsError naming `option`, never quoting the credentials.
+ */
+export function parseUpstreamUrl (text: unknown, option: string, ca?: string | Buffer): UpstreamProxy | null {
+  if (text === 'direct') return null
+  const problem = 'must be "direct", http://[user:password@]host:port or https://[user:password@]host:port'
+  if (typeof text !== 'string') throw new ForwardProxyOptionsError(option, problem)
+  let url: URL
+  try {
+    url = new URL(text)
+  } catch {
+    throw new ForwardProxyOptionsError(option, problem)
+  }
+  if ((url.protocol !== 'http:' && url.protocol !== 'https:') || url.hostname === '' || (url.pathname !== '/' && url.pathname !== '') || url.search !== '' || url.hash !== '') {
+    throw new ForwardProxyOptionsError(option, problem)
+  }
+  const port = url.port === '' ? (url.protocol === 'https:' ? 443 : 80) : Number(url.port)
+  const host = url.hostname.startsWith('[') ? url.hostname.slice(1, -1) : url.hostname
+  const user = decodeURIComponent(url.username)
+  const password = decodeURIComponent(url.password)
+  return {
+    protocol: url.protocol,
+    host,
+    port,
+    label: formatAuthority(canonicalHost(url.hostname) ?? host, port),
+    authorization: user === '' && password === '' ? undefined : `Basic ${Buffer.from(`${user}:${password}`).toString('base64')}`,
+    ca
+  }
+}
+
+/**
+ * Validates the `upstreamProxies` option: rules, `'environment'` (read now from `env`) or a
+ * function; null when absent.
+ * @throws ForwardProxyOptionsError naming the bad entry.
+ */
+export function compileUpstreamProxies (option: unknown, env: NodeJS.ProcessEnv = process.env): UpstreamRoutes | null {
+  if (option === undefined) return null
+  if (option === 'environment') return fromEnvironment(env)
+  if (typeof option === 'function') return fromSelector(option as ForwardProxyUpstreamSelector)
+  if (!Array.isArray(option)) throw new ForwardProxyOptionsError('upstreamProxies', 'must be an array of { hosts, url, ca? }, "environment" or a function (destination, request) => url')
+  const rules = option.map((rule: unknown, index) => compileRule(rule, `upstreamProxies[${index}]`))
+  return {
+    routeFor: (destination) => rules.find((rule) => matchesAny(rule.hosts, destination.host))?.upstream ?? null,
+    byLabel: labelIndex(rules.map((rule) => rule.upstream))
+  }
+}
+
+function compileRule (rule: unknown, option: string): { hosts: HostPattern[], upstream: UpstreamProxy | null } {
+  if (typeof rule !== 'object' || rule === null) throw new ForwardProxyOptionsError(option, 'must be an object { hosts, url, ca? }')
+  const { hosts, url, ca, ...rest } = rule as ForwardProxyUpstreamRule & Record<string, unknown>
+  const unknownKey = Object.keys(rest)[0]
+  if (unknownKey !== undefined) throw new ForwardProxyOptionsError(`${option}.${unknownKey}`, 'is not a known option (known: hosts, url, ca)')
+  if (!Array.isArray(hosts) || hosts.length === 0) throw new ForwardProxyOptionsError(`${option}.hosts`, 'must be a non-empty array of host patterns')
+  const patterns = hosts.map((text: unknown, index) => {
+    const pattern = typeof text === 'string' ? compileHostPattern(text) : null
+    if (pattern === null) throw new ForwardProxyOptionsError(`${option}.hosts[${index}]`, 'is not a host pattern (example.com, *.example.com, *, an IP literal or a CIDR range)')
+    return pattern
+  })
+  if (ca !== undefined && typeof ca !== 'string' && !Buffer.isBuffer(ca)) throw new ForwardProxyOptionsError(`${option}.ca`, 'must be PEM text or a Buffer')
+  return { hosts: patterns, upstream: parseUpstreamUrl(url, `${option}.url`, ca) }
+}
+
+function fromSelector (selector: ForwardProxyUpstreamSelector): UpstreamRoutes {
+  const parsed = new Map<string, UpstreamProxy | null>()
+  const parse = (url: string | null): UpstreamProxy | null => {
+    if (url === null) return null
+    let upstream = parsed.get(url)
+    if (upstream === undefined) {
+      try {
+        upstream = parseUpstreamUrl(url, 'upstreamProxies (the function\'s result)')
+      } catch (error) {
+        throw new ProxyError('proxy_internal_error', 'The proxy\'s upstream choice is unusable.', { cause: error })
+      }
+      parsed.set(url, upstream)
+    }
+    return upstream
+  }
+  return {
+    async routeFor (destination, request) {
+      return parse(await selector(destination, request))
+    },
+    byLabel: (label) => [...parsed.values()].find((upstream) => upstream?.label === label) ?? undefined
+  }
+}
+
+/**
+ * The environment's proxies, as curl reads them: `https_proxy` / `HTTPS_PROXY` for tunnels,
+ * `http_proxy` (lower case only, as curl: a web server may set `HTTP_PROXY` from a request's
+ * `Proxy` header) for http:// forwarding, `all_proxy` / `ALL_PROXY` for either when unset, and
+ * `no_proxy` / `NO_PROXY`: `*`, or host names (each also covering its subdomains, with or
+ * without a leading dot), IP addresses and CIDR ranges, separated by commas.
+ */
+function fromEnvironment (env: NodeJS.ProcessEnv): UpstreamRoutes {
+  const read = (...names: string[]): string | undefined => names.map((name) => env[name]).find((value) => value !== undefined && value !== '')
+  const all = read('all_proxy', 'ALL_PROXY')
+  const tunnel = read('https_proxy', 'HTTPS_PROXY') ?? all
+  const http = read('http_proxy') ?? all
+  const upstreams = {
+    tunnel: tunnel === undefined ? null : parseUpstreamUrl(tunnel, 'upstreamProxies: "environment" (HTTPS_PROXY)'),
+    http: http === undefined ? null : parseUpstreamUrl(http, 'upstreamProxies: "environment" (HTTP_PROXY)')
+  }
+  const noProxy = (read('no_proxy', 'NO_PROXY') ?? '').split(',').map((entry) => entry.trim().toLowerCase()).filter((entry) => entry !== '')
+  const bypassAll = noProxy.includes('*')
+  const addresses = noProxy.map((entry) => isIP(entry) !== 0 || entry.includes('/') ? compileHostPattern(entry) : null).filter((pattern): pattern is HostPattern => pattern !== null)
+  const names = noProxy.filter((entry) => isIP(entry) === 0 && !entry.includes('/')).map((entry) => entry.replace(/^\*?\./, ''))
+  const bypassed = (host: string): boolean => bypassAll || matchesAny(addresses, host) || names.some((name) => host === name || host.endsWith(`.${name}`))
+  return {
+    routeFor: (destination, _request, kind) => bypassed(destination.host) ? null : upstreams[kind],
+    byLabel: labelIndex([upstreams.tunnel, upstreams.http])
+  }
+}
+
+// An upstream's answer to CONNECT larger than this is not a proxy's answer.
+const MAX_RESPONSE_HEAD = 16 * 1024
+
+/**
+ * Opens a tunnel to `destination` through `upstream`: connects to it (TLS for `https:`,
+ * validated against `ca` or Node's roots), sends CONNECT with the upstream's credentials, and
+ * resolves with the socket once the upstream answered 2xx, any bytes it sent after its answer
+ * put back for the next reader. All within `timeout` ms; `signal` aborts it (the client left).
+ * @throws ProxyError naming the upstream in `nextHop`: 502 `destination_unavailable` for a
+ * non-2xx answer (`details` gives the status), the network error's type otherwise
+ * (`connection_refused`, `dns_error`, `tls_certificate_error`...), 504 `connection_timeout`.
+ */
+export function connectThroughUpstream (upstream: UpstreamProxy, destination: ForwardProxyDestination, timeout: number, signal?: AbortSignal): Promise<Socket> {
+  return new Promise((resolve, reject) => {
+    const nextHop = upstream.label
+    const socket: Socket = upstream.protocol === 'https:'
+      ? tlsConnect({ host: upstream.host, port: upstream.port, ...(isIP(upstream.host) === 0 ? { servername: upstream.host } : {}), ...(upstream.ca === undefined ? {} : { ca: upstream.ca }), ALPNProtocols: ['http/1.1'] })
+      : netConnect({ host: upstream.host, port: upstream.port, allowHalfOpen: true, noDelay: true })
+    let received = Buffer.alloc(0)
+    let settled = false
+    const finish = (error: ProxyError | null): void => {
+      if (settled) return
+      settled = true
+      clearTimeout(timer)
+      signal?.removeEventListener('abort', onAbort)
+      socket.removeListener('data', onData)
+      socket.removeListener('error', onError)
+      socket.removeListener('close', onClose)
+      if (error !== null) {
+        socket.on('error', () => {})
+        socket.destroy()
+        reject(error)
+        return
+      }
+      socket.pause()
+      resolve(socket)
+    }
+    const onError = (error: Error): void => {
+      const mapped = proxyErrorFromNetworkError(error)
+      finish(new ProxyError(mapped.errorType, `The upstream proxy could not be reached: ${mapped.message}`, { status: mapped.status, ...(mapped.details === undefined ? {} : { details: mapped.details }), nextHop, cause: error }))
+    }
+    const onClose = (): void => finish(new ProxyError('connection_terminated', 'The upstream proxy closed the connection before answering CONNECT.', { status: 502, nextHop }))
+    const onAbort = (): void => finish(new ProxyError('connection_terminated', 'The client went away while connecting.', { nextHop }))
+    const timer = setTimeout(() => finish(new ProxyError('connection_timeout', 'The upstream proxy did not answer in time.', { nextHop })), timeout)
+    const onData = (chunk: Buffer): void => {
+      received = Buffer.concat([received, chunk])
+      const end = received.indexOf('\r\n\r\n')
+      if (end === -1) {
+        if (received.length > MAX_RESPONSE_HEAD) finish(new ProxyError('http_protocol_error', 'The upstream proxy answered CONNECT with an invalid head.', { status: 502, nextHop }))
+        return
+      }
+      const status = Number(/^HTTP\/1\.[01] (\d{3})[ \r]/.exec(received.subarray(0, end + 2).toString('latin1'))?.[1] ?? 0)
+      if (status === 0) return finish(new ProxyError('http_protocol_error', 'The upstream proxy answered CONNECT with an invalid head.', { status: 502, nextHop }))
+      if (status < 200 || status > 299) {
+        return finish(new ProxyError('destination_unavailable', `The upstream proxy refused the tunnel (${status}).`, { status: 502, details: `upstream proxy answered ${status}`, nextHop }))
+      }
+      const rest = received.subarray(end + 4)
+      finish(null)
+      if (rest.length > 0) socket.unshift(rest)
+    }
+    if (signal?.aborted === true) return onAbort()
+    signal?.addEventListener('abort', onAbort, { once: true })
+    socket.once('error', onError)
+    socket.once('close', onClose)
+    socket.once(upstream.protocol === 'https:' ? 'secureConnect' : 'connect', () => {
+      const authority = formatAuthority(destination.host, destination.port)
+      const lines = [`CONNECT ${authority} HTTP/1.1`, `Host: ${authority}`, ...(upstream.authorization === undefined ? [] : [`Proxy-Authorization: ${upstream.authorization}`])]
+      socket.write(`${lines.join('\r\n')}\r\n\r\n`)
+      socket.on('data', onData)
+    })
+  })
+}
