@@ -16,7 +16,8 @@ import {
   type ProxyServerConfig,
   loadListenerTls,
   type ListenerTlsFiles,
-  ConfigError
+  ConfigError,
+  readConfigFile
 } from './config'
 import {
   closeAllConnections,
@@ -83,9 +84,20 @@ export function pluginOptionsFromConfig (config: ProxyServerConfig): ForwardProx
     ...(config.destinations === undefined ? {} : { destinations: config.destinations }),
     ...(config.limits === undefined ? {} : { limits: config.limits }),
     ...(config.propagateTraceContext === undefined ? {} : { propagateTraceContext: config.propagateTraceContext }),
+    ...(config.upstreamProxies === undefined ? {} : { upstreamProxies: upstreamProxiesOption(config.upstreamProxies) }),
     ...(config.headers === undefined || config.headers.length === 0 ? {} : { transforms: [createHeaderRulesTransform(resolveSecretReferences(config.headers, secretValues))] }),
     ...(config.secrets === undefined ? {} : { secrets: secretsOption(config.secrets, secretValues) })
   }
+}
+
+/** The plugin's `upstreamProxies` from the file's: `ca` files read (a missing one names its key). */
+function upstreamProxiesOption (upstreams: NonNullable<ProxyServerConfig['upstreamProxies']>): ForwardProxyOptions['upstreamProxies'] {
+  if (upstreams === 'environment') return upstreams
+  return upstreams.map((rule, index) => ({
+    hosts: rule.hosts,
+    url: rule.url,
+    ...(rule.ca === undefined ? {} : { ca: readConfigFile(rule.ca, `/upstreamProxies/${index}/ca`) })
+  }))
 }
 
 /**

@@ -93,6 +93,7 @@ export function startupSummary (config: ProxyServerConfig, urls: readonly string
     ...(developmentCa === undefined ? [] : developmentCaNotice(developmentCa)),
     ...(config.headers === undefined || config.headers.length === 0 ? [] : [`  header rules: ${config.headers.length} (${config.headers.map((rule) => rule.hosts.join(', ')).join('; ')})`]),
     ...(config.secrets === undefined ? [] : [`  secrets: ${Object.entries(config.secrets).map(([name, secret]) => `${name} (${secret.env === undefined ? 'file' : `$${secret.env}`}, for ${secret.hosts.join(', ')}, placeholder ${secret.placeholder ?? defaultPlaceholder(name)})`).join('; ')}`]),
+    ...(config.upstreamProxies === undefined ? [] : [`  upstream proxies: ${upstreamLine(config.upstreamProxies)}`]),
     ...(metricsUrl === undefined ? [] : [`  metrics: ${metricsUrl} (Prometheus text format, separate listener)`]),
     '  health check: GET /healthz on every listener'
   ]
@@ -151,4 +152,15 @@ function expiryWarning (ca: NonNullable<DevelopmentCaInUse>, now: number): strin
 /** Where the leaves come from, for the start-up summary: the EST endpoint, never a credential. */
 export function estEndpoint (est: EstConfig): string {
   return `${new URL(est.url).origin}/.well-known/est${est.label === undefined ? '' : `/${est.label}`}`
+}
+
+/** The upstream rules for the summary, never with their credentials. */
+function upstreamLine (upstreams: NonNullable<ProxyServerConfig['upstreamProxies']>): string {
+  if (upstreams === 'environment') return 'from HTTPS_PROXY / http_proxy / NO_PROXY'
+  return upstreams.map((rule) => {
+    if (rule.url === 'direct') return `${rule.hosts.join(', ')} direct`
+    const url = new URL(rule.url)
+    const credentials = url.username !== '' || url.password !== '' ? ' (with credentials)' : ''
+    return `${rule.hosts.join(', ')} via ${url.protocol}//${url.host}${credentials}`
+  }).join('; ')
 }

@@ -184,6 +184,26 @@ export const CONFIG_SCHEMA = {
         port: { type: 'integer', minimum: 0, maximum: 65535 }
       }
     },
-    propagateTraceContext: { type: 'boolean' }
+    propagateTraceContext: { type: 'boolean' },
+    // Another proxy to reach destinations through: rules, or "environment" (HTTPS_PROXY, ...).
+    upstreamProxies: {
+      description: '"environment", or an array of { "hosts": [host patterns], "url": "direct" | "http://[user:password@]host:port" | "https://[user:password@]host:port", "ca": PEM file }',
+      oneOf: [
+        { const: 'environment' },
+        {
+          type: 'array',
+          items: {
+            type: 'object',
+            additionalProperties: false,
+            required: ['hosts', 'url'],
+            properties: {
+              hosts: { type: 'array', minItems: 1, items: { type: 'string', minLength: 1 } },
+              url: { type: 'string', minLength: 1 },
+              ca: { type: 'string', minLength: 1 }
+            }
+          }
+        }
+      ]
+    }
   }
 } as const

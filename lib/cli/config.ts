@@ -54,6 +54,17 @@ export interface ProxyServerConfig {
   metrics?: MetricsListenerConfig
   /** The plugin's `propagateTraceContext`. */
   propagateTraceContext?: boolean
+  /** The plugin's `upstreamProxies`; `ca` paths resolved against the file's folder. */
+  upstreamProxies?: 'environment' | UpstreamProxyConfig[]
+}
+
+/** One rule of the `upstreamProxies` key. */
+export interface UpstreamProxyConfig {
+  hosts: string[]
+  /** `direct`, `http://[user:password@]host:port` or `https://...`; the credentials are never printed. */
+  url: string
+  /** A PEM file of CA certificates trusted for an `https://` upstream. */
+  ca?: string
 }
 
 /** The `interception` key: which hosts are intercepted and how; paths resolved against the file's folder. */
@@ -131,6 +142,9 @@ export function parseConfig (value: unknown, source: string, baseDirectory: stri
             ...(interception.trustedDestinationCa === undefined ? {} : { trustedDestinationCa: resolve(baseDirectory, interception.trustedDestinationCa) })
           }
         }),
+    ...(Array.isArray(config.upstreamProxies)
+      ? { upstreamProxies: config.upstreamProxies.map((rule) => rule.ca === undefined ? rule : { ...rule, ca: resolve(baseDirectory, rule.ca) }) }
+      : {}),
     ...(secrets === undefined
       ? {}
       : { secrets: Object.fromEntries(Object.entries(secrets).map(([name, secret]) => [name, secret.file === undefined ? secret : { ...secret, file: resolve(baseDirectory, secret.file) }])) }),
