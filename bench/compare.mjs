@@ -78,7 +78,7 @@ async function main () {
     for (const peer of peers) {
       try {
         const started = await startPeer(peer, context)
-        processes.push(started.started)
+        processes.push(started.started, ...started.extraProcesses)
         running.push(started)
       } catch (error) {
         print(`${peer.label} did not start, skipped: ${error.message}`)
@@ -129,6 +129,7 @@ function headingOf (peer, versions) {
   const version = versions[peer.name]?.match(/\d+\.\d+(\.\d+)?/)?.[0]
   if (peer.name === 'squid') return `Squid ${version ?? ''} ssl_bump`.replace('  ', ' ')
   if (peer.name === 'mitmproxy') return `mitmproxy ${version ?? ''}`.trim()
+  if (peer.name === 'chained') return 'ours through ours'
   return 'ours'
 }
 

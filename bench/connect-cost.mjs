@@ -45,7 +45,7 @@ try {
   processes.push(...origin.processes)
   const context = { directory, pki, tools, maxTunnels: 20_000, nodeArgs: [] }
   const running = []
-  for (const peer of PEERS.filter((p) => p.name !== 'mitmproxy' && p.needs.every((tool) => tools[tool] !== undefined))) {
+  for (const peer of PEERS.filter((p) => p.name !== 'mitmproxy' && p.name !== 'chained' && p.needs.every((tool) => tools[tool] !== undefined))) {
     const started = await startPeer(peer, context)
     processes.push(started.started)
     running.push(started)

@@ -54,7 +54,7 @@ export async function runExtras (run, { origin, pki, running, context, idleCount
           })
           return { ...r, result: `${fixed(r.kibPerTunnel, 1)} KiB per tunnel (fresh instance; RSS ${fixed(r.rssBefore)} MiB with the first tenth open → ${fixed(r.rssWith)} MiB with all ${r.opened}, opened in ${fixed(r.seconds, 1)} s)` }
         } finally {
-          await stopProcess(fresh.started)
+          for (const started of [fresh.started, ...fresh.extraProcesses]) await stopProcess(started)
         }
       })
     }

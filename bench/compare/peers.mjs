@@ -17,9 +17,10 @@ const OUR_MAIN = fileURLToPath(new URL('../../dist/lib/cli/main.js', import.meta
  * Ours: `dist/lib/cli/main.js` with a generated configuration. `interceptHosts` (default
  * 127.0.0.2) are the intercepted CONNECT targets; `tlsListener` ({ cert, key }) adds an HTTP/2 +
  * HTTP/1.1 TLS listener, whose port is returned as `tlsPort`. `nodeArgs` (Node options before the
- * program) and `env` (added to the environment) are for bench/memory.mjs's variants.
+ * program) and `env` (added to the environment) are for bench/memory.mjs's variants; `extraConfig`
+ * is merged into the configuration (the chained peer's `upstreamProxies`).
  */
-export async function startOurs ({ directory, pki, maxTunnels, name = 'ours', interceptHosts = [TLS_HOST], tlsListener, nodeArgs = [], env = {} }) {
+export async function startOurs ({ directory, pki, maxTunnels, name = 'ours', interceptHosts = [TLS_HOST], tlsListener, nodeArgs = [], env = {}, extraConfig = {} }) {
   const port = await freePort()
   const tlsPort = tlsListener === undefined ? undefined : await freePort()
   const configPath = join(directory, `${name}.json`)
@@ -35,7 +36,8 @@ export async function startOurs ({ directory, pki, maxTunnels, name = 'ours', in
       ca: { cert: pki.operatorCa.certPath, key: pki.operatorCa.keyPath },
       trustedDestinationCa: pki.destinationCa.certPath
     },
-    log: { level: 'warn' }
+    log: { level: 'warn' },
+    ...extraConfig
   }, null, 2))
   const started = startProcess(process.execPath, [...nodeArgs, OUR_MAIN, '--config', configPath], { env: { ...process.env, NODE_ENV: 'production', ...env } })
   await waitForPort('127.0.0.1', port, { ...started, name }, 60_000)
@@ -115,9 +117,21 @@ async function mitmproxy ({ directory, pki, tools }) {
   return { port, started }
 }
 
+/**
+ * Ours chained through ours (`upstreamProxies`): the front proxy, which the clients use and which
+ * intercepts as usual, sends every tunnel and http:// request through a second instance that
+ * relays opaquely. The CPU and memory reported are the front's; `extraProcesses` is the second.
+ */
+async function chainedOurs (context) {
+  const upstream = await startOurs({ ...context, name: 'upstream', interceptHosts: ['nothing.invalid'] })
+  const front = await startOurs({ ...context, name: 'front', extraConfig: { upstreamProxies: [{ hosts: ['*'], url: `http://127.0.0.1:${upstream.port}` }] } })
+  return { ...front, extraProcesses: [upstream.started] }
+}
+
 /** Proxies known to the harness: name, label for the table, the tool they need, and how to start them. */
 export const PEERS = [
   { name: 'ours', label: 'ours', needs: [], start: startOurs },
+  { name: 'chained', label: 'ours through ours', needs: [], start: chainedOurs },
   { name: 'squid', label: 'Squid', needs: ['squid', 'certgen'], start: squid },
   { name: 'mitmproxy', label: 'mitmproxy', needs: ['mitmdump'], start: mitmproxy }
 ]
@@ -128,7 +142,7 @@ export const PEERS = [
  */
 export async function startPeer (peer, context) {
   const directory = mkdtempSync(join(context.directory, `${peer.name}-`))
-  const { port, started } = await peer.start({ ...context, directory })
+  const { port, started, extraProcesses = [] } = await peer.start({ ...context, directory })
   await waitForPort('127.0.0.1', port, { ...started, name: peer.label }, 60_000)
-  return { peer, port, started, pid: started.child.pid }
+  return { peer, port, started, extraProcesses, pid: started.child.pid }
 }

@@ -3,7 +3,7 @@ import { SHIPPED_NODE_ARGS } from '../shipped-node-args.mjs'
 
 export const LOAD_SCENARIOS = ['http', 'tunnel', 'intercept', 'intercept-new', 'download', 'download-intercept', 'tunnel-hey', 'intercept-hey', 'intercept-new-hey']
 export const EXTRA_SCENARIOS = ['sse', 'idle', 'idle-intercept', 'h2', 'leaves']
-const PEER_NAMES = ['ours', 'squid', 'mitmproxy']
+const PEER_NAMES = ['ours', 'squid', 'mitmproxy', 'chained']
 
 function list (name, fallback, allowed) {
   const value = process.env[name]
@@ -31,7 +31,8 @@ export function readSettings () {
     warmupMs: number('BENCH_WARMUP_MS', smoke ? 1 : 1000),
     connections: number('BENCH_CONNECTIONS', 32),
     scenarios: list('BENCH_SCENARIOS', all, all),
-    peers: list('BENCH_PEERS', smoke ? ['ours'] : PEER_NAMES, PEER_NAMES),
+    // The chained peer (ours through ours) only when asked for.
+    peers: list('BENCH_PEERS', smoke ? ['ours'] : PEER_NAMES.filter((name) => name !== 'chained'), PEER_NAMES),
     idleTunnels: number('BENCH_IDLE_TUNNELS', smoke ? 100 : 10_000),
     idleIntercepted: number('BENCH_IDLE_INTERCEPTED', smoke ? 20 : 2000),
     leaves: number('BENCH_LEAVES', smoke ? 20 : 1000),
