@@ -219,3 +219,16 @@ test('Upstream options: bad rules are refused at registration naming the entry, 
     t.notOk(error?.message.includes('sekrit'))
   }
 })
+
+test('Upstream: an upstream that is this proxy itself is a loop: 508, no chain of CONNECTs', async (t) => {
+  let connects = 0
+  const front = await startProxy(t, {}, (app: FastifyInstance) => {
+    app.addHook('onRequest', async (req) => { if (req.method === 'CONNECT') connects++ })
+  })
+  front.app.forwardProxy.reconfigure({ upstreamProxies: [{ hosts: ['*'], url: `http://127.0.0.1:${front.port}` }] })
+  const tunnel = await openTunnel(front.port, 'destination.example:443')
+  t.teardown(() => { tunnel.socket.destroy() })
+  t.equal(tunnel.status, 508)
+  t.match(tunnel.head, /error=proxy_loop_detected; details="the upstream proxy is this proxy"/)
+  t.equal(connects, 1, 'the proxy never sent itself a CONNECT')
+})

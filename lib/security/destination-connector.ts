@@ -43,6 +43,10 @@ export async function connectToDestination (
 ): Promise<Socket> {
   if (upstream !== undefined && upstream !== null) {
     if (isIP(destination.host) !== 0) settings.policy.checkAddress(destination.host)
+    // A CONNECT carries no Via: an upstream that is this proxy would chain it to itself forever.
+    if (isIP(upstream.host) !== 0 && settings.ownListeners?.includes(upstream.host, upstream.port) === true) {
+      throw new ProxyError('proxy_loop_detected', 'The upstream proxy is this proxy itself.', { details: 'the upstream proxy is this proxy', nextHop: upstream.label })
+    }
     return await connectThroughUpstream(upstream, destination, settings.connectTimeout, signal)
   }
   // One controller and one timer per attempt, both gone when it ends: AbortSignal.timeout() would
