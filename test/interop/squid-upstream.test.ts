@@ -1,6 +1,6 @@
 import { test, type Test } from 'tap'
 import { spawn, execFileSync } from 'node:child_process'
-import { chmodSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
+import { chmodSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
 import { connect, type AddressInfo, createServer } from 'node:net'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
@@ -21,6 +21,7 @@ import { capturedLog } from '../helpers/captured-log'
 const SQUID = '/usr/sbin/squid'
 const NCSA_HELPER = '/usr/lib/squid/basic_ncsa_auth'
 const STARTUP_MS = 20_000
+let started = 0
 
 interface Squid { port: number, url: (credentials?: string) => string, accessLog: () => string[] }
 
@@ -73,7 +74,10 @@ pinger_enable off
 strip_query_terms off
 shutdown_lifetime 0 seconds
 `)
-  const child = spawn(SQUID, ['-N', '-f', join(directory, 'squid.conf')], { stdio: ['ignore', 'pipe', 'pipe'] })
+  // A service name of its own: Squid names its shared-memory segments (/dev/shm/<name>-cf__*) after
+  // it, so concurrent or earlier Squids (a killed one leaves them behind) cannot collide.
+  const service = `ffp${process.pid}n${++started}`
+  const child = spawn(SQUID, ['-n', service, '-N', '-f', join(directory, 'squid.conf')], { stdio: ['ignore', 'pipe', 'pipe'] })
   let output = ''
   child.stdout.on('data', (chunk: Buffer) => { output += chunk.toString() })
   child.stderr.on('data', (chunk: Buffer) => { output += chunk.toString() })
@@ -83,6 +87,7 @@ shutdown_lifetime 0 seconds
     child.kill('SIGKILL')
     await exited
     rmSync(directory, { recursive: true, force: true })
+    for (const name of readdirSync('/dev/shm')) if (name.startsWith(`${service}-`)) rmSync(join('/dev/shm', name), { force: true })
   })
   const deadline = Date.now() + STARTUP_MS
   while (!(await acceptsConnections(port))) {
