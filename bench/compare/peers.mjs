@@ -123,7 +123,7 @@ async function mitmproxy ({ directory, pki, tools }) {
  * relays opaquely. The CPU and memory reported are the front's; `extraProcesses` is the second.
  */
 async function chainedOurs (context) {
-  const upstream = await startOurs({ ...context, name: 'upstream', interceptHosts: ['nothing.invalid'] })
+  const upstream = await startOurs({ ...context, name: 'upstream', interceptHosts: ['nothing.invalid'], extraConfig: { via: 'upstream' } })
   const front = await startOurs({ ...context, name: 'front', extraConfig: { upstreamProxies: [{ hosts: ['*'], url: `http://127.0.0.1:${upstream.port}` }] } })
   return { ...front, extraProcesses: [upstream.started] }
 }

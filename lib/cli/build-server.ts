@@ -84,6 +84,7 @@ export function pluginOptionsFromConfig (config: ProxyServerConfig): ForwardProx
     ...(config.destinations === undefined ? {} : { destinations: config.destinations }),
     ...(config.limits === undefined ? {} : { limits: config.limits }),
     ...(config.propagateTraceContext === undefined ? {} : { propagateTraceContext: config.propagateTraceContext }),
+    ...(config.via === undefined ? {} : { via: config.via }),
     ...(config.upstreamProxies === undefined ? {} : { upstreamProxies: upstreamProxiesOption(config.upstreamProxies) }),
     ...(config.headers === undefined || config.headers.length === 0 ? {} : { transforms: [createHeaderRulesTransform(resolveSecretReferences(config.headers, secretValues))] }),
     ...(config.secrets === undefined ? {} : { secrets: secretsOption(config.secrets, secretValues) })

@@ -185,6 +185,8 @@ export const CONFIG_SCHEMA = {
       }
     },
     propagateTraceContext: { type: 'boolean' },
+    // The pseudonym in Via (the plugin's `via`): proxies chained to each other need different ones.
+    via: { type: 'string', pattern: "^[!#$%&'*+.^_`|~0-9A-Za-z-]{1,64}$", description: 'an HTTP token of 1 to 64 characters (letters, digits, - . _ ~ and the like)' },
     // Another proxy to reach destinations through: rules, or "environment" (HTTPS_PROXY, ...).
     upstreamProxies: {
       description: '"environment", or an array of { "hosts": [host patterns], "url": "direct" | "http://[user:password@]host:port" | "https://[user:password@]host:port", "ca": PEM file }',

@@ -54,6 +54,8 @@ export interface ProxyServerConfig {
   metrics?: MetricsListenerConfig
   /** The plugin's `propagateTraceContext`. */
   propagateTraceContext?: boolean
+  /** The plugin's `via`: this proxy's pseudonym in `Via` and in loop detection. */
+  via?: string
   /** The plugin's `upstreamProxies`; `ca` paths resolved against the file's folder. */
   upstreamProxies?: 'environment' | UpstreamProxyConfig[]
 }
