@@ -72,6 +72,29 @@ test('Upstream 1: the client gets its 200 only after the upstream\'s, and bytes 
   t.equal(early, 'EARLY-BYTES')
 })
 
+test('Upstream 1: a large download through the upstream arrives whole and in order, its end passed on', async (t) => {
+  const destination = await startTcpDestination(t)
+  const upstream = await startUpstream(t)
+  const front = await startProxy(t, { upstreamProxies: [{ hosts: ['*'], url: `http://up:up-secret@127.0.0.1:${upstream.port}` }] })
+  const tunnel = await openTunnel(front.port, `127.0.0.1:${destination.port}`)
+  t.teardown(() => { tunnel.socket.destroy() })
+  t.equal(tunnel.status, 200)
+  // 24 MiB in chunks of varied sizes, each byte a function of its offset.
+  const total = 24 * 1024 * 1024
+  const body = Buffer.alloc(total)
+  for (let i = 0; i < total; i++) body[i] = (i * 31 + (i >>> 13)) & 0xff
+  const received: Buffer[] = [tunnel.rest]
+  const ended = new Promise<void>((resolve) => tunnel.socket.once('end', () => resolve()))
+  tunnel.socket.on('data', (chunk: Buffer) => received.push(chunk))
+  const origin = await destination.nextConnection()
+  for (let offset = 0, size = 1000; offset < total; offset += size, size = (size * 7) % 300_000 + 1) origin.write(body.subarray(offset, Math.min(total, offset + size)))
+  origin.end()
+  await ended
+  const all = Buffer.concat(received)
+  t.equal(all.length, total)
+  t.ok(all.equals(body), 'every byte in order')
+})
+
 test('Upstream 2: http:// goes to the upstream in absolute form with its credentials, never the client\'s; Via and hop-by-hop hold on both hops', async (t) => {
   const origin = await startOrigin(t)
   const upstream = await startUpstream(t)

@@ -74,9 +74,9 @@ export async function openConnectTunnel (
       const { upstreams } = runtime.connector
       const upstreamProxy = upstreams == null ? null : await upstreams.routeFor(destination, request, 'tunnel')
       // HTTP/1.1 tunnels read their destination into reused buffers; an HTTP/2 stream's writes
-      // finish only as flow control allows, and a socket through an upstream proxy was read
-      // for its CONNECT answer already: those keep piping.
-      reader = client.http2 || upstreamProxy !== null ? undefined : createDestinationReader()
+      // finish only as flow control allows, and a TLS socket to an https:// upstream takes no
+      // onread option: those keep piping.
+      reader = client.http2 || upstreamProxy?.protocol === 'https:' ? undefined : createDestinationReader()
       upstream = await connectToDestination(destination, runtime.connector, clientGone.signal, reader?.onread, upstreamProxy)
     }
   } catch (error) {

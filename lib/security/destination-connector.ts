@@ -47,7 +47,7 @@ export async function connectToDestination (
     if (isIP(upstream.host) !== 0 && settings.ownListeners?.includes(upstream.host, upstream.port) === true) {
       throw new ProxyError('proxy_loop_detected', 'The upstream proxy is this proxy itself.', { details: 'the upstream proxy is this proxy', nextHop: upstream.label })
     }
-    return await connectThroughUpstream(upstream, destination, settings.connectTimeout, signal)
+    return await connectThroughUpstream(upstream, destination, settings.connectTimeout, signal, onread)
   }
   // One controller and one timer per attempt, both gone when it ends: AbortSignal.timeout() would
   // keep each attempt's signal and timer for the whole connectTimeout, thousands of them when

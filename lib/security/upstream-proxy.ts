@@ -2,7 +2,7 @@
 // HTTPS_PROXY / HTTP_PROXY / NO_PROXY, or the application's function), and how a connection is
 // opened through one (CONNECT, with the upstream's own credentials).
 
-import { connect as netConnect, isIP, type Socket } from 'node:net'
+import { connect as netConnect, isIP, type OnReadOpts, type Socket } from 'node:net'
 import { connect as tlsConnect } from 'node:tls'
 import type { FastifyRequest } from 'fastify'
 import type { ForwardProxyDestination } from '../../types/destination'
@@ -166,16 +166,37 @@ const MAX_RESPONSE_HEAD = 16 * 1024
  * validated against `ca` or Node's roots), sends CONNECT with the upstream's credentials, and
  * resolves with the socket once the upstream answered 2xx, any bytes it sent after its answer
  * put back for the next reader. All within `timeout` ms; `signal` aborts it (the client left).
+ * `onread`, for an `http:` upstream, is the socket's `onread` option (an opaque tunnel's
+ * destination reader): the answer is read through it, and the bytes after it are handed to its
+ * callback, with reading stopped until the reader's owner resumes the socket.
  * @throws ProxyError naming the upstream in `nextHop`: 502 `destination_unavailable` for a
  * non-2xx answer (`details` gives the status), the network error's type otherwise
  * (`connection_refused`, `dns_error`, `tls_certificate_error`...), 504 `connection_timeout`.
  */
-export function connectThroughUpstream (upstream: UpstreamProxy, destination: ForwardProxyDestination, timeout: number, signal?: AbortSignal): Promise<Socket> {
+export function connectThroughUpstream (upstream: UpstreamProxy, destination: ForwardProxyDestination, timeout: number, signal?: AbortSignal, onread?: OnReadOpts): Promise<Socket> {
   return new Promise((resolve, reject) => {
     const nextHop = upstream.label
+    const reader = upstream.protocol === 'https:' ? undefined : onread
     const socket: Socket = upstream.protocol === 'https:'
       ? tlsConnect({ host: upstream.host, port: upstream.port, ...(isIP(upstream.host) === 0 ? { servername: upstream.host } : {}), ...(upstream.ca === undefined ? {} : { ca: upstream.ca }), ALPNProtocols: ['http/1.1'] })
-      : netConnect({ host: upstream.host, port: upstream.port, allowHalfOpen: true, noDelay: true })
+      : netConnect({
+        host: upstream.host,
+        port: upstream.port,
+        allowHalfOpen: true,
+        noDelay: true,
+        ...(reader === undefined
+          ? {}
+          : {
+              onread: {
+                buffer: reader.buffer,
+                callback: (count: number, buffer: Uint8Array): boolean => {
+                  if (settled) return reader.callback(count, buffer)
+                  onData(Buffer.from(buffer.subarray(0, count)))
+                  return !settled
+                }
+              }
+            })
+      })
     let received = Buffer.alloc(0)
     let settled = false
     const finish = (error: ProxyError | null): void => {
@@ -216,7 +237,9 @@ export function connectThroughUpstream (upstream: UpstreamProxy, destination: Fo
       }
       const rest = received.subarray(end + 4)
       finish(null)
-      if (rest.length > 0) socket.unshift(rest)
+      if (rest.length === 0) return
+      if (reader === undefined) socket.unshift(rest)
+      else reader.callback(rest.length, rest)
     }
     if (signal?.aborted === true) return onAbort()
     signal?.addEventListener('abort', onAbort, { once: true })
@@ -226,7 +249,7 @@ export function connectThroughUpstream (upstream: UpstreamProxy, destination: Fo
       const authority = formatAuthority(destination.host, destination.port)
       const lines = [`CONNECT ${authority} HTTP/1.1`, `Host: ${authority}`, ...(upstream.authorization === undefined ? [] : [`Proxy-Authorization: ${upstream.authorization}`])]
       socket.write(`${lines.join('\r\n')}\r\n\r\n`)
-      socket.on('data', onData)
+      if (reader === undefined) socket.on('data', onData)
     })
   })
 }
