@@ -9,7 +9,7 @@ import type { ForwardProxyDestination } from '../../types/destination'
 import type { ProxyRuntime, InterceptionRuntime, InterceptedClient } from '../core/runtime'
 import type { RawRequest } from '../core/proxy-request'
 import { ProxyError, policyRefusal } from '../protocol/errors'
-import { connectToDestination } from '../security/destination-connector'
+import { Cancellation, connectToDestination } from '../security/destination-connector'
 import type { SecretSet } from '../security/secrets'
 import { http1ConnectContextOf, type Http1ConnectContext } from './listener'
 import type { ForwardProxyCertificateProvider } from '../../types/interception'
@@ -63,7 +63,7 @@ export async function openConnectTunnel (
   }
   // Tracked from now on, so closing the server also ends a CONNECT still waiting for DNS or the dial.
   runtime.tunnels.track(client.closable)
-  const clientGone = new AbortController()
+  const clientGone = new Cancellation()
   const stopWatching = client.onGone(() => clientGone.abort())
   let provider: ForwardProxyCertificateProvider | null = null
   let upstream: Socket | undefined
@@ -77,7 +77,7 @@ export async function openConnectTunnel (
       // finish only as flow control allows, and a TLS socket to an https:// upstream takes no
       // onread option: those keep piping.
       reader = client.http2 || upstreamProxy?.protocol === 'https:' ? undefined : createDestinationReader()
-      upstream = await connectToDestination(destination, runtime.connector, clientGone.signal, reader?.onread, upstreamProxy)
+      upstream = await connectToDestination(destination, runtime.connector, clientGone, reader?.onread, upstreamProxy)
     }
   } catch (error) {
     release()

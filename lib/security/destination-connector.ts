@@ -19,10 +19,57 @@ export interface DestinationConnectorSettings {
 }
 
 /**
+ * Cancels work done for one CONNECT or one dial: an AbortController without the EventTarget.
+ * Creating an AbortController and listening on its signal costs about 4.6 µs in a loop and,
+ * with the two a CONNECT needed, about 30 µs of the proxy's CPU per CONNECT under load; these
+ * listeners are plain functions, and a real AbortSignal is made only when application code (a
+ * selector, a destination filter, a resolver) is given one.
+ */
+export class Cancellation {
+  /** True once {@link abort} has run. */
+  aborted = false
+  /** What {@link abort} was given. */
+  reason: unknown = undefined
+  private listeners: Array<() => void> | undefined
+  private controller: AbortController | undefined
+
+  /** Cancels: calls every listener once, in order, and aborts the signal if one was made. */
+  abort (reason?: unknown): void {
+    if (this.aborted) return
+    this.aborted = true
+    this.reason = reason
+    this.controller?.abort(reason)
+    const listeners = this.listeners
+    this.listeners = undefined
+    if (listeners !== undefined) for (const listener of listeners) listener()
+  }
+
+  /** Calls `listener` on {@link abort} (never if already aborted); returns a function that stops listening. */
+  onAbort (listener: () => void): () => void {
+    if (this.aborted) return () => {}
+    const listeners = this.listeners ?? (this.listeners = [])
+    listeners.push(listener)
+    return () => {
+      const index = this.listeners?.indexOf(listener) ?? -1
+      if (index !== -1) this.listeners?.splice(index, 1)
+    }
+  }
+
+  /** An AbortSignal that follows this cancellation, made on first use. */
+  get signal (): AbortSignal {
+    if (this.controller === undefined) {
+      this.controller = new AbortController()
+      if (this.aborted) this.controller.abort(this.reason)
+    }
+    return this.controller.signal
+  }
+}
+
+/**
  * Resolves a destination, keeps only the addresses the policy allows and dials them in order
  * until one answers; the socket returned is connected to an address that was checked, so a
  * second, different DNS answer can never be what gets dialed. Everything (DNS and TCP) must
- * finish within `connectTimeout`. `signal` aborts the attempt when the client goes away.
+ * finish within `connectTimeout`. `cancel` aborts the attempt when the client goes away.
  * `onread`, when given, is the socket's `onread` option (an opaque tunnel's destination reader).
  *
  * With `upstream`, the destination is reached through that proxy instead (CONNECT): its name is
@@ -37,7 +84,7 @@ export interface DestinationConnectorSettings {
 export async function connectToDestination (
   destination: ForwardProxyDestination,
   settings: DestinationConnectorSettings,
-  signal?: AbortSignal,
+  cancel?: Cancellation,
   onread?: OnReadOpts,
   upstream?: UpstreamProxy | null
 ): Promise<Socket> {
@@ -47,21 +94,20 @@ export async function connectToDestination (
     if (isIP(upstream.host) !== 0 && settings.ownListeners?.includes(upstream.host, upstream.port) === true) {
       throw new ProxyError('proxy_loop_detected', 'The upstream proxy is this proxy itself.', { details: 'the upstream proxy is this proxy', nextHop: upstream.label })
     }
-    return await connectThroughUpstream(upstream, destination, settings.connectTimeout, signal, onread)
+    return await connectThroughUpstream(upstream, destination, settings.connectTimeout, cancel, onread)
   }
-  // One controller and one timer per attempt, both gone when it ends: AbortSignal.timeout() would
-  // keep each attempt's signal and timer for the whole connectTimeout, thousands of them when
-  // clients open and abandon CONNECTs quickly.
-  const attempt = new AbortController()
+  // One cancellation and one timer per attempt, both gone when it ends: AbortSignal.timeout()
+  // would keep each attempt's signal and timer for the whole connectTimeout, thousands of them
+  // when clients open and abandon CONNECTs quickly.
+  const abort = new Cancellation()
   const deadline: Deadline = { aborted: false }
   const timer = setTimeout(() => {
     deadline.aborted = true
-    attempt.abort(new ProxyError('connection_timeout', 'Connecting to the destination timed out.'))
+    abort.abort(new ProxyError('connection_timeout', 'Connecting to the destination timed out.'))
   }, settings.connectTimeout)
-  const onClientGone = (): void => { attempt.abort(signal?.reason) }
-  if (signal?.aborted === true) onClientGone()
-  else signal?.addEventListener('abort', onClientGone, { once: true })
-  const abort = attempt.signal
+  let stopFollowing = (): void => {}
+  if (cancel?.aborted === true) abort.abort(cancel.reason)
+  else if (cancel !== undefined) stopFollowing = cancel.onAbort(() => abort.abort(cancel.reason))
   try {
     const addresses = await resolveAllowed(destination, settings, abort, deadline)
     if (addresses.some(({ address }) => settings.ownListeners?.includes(address, destination.port) === true)) {
@@ -79,7 +125,7 @@ export async function connectToDestination (
     throw proxyErrorFromNetworkError(lastError)
   } finally {
     clearTimeout(timer)
-    signal?.removeEventListener('abort', onClientGone)
+    stopFollowing()
   }
 }
 
@@ -91,7 +137,7 @@ interface Deadline {
 async function resolveAllowed (
   destination: ForwardProxyDestination,
   settings: DestinationConnectorSettings,
-  abort: AbortSignal,
+  abort: Cancellation,
   deadline: Deadline
 ): Promise<ResolvedAddress[]> {
   const literalFamily = isIP(destination.host)
@@ -101,7 +147,7 @@ async function resolveAllowed (
   }
   let resolved: ResolvedAddress[]
   try {
-    resolved = await raceAbort(settings.resolver(destination.host, abort), abort)
+    resolved = await raceAbort(settings.resolver(destination.host, abort.signal), abort)
   } catch (error) {
     if (deadline.aborted) throw new ProxyError('dns_timeout', 'Resolving the destination host name timed out.', { cause: error })
     throw proxyErrorFromNetworkError(error)
@@ -125,7 +171,7 @@ interface DialTarget {
   readonly onread: OnReadOpts | undefined
 }
 
-function dial ({ host, port, family, onread }: DialTarget, abort: AbortSignal, deadline: Deadline): Promise<Socket> {
+function dial ({ host, port, family, onread }: DialTarget, abort: Cancellation, deadline: Deadline): Promise<Socket> {
   return new Promise((resolve, reject) => {
     const socket = connect({ host, port, family, allowHalfOpen: true, noDelay: true, ...(onread === undefined ? {} : { onread }) })
     const onAbort = (): void => {
@@ -135,14 +181,14 @@ function dial ({ host, port, family, onread }: DialTarget, abort: AbortSignal, d
         : new ProxyError('connection_terminated', 'The client went away while connecting.'))
     }
     if (abort.aborted) return onAbort()
-    abort.addEventListener('abort', onAbort, { once: true })
+    const stopListening = abort.onAbort(onAbort)
     socket.once('connect', () => {
-      abort.removeEventListener('abort', onAbort)
+      stopListening()
       socket.removeListener('error', onError)
       resolve(socket)
     })
     const onError = (error: Error): void => {
-      abort.removeEventListener('abort', onAbort)
+      stopListening()
       socket.destroy()
       reject(error)
     }
@@ -150,14 +196,13 @@ function dial ({ host, port, family, onread }: DialTarget, abort: AbortSignal, d
   })
 }
 
-function raceAbort<T> (promise: Promise<T>, abort: AbortSignal): Promise<T> {
+function raceAbort<T> (promise: Promise<T>, abort: Cancellation): Promise<T> {
   if (abort.aborted) return Promise.reject(abort.reason)
   return new Promise((resolve, reject) => {
-    const onAbort = (): void => reject(abort.reason)
-    abort.addEventListener('abort', onAbort, { once: true })
+    const stopListening = abort.onAbort(() => reject(abort.reason))
     promise.then(
-      (value) => { abort.removeEventListener('abort', onAbort); resolve(value) },
-      (error: unknown) => { abort.removeEventListener('abort', onAbort); reject(error) }
+      (value) => { stopListening(); resolve(value) },
+      (error: unknown) => { stopListening(); reject(error) }
     )
   })
 }

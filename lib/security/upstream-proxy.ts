@@ -158,6 +158,13 @@ function fromEnvironment (env: NodeJS.ProcessEnv): UpstreamRoutes {
   }
 }
 
+/** What aborts an attempt through an upstream (the client left): the connector's Cancellation. */
+export interface CancelSignal {
+  readonly aborted: boolean
+  /** Calls `listener` on abort; returns a function that stops listening. */
+  onAbort (listener: () => void): () => void
+}
+
 // An upstream's answer to CONNECT larger than this is not a proxy's answer.
 const MAX_RESPONSE_HEAD = 16 * 1024
 
@@ -165,7 +172,7 @@ const MAX_RESPONSE_HEAD = 16 * 1024
  * Opens a tunnel to `destination` through `upstream`: connects to it (TLS for `https:`,
  * validated against `ca` or Node's roots), sends CONNECT with the upstream's credentials, and
  * resolves with the socket once the upstream answered 2xx, any bytes it sent after its answer
- * put back for the next reader. All within `timeout` ms; `signal` aborts it (the client left).
+ * put back for the next reader. All within `timeout` ms; `cancel` aborts it (the client left).
  * `onread`, for an `http:` upstream, is the socket's `onread` option (an opaque tunnel's
  * destination reader): the answer is read through it, and the bytes after it are handed to its
  * callback, with reading stopped until the reader's owner resumes the socket.
@@ -173,7 +180,7 @@ const MAX_RESPONSE_HEAD = 16 * 1024
  * non-2xx answer (`details` gives the status), the network error's type otherwise
  * (`connection_refused`, `dns_error`, `tls_certificate_error`...), 504 `connection_timeout`.
  */
-export function connectThroughUpstream (upstream: UpstreamProxy, destination: ForwardProxyDestination, timeout: number, signal?: AbortSignal, onread?: OnReadOpts): Promise<Socket> {
+export function connectThroughUpstream (upstream: UpstreamProxy, destination: ForwardProxyDestination, timeout: number, cancel?: CancelSignal, onread?: OnReadOpts): Promise<Socket> {
   return new Promise((resolve, reject) => {
     const nextHop = upstream.label
     const reader = upstream.protocol === 'https:' ? undefined : onread
@@ -199,11 +206,12 @@ export function connectThroughUpstream (upstream: UpstreamProxy, destination: Fo
       })
     let received = Buffer.alloc(0)
     let settled = false
+    let stopListening = (): void => {}
     const finish = (error: ProxyError | null): void => {
       if (settled) return
       settled = true
       clearTimeout(timer)
-      signal?.removeEventListener('abort', onAbort)
+      stopListening()
       socket.removeListener('data', onData)
       socket.removeListener('error', onError)
       socket.removeListener('close', onClose)
@@ -241,8 +249,8 @@ export function connectThroughUpstream (upstream: UpstreamProxy, destination: Fo
       if (reader === undefined) socket.unshift(rest)
       else reader.callback(rest.length, rest)
     }
-    if (signal?.aborted === true) return onAbort()
-    signal?.addEventListener('abort', onAbort, { once: true })
+    if (cancel?.aborted === true) return onAbort()
+    stopListening = cancel?.onAbort(onAbort) ?? stopListening
     socket.once('error', onError)
     socket.once('close', onClose)
     socket.once(upstream.protocol === 'https:' ? 'secureConnect' : 'connect', () => {
