@@ -75,7 +75,8 @@ coredump_dir ${directory}
 pinger_enable off
 shutdown_lifetime 0 seconds
 `)
-  const started = startProcess(SQUID, ['-N', '-f', config])
+  // A service name of its own: Squid names its /dev/shm segments after it (see bench/compare/peers.mjs).
+  const started = startProcess(SQUID, ['-n', `ffprelay${process.pid}p${port}`, '-N', '-f', config])
   await waitForPort('127.0.0.1', port, { ...started, name: 'squid' })
   return { port, started }
 }

@@ -87,7 +87,9 @@ async function squid ({ directory, pki, tools }) {
     for (const path of [directory, pki.operatorCa.keyPath]) chownSync(path, uid, gid)
     execFileSync('chown', ['-R', `${uid}:${gid}`, join(directory, 'squid-ssl-db')])
   }
-  const started = startProcess(tools.squid, ['-N', '-f', configPath])
+  // A service name of its own: Squid names its /dev/shm segments after it, and a Squid killed by an
+  // earlier run leaves them behind, which a Squid of another user then cannot open.
+  const started = startProcess(tools.squid, ['-n', `ffpbench${process.pid}p${port}`, '-N', '-f', configPath])
   return { port, started }
 }
 
