@@ -9,6 +9,7 @@ import type {
   HTTPMethods,
   onRequestHookHandler,
   FastifyError,
+  onSendHookHandler,
   preParsingHookHandler
 } from 'fastify'
 import { type IncomingMessage, METHODS } from 'node:http'
@@ -24,6 +25,8 @@ import { sendProxyError } from './protocol/error-responses'
 import type { ResolvedProxySettings } from './core/options'
 import { recordProxyFailure } from './telemetry/metrics'
 import { certificateErrorHint } from './forward/destinations'
+import { isForwardedBody, isForwardedReply } from './forward/forward-handler'
+import { HOP_BY_HOP, hopByHopNamesOfObject } from './forward/outgoing-head'
 
 /**
  * The proxy's own encapsulated context: one catch-all route that only proxy requests can match,
@@ -58,6 +61,8 @@ export function proxyRoutes (runtime: ProxyRuntime) {
       constraints: { [PROXY_CONSTRAINT]: PROXY_CONSTRAINT_VALUE },
       onRequest: authenticate === undefined ? [refuseOversizedHead] : [refuseOversizedHead, authenticate],
       preParsing: hideContentTypeFromFastify,
+      // Route-level hooks run after the application's: this one has the last word on the head.
+      onSend: holdForwardedResponseHead(runtime),
       // Returning the reply tells Fastify the response is under way (it may still be streaming).
       handler: async (request: FastifyRequest, reply: FastifyReply) => {
         await handleProxyRequest(request, reply, runtime)
@@ -65,6 +70,57 @@ export function proxyRoutes (runtime: ProxyRuntime) {
       }
     })
   }
+}
+
+/**
+ * The proxy route's last onSend hook. The application's onSend hooks run on forwarded
+ * responses (`http://` and inside intercepted tunnels) and may change them; what they leave is
+ * held to the rules of the destination's own head: hop-by-hop names and the names a
+ * `Connection` header lists are removed whoever set them (a hook's `Connection` would otherwise
+ * override the client's `Connection: close`), a secret's value in any header becomes its
+ * placeholder, and a `Content-Length` no longer describes a body a hook replaced, so it is
+ * removed (Fastify sets it again for a string or buffer, a stream goes chunked).
+ */
+function holdForwardedResponseHead (runtime: ProxyRuntime): onSendHookHandler {
+  return function holdForwardedResponseHead (_request, reply, payload, done) {
+    if (!isForwardedReply(reply)) {
+      done(null, payload)
+      return
+    }
+    // An empty list of values writes no field. Not reply.removeHeader: it also removes the name
+    // from the raw response, which tells Node never to write its own Connection,
+    // Content-Length or Transfer-Encoding (the client's Connection: close would go unsaid).
+    // The names a Connection header lists are only looked for when there is one (rarely): the
+    // usual response costs ten lookups here.
+    if (reply.hasHeader('connection') || reply.hasHeader('proxy-connection')) {
+      const dropped = hopByHopNamesOfObject(replyHeaders(reply))
+      for (const name of Object.keys(reply.getHeaders())) {
+        if (dropped.has(name)) reply.header(name, [])
+      }
+    } else {
+      for (const name of HOP_BY_HOP) {
+        if (reply.hasHeader(name)) reply.header(name, [])
+      }
+    }
+    // A body a hook replaced: HEAD, 204 and 304 answers have none, and keep the destination's length.
+    if (payload != null && !isForwardedBody(payload) && reply.hasHeader('content-length')) reply.header('content-length', [])
+    const { secrets } = runtime.settings
+    if (secrets !== null) {
+      const headers = replyHeaders(reply)
+      if (secrets.scrubResponseHeaders(headers).length > 0) reply.headers(headers)
+    }
+    done(null, payload)
+  }
+}
+
+/** The reply's headers as text (Node may hold a number), without the ones emptied above. */
+function replyHeaders (reply: FastifyReply): Record<string, string | string[]> {
+  const headers: Record<string, string | string[]> = {}
+  for (const [name, value] of Object.entries(reply.getHeaders())) {
+    if (value === undefined || (Array.isArray(value) && value.length === 0)) continue
+    headers[name] = typeof value === 'number' ? String(value) : value
+  }
+  return headers
 }
 
 /**
