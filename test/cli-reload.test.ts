@@ -1,5 +1,7 @@
 import { test } from 'tap'
-import { chmodSync, mkdirSync, renameSync, symlinkSync, writeFileSync } from 'node:fs'
+import Fastify from 'fastify'
+import { pbkdf2 } from 'node:crypto'
+import { chmodSync, mkdirSync, readFileSync, renameSync, symlinkSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { ProxyAgent, request } from 'undici'
 import { listeningUrls, runBin, type BinProcess } from './helpers/cli-bin'
@@ -12,7 +14,9 @@ import { execFile } from 'node:child_process'
 import { promisify } from 'node:util'
 import { makeInterceptionPki } from './helpers/interception-pki'
 import { startTlsOrigin } from './helpers/intercepting-proxy'
-import { parseConfig, splitRestartKeys } from './helpers/internals'
+import { parseConfig, splitRestartKeys, watchConfiguration } from './helpers/internals'
+import { capturedLog } from './helpers/captured-log'
+import { eventually } from './helpers/eventually'
 
 /** Resolves once the process has printed `count` lines matching `pattern` (stdout). */
 function printed (bin: BinProcess, pattern: RegExp, count = 1): Promise<string[]> {
@@ -152,6 +156,29 @@ test('bin reload under load: 400 requests over 32 connections while the file is 
   const statuses = await load
   t.same(statuses.filter((status) => status !== 200), [])
   t.equal(origin.requests.length, 400)
+})
+
+test('reload watcher: a file changed right after watching starts (before any poll) is still picked up', async (t) => {
+  const file = join(t.testdir(), 'proxy.json')
+  writeFileSync(file, JSON.stringify({ ...base, users: { alice: 'pw-a' } }))
+  const read = (): ReturnType<typeof parseConfig> => parseConfig(JSON.parse(readFileSync(file, 'utf8')), 'proxy.json', t.testdirName)
+  let current = read()
+  const applied: Array<string[]> = []
+  const log = capturedLog()
+  // Keep libuv's thread pool (4 threads) busy for a while, as a loaded process's may be: a first
+  // look taken on it (fs.watchFile's) then comes after the change below.
+  const busy = Array.from({ length: 4 }, () => new Promise<void>((resolve) => pbkdf2('x', 'y', 400_000, 32, 'sha256', () => resolve())))
+  const stop = watchConfiguration({ path: file, read }, {
+    current: () => current,
+    apply: (next) => { current = next; applied.push(Object.keys(next.users ?? {})) }
+  }, Fastify({ logger: log.logger }).log)
+  t.teardown(stop)
+  // Same tick as the start: fs.watchFile would have taken this version as its starting point.
+  writeFileSync(file, JSON.stringify({ ...base, users: { carol: 'pw-c', dave: 'pw-d' } }))
+  await Promise.all(busy)
+  await eventually(() => applied.length === 1, 5000)
+  t.same(applied, [['carol', 'dave']])
+  t.match(log.lines().join('\n'), /"reason":"file changed".*"msg":"configuration reloaded"/)
 })
 
 test('reload: which keys apply at once and which need a restart (kept at their current value)', async (t) => {

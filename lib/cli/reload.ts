@@ -2,7 +2,8 @@
 // disk (a Kubernetes ConfigMap or Secret update is a symlink swap that sends no signal). A file
 // that fails validation changes nothing.
 
-import { unwatchFile, watchFile, type Stats } from 'node:fs'
+import { statSync, type Stats } from 'node:fs'
+import { stat } from 'node:fs/promises'
 import type { FastifyBaseLogger } from 'fastify'
 import { isDeepStrictEqual } from 'node:util'
 import type { ProxyServerConfig } from './config'
@@ -88,21 +89,38 @@ const SETTLE_MS = 200
  * that stops watching.
  */
 export function watchConfiguration (source: ConfigurationSource, target: ReloadTarget, log: FastifyBaseLogger): () => void {
-  let watched: string[] = []
+  // What each watched file looked like when the configuration in force was read. Taken here,
+  // synchronously: fs.watchFile takes its first look later, on its own, so a change made right
+  // after start-up (before that look) would become its starting point and never be reported.
+  let watched = new Map<string, string>()
   let settle: NodeJS.Timeout | undefined
-  const onChange = (current: Stats, previous: Stats): void => {
-    if (current.mtimeMs === previous.mtimeMs && current.ino === previous.ino && current.size === previous.size) return
-    clearTimeout(settle)
-    settle = setTimeout(() => reload('file changed'), SETTLE_MS)
-    settle.unref()
+  let checking = false
+  const check = async (): Promise<void> => {
+    if (checking) return
+    checking = true
+    try {
+      for (const [path, seen] of watched) {
+        if (await fingerprintNow(path) === seen) continue
+        clearTimeout(settle)
+        settle = setTimeout(() => reload('file changed'), SETTLE_MS)
+        settle.unref()
+        return
+      }
+    } finally {
+      checking = false
+    }
   }
+  const poller = setInterval(() => { void check() }, POLL_INTERVAL_MS)
+  poller.unref()
   const watch = (config: ProxyServerConfig): void => {
     const paths = [source.path, ...Object.values(config.secrets ?? {}).flatMap((secret) => secret.file === undefined ? [] : [secret.file])]
-    for (const path of watched) if (!paths.includes(path)) unwatchFile(path, onChange)
-    for (const path of paths) if (!watched.includes(path)) watchFile(path, { interval: POLL_INTERVAL_MS, persistent: false }, onChange)
-    watched = paths
+    watched = new Map(paths.map((path) => [path, fingerprintSync(path)]))
   }
   const reload = (reason: string): void => {
+    // Whatever happens, the files as they are now are the new starting point: a bad file is
+    // reported once, not every second, and is read again when it changes.
+    const before = watched
+    watched = new Map([...before.keys()].map((path) => [path, fingerprintSync(path)]))
     try {
       const { effective, restartNeeded } = splitRestartKeys(target.current(), source.read())
       target.apply(effective)
@@ -119,8 +137,29 @@ export function watchConfiguration (source: ConfigurationSource, target: ReloadT
   return () => {
     process.removeListener('SIGHUP', onSignal)
     clearTimeout(settle)
-    for (const path of watched) unwatchFile(path, onChange)
-    watched = []
+    clearInterval(poller)
+    watched = new Map()
+  }
+}
+
+/** Inode, size and modification time of a file, through symlinks; "missing" when it cannot be read. */
+function fingerprintOf (stats: Stats): string {
+  return `${stats.ino}:${stats.size}:${stats.mtimeMs}`
+}
+
+function fingerprintSync (path: string): string {
+  try {
+    return fingerprintOf(statSync(path))
+  } catch {
+    return 'missing'
+  }
+}
+
+async function fingerprintNow (path: string): Promise<string> {
+  try {
+    return fingerprintOf(await stat(path))
+  } catch {
+    return 'missing'
   }
 }
 

@@ -12,7 +12,7 @@ export { HTTP2_MAX_CONCURRENT_STREAMS, HTTP2_RECEIVE_WINDOWS } from '../../lib/c
 export { createBatchedLogStream, formatPrettyLine, proxyLoggerOptions, REDACTED } from '../../lib/cli/logging'
 export { toPrometheusText } from '../../lib/cli/metrics'
 export { loadSecrets } from '../../lib/cli/secrets'
-export { splitRestartKeys } from '../../lib/cli/reload'
+export { splitRestartKeys, watchConfiguration } from '../../lib/cli/reload'
 export { compileUpstreamProxies } from '../../lib/security/upstream-proxy'
 export { LINGER_TIMEOUT_MS, secondaryServersOf } from '../../lib/connect/listener'
 export { borrowedRelayBuffers, borrowRelayBuffer, createDestinationReader, RELAY_BUFFER_SIZE, returnRelayBuffer } from '../../lib/connect/relay'
