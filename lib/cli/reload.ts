@@ -119,8 +119,7 @@ export function watchConfiguration (source: ConfigurationSource, target: ReloadT
   const reload = (reason: string): void => {
     // Whatever happens, the files as they are now are the new starting point: a bad file is
     // reported once, not every second, and is read again when it changes.
-    const before = watched
-    watched = new Map([...before.keys()].map((path) => [path, fingerprintSync(path)]))
+    watched = new Map([...watched.keys()].map((path) => [path, fingerprintSync(path)]))
     try {
       const { effective, restartNeeded } = splitRestartKeys(target.current(), source.read())
       target.apply(effective)
