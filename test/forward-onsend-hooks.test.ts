@@ -85,6 +85,8 @@ test('onSend inside an intercepted tunnel: the hook sees request.interception an
           reply.header('x-intercepted-host', request.interception.destination.host)
           reply.header('x-echo', `Bearer ${value}`)
           reply.header('keep-alive', 'timeout=1')
+          reply.header('connection', 'x-dropped')
+          reply.header('x-dropped', 'listed in the hook\'s Connection')
         }
         return payload
       })
@@ -97,6 +99,8 @@ test('onSend inside an intercepted tunnel: the hook sees request.interception an
   t.equal(response.headers['x-intercepted-host'], '127.0.0.1')
   t.equal(response.headers['x-echo'], 'Bearer PLACEHOLDER_ONSEND')
   t.not(response.headers['keep-alive'], 'timeout=1', 'Node\'s own Keep-Alive, not the hook\'s')
+  t.equal(response.headers['x-dropped'], undefined)
+  t.not(response.headers.connection, 'x-dropped')
   // HTTP/2 inside the tunnel: Node refuses to send a connection-specific field at all, so a
   // hook's Keep-Alive that reached it would fail the response.
   const target = `127.0.0.1:${origin.port}`
@@ -108,6 +112,7 @@ test('onSend inside an intercepted tunnel: the hook sees request.interception an
   t.equal(h2.headers['x-intercepted-host'], '127.0.0.1')
   t.equal(h2.headers['x-echo'], 'Bearer PLACEHOLDER_ONSEND')
   t.equal(h2.headers['keep-alive'], undefined)
+  t.equal(h2.headers['x-dropped'], undefined)
 })
 
 test('onSend on the proxy\'s own answers (an error, the application\'s routes) is left as the application wrote it', async (t) => {
