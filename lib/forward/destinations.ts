@@ -1,7 +1,7 @@
 // The undici Agents that carry forwarded requests to `http://` and `https://` destinations through
 // the checked connector, and the destination TLS errors.
 
-import { connect as netConnect, isIPv6, isIP, type Socket } from 'node:net'
+import { isIPv6, isIP, type Socket } from 'node:net'
 import { Agent, type buildConnector } from 'undici'
 import {
   checkServerIdentity,
@@ -10,10 +10,25 @@ import {
   type TLSSocket
 } from 'node:tls'
 import { connectToDestination, type DestinationConnectorSettings } from '../security/destination-connector'
+import { dialUpstream } from '../security/upstream-proxy'
 import { canonicalHost, formatAuthority } from '../protocol/hosts'
 import { ProxyError, isProxyError, errorCode, proxyErrorFromNetworkError } from '../protocol/errors'
 import type { ForwardProxyDestination } from '../../types/destination'
 import type { DestinationTlsSettings } from '../core/options'
+
+/** The host undici asks a connector for, canonical; it hands IPv6 literals over without brackets. */
+function hostOf (options: buildConnector.Options): string | null {
+  return canonicalHost(isIPv6(options.hostname) ? `[${options.hostname}]` : options.hostname)
+}
+
+/**
+ * The Agent every forwarding dispatcher uses around its own `connect`: keep-alive connections
+ * reused per origin for 4 s, the response head within `httpActivityTimeout`. Body inactivity is
+ * timed by the forwarder, which knows whether the body is an event stream.
+ */
+function forwardingAgent (connect: buildConnector.connector, httpActivityTimeout: number): Agent {
+  return new Agent({ connect, headersTimeout: httpActivityTimeout, bodyTimeout: 0, keepAliveTimeout: 4_000, maxHeaderSize: 64 * 1024 })
+}
 
 /**
  * Creates the undici Agent that carries forwarded requests. Every new connection goes through
@@ -23,8 +38,7 @@ import type { DestinationTlsSettings } from '../core/options'
  */
 export function createDestinationDispatcher (connector: DestinationConnectorSettings, httpActivityTimeout: number): Agent {
   const connect: buildConnector.connector = (options, callback) => {
-    // undici hands IPv6 literals over without their brackets.
-    const host = canonicalHost(isIPv6(options.hostname) ? `[${options.hostname}]` : options.hostname)
+    const host = hostOf(options)
     const port = Number(options.port === '' ? 80 : options.port)
     if (host === null || options.protocol !== 'http:') {
       callback(new ProxyError('proxy_internal_error', 'The proxy built an invalid destination.'), null)
@@ -35,14 +49,7 @@ export function createDestinationDispatcher (connector: DestinationConnectorSett
       (error: Error) => callback(error, null)
     )
   }
-  return new Agent({
-    connect,
-    headersTimeout: httpActivityTimeout,
-    // Body inactivity is timed by the forwarder, which knows whether the body is an event stream.
-    bodyTimeout: 0,
-    keepAliveTimeout: 4_000,
-    maxHeaderSize: 64 * 1024
-  })
+  return forwardingAgent(connect, httpActivityTimeout)
 }
 
 /**
@@ -62,8 +69,7 @@ export function createTlsDestinationDispatcher (
   httpActivityTimeout: number
 ): Agent {
   const connect: buildConnector.connector = (options, callback) => {
-    // undici hands IPv6 literals over without their brackets.
-    const host = canonicalHost(isIPv6(options.hostname) ? `[${options.hostname}]` : options.hostname)
+    const host = hostOf(options)
     const port = Number(options.port === '' ? 443 : options.port)
     if (host === null || options.protocol !== 'https:') {
       callback(new ProxyError('proxy_internal_error', 'The proxy built an invalid destination.'), null)
@@ -74,14 +80,7 @@ export function createTlsDestinationDispatcher (
       (error: Error) => callback(error, null)
     )
   }
-  return new Agent({
-    connect,
-    headersTimeout: httpActivityTimeout,
-    // Body inactivity is timed by the forwarder, which knows whether the body is an event stream.
-    bodyTimeout: 0,
-    keepAliveTimeout: 4_000,
-    maxHeaderSize: 64 * 1024
-  })
+  return forwardingAgent(connect, httpActivityTimeout)
 }
 
 /**
@@ -94,15 +93,13 @@ export function createTlsDestinationDispatcher (
 export function createUpstreamDispatcher (connector: DestinationConnectorSettings, httpActivityTimeout: number): Agent {
   const connect: buildConnector.connector = (options, callback) => {
     const port = Number(options.port === '' ? (options.protocol === 'https:' ? 443 : 80) : options.port)
-    const label = formatAuthority(canonicalHost(isIPv6(options.hostname) ? `[${options.hostname}]` : options.hostname) ?? options.hostname, port)
+    const label = formatAuthority(hostOf(options) ?? options.hostname, port)
     const upstream = connector.upstreams?.byLabel(label)
     if (upstream === undefined) {
       callback(new ProxyError('proxy_internal_error', 'The proxy built an invalid upstream.'), null)
       return
     }
-    const socket = upstream.protocol === 'https:'
-      ? tlsConnect({ host: upstream.host, port: upstream.port, ...(isIP(upstream.host) === 0 ? { servername: upstream.host } : {}), ...(upstream.ca === undefined ? {} : { ca: upstream.ca }), ALPNProtocols: ['http/1.1'] })
-      : netConnect({ host: upstream.host, port: upstream.port, noDelay: true })
+    const { socket, readyEvent } = dialUpstream(upstream)
     const timer = setTimeout(() => socket.destroy(new ProxyError('connection_timeout', 'The upstream proxy did not answer in time.', { nextHop: label })), connector.connectTimeout)
     const onError = (error: Error): void => {
       clearTimeout(timer)
@@ -110,19 +107,13 @@ export function createUpstreamDispatcher (connector: DestinationConnectorSetting
       callback(new ProxyError(mapped.errorType, `The upstream proxy could not be reached: ${mapped.message}`, { status: mapped.status, ...(mapped.details === undefined ? {} : { details: mapped.details }), nextHop: label, cause: error }), null)
     }
     socket.once('error', onError)
-    socket.once(upstream.protocol === 'https:' ? 'secureConnect' : 'connect', () => {
+    socket.once(readyEvent, () => {
       clearTimeout(timer)
       socket.removeListener('error', onError)
       callback(null, socket)
     })
   }
-  return new Agent({
-    connect,
-    headersTimeout: httpActivityTimeout,
-    bodyTimeout: 0,
-    keepAliveTimeout: 4_000,
-    maxHeaderSize: 64 * 1024
-  })
+  return forwardingAgent(connect, httpActivityTimeout)
 }
 
 /**

@@ -2,7 +2,7 @@
 // HTTPS_PROXY / HTTP_PROXY / NO_PROXY, or the application's function), and how a connection is
 // opened through one (CONNECT, with the upstream's own credentials).
 
-import { connect as netConnect, isIP, type OnReadOpts, type Socket } from 'node:net'
+import { connect as netConnect, isIP, type NetConnectOpts, type OnReadOpts, type Socket } from 'node:net'
 import { connect as tlsConnect } from 'node:tls'
 import type { FastifyRequest } from 'fastify'
 import type { ForwardProxyDestination } from '../../types/destination'
@@ -169,6 +169,19 @@ export interface CancelSignal {
 const MAX_RESPONSE_HEAD = 16 * 1024
 
 /**
+ * Opens a connection to `upstream` itself: TLS for an `https://` upstream (SNI from a name,
+ * validated against its `ca` or Node's roots, HTTP/1.1 by ALPN), plain TCP otherwise with
+ * `plain`'s options. `readyEvent` is the event after which it can carry a request.
+ */
+export function dialUpstream (upstream: UpstreamProxy, plain: Omit<NetConnectOpts, 'host' | 'port'> = {}): { socket: Socket, readyEvent: 'secureConnect' | 'connect' } {
+  if (upstream.protocol === 'https:') {
+    const socket = tlsConnect({ host: upstream.host, port: upstream.port, ...(isIP(upstream.host) === 0 ? { servername: upstream.host } : {}), ...(upstream.ca === undefined ? {} : { ca: upstream.ca }), ALPNProtocols: ['http/1.1'] })
+    return { socket, readyEvent: 'secureConnect' }
+  }
+  return { socket: netConnect({ noDelay: true, ...plain, host: upstream.host, port: upstream.port }), readyEvent: 'connect' }
+}
+
+/**
  * Opens a tunnel to `destination` through `upstream`: connects to it (TLS for `https:`,
  * validated against `ca` or Node's roots), sends CONNECT with the upstream's credentials, and
  * resolves with the socket once the upstream answered 2xx, any bytes it sent after its answer
@@ -184,26 +197,21 @@ export function connectThroughUpstream (upstream: UpstreamProxy, destination: Fo
   return new Promise((resolve, reject) => {
     const nextHop = upstream.label
     const reader = upstream.protocol === 'https:' ? undefined : onread
-    const socket: Socket = upstream.protocol === 'https:'
-      ? tlsConnect({ host: upstream.host, port: upstream.port, ...(isIP(upstream.host) === 0 ? { servername: upstream.host } : {}), ...(upstream.ca === undefined ? {} : { ca: upstream.ca }), ALPNProtocols: ['http/1.1'] })
-      : netConnect({
-        host: upstream.host,
-        port: upstream.port,
-        allowHalfOpen: true,
-        noDelay: true,
-        ...(reader === undefined
-          ? {}
-          : {
-              onread: {
-                buffer: reader.buffer,
-                callback: (count: number, buffer: Uint8Array): boolean => {
-                  if (settled) return reader.callback(count, buffer)
-                  onData(Buffer.from(buffer.subarray(0, count)))
-                  return !settled
-                }
+    const { socket, readyEvent } = dialUpstream(upstream, {
+      allowHalfOpen: true,
+      ...(reader === undefined
+        ? {}
+        : {
+            onread: {
+              buffer: reader.buffer,
+              callback: (count: number, buffer: Uint8Array): boolean => {
+                if (settled) return reader.callback(count, buffer)
+                onData(Buffer.from(buffer.subarray(0, count)))
+                return !settled
               }
-            })
-      })
+            }
+          })
+    })
     let received = Buffer.alloc(0)
     let settled = false
     let stopListening = (): void => {}
@@ -253,7 +261,7 @@ export function connectThroughUpstream (upstream: UpstreamProxy, destination: Fo
     stopListening = cancel?.onAbort(onAbort) ?? stopListening
     socket.once('error', onError)
     socket.once('close', onClose)
-    socket.once(upstream.protocol === 'https:' ? 'secureConnect' : 'connect', () => {
+    socket.once(readyEvent, () => {
       const authority = formatAuthority(destination.host, destination.port)
       const lines = [`CONNECT ${authority} HTTP/1.1`, `Host: ${authority}`, ...(upstream.authorization === undefined ? [] : [`Proxy-Authorization: ${upstream.authorization}`])]
       socket.write(`${lines.join('\r\n')}\r\n\r\n`)
