@@ -112,9 +112,11 @@ export function watchConfiguration (source: ConfigurationSource, target: ReloadT
   }
   const poller = setInterval(() => { void check() }, POLL_INTERVAL_MS)
   poller.unref()
+  // A file already watched keeps the look taken before the configuration was read: one taken
+  // after it would hide a change made while reading.
   const watch = (config: ProxyServerConfig): void => {
     const paths = [source.path, ...Object.values(config.secrets ?? {}).flatMap((secret) => secret.file === undefined ? [] : [secret.file])]
-    watched = new Map(paths.map((path) => [path, fingerprintSync(path)]))
+    watched = new Map(paths.map((path) => [path, watched.get(path) ?? fingerprintSync(path)]))
   }
   const reload = (reason: string): void => {
     // Whatever happens, the files as they are now are the new starting point: a bad file is
