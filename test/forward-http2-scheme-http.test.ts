@@ -1,26 +1,10 @@
 import { test } from 'tap'
-import type { ClientHttp2Session, IncomingHttpHeaders, OutgoingHttpHeaders } from 'node:http2'
 import { connectHttp2, startHttp2Proxy } from './helpers/http2-proxy'
 import { startOrigin } from './helpers/servers'
 import { basic } from './helpers/raw-client'
+import type { OutgoingHttpHeaders } from 'node:http2'
+import { http2Request, type Http2Response } from './helpers/intercepted-client'
 import { LOOPBACK_TEST_POLICY } from './helpers/servers'
-
-interface Answer { status: number, headers: IncomingHttpHeaders, body: string }
-
-/** Sends one request on an HTTP/2 session to the proxy, body optional, and reads the whole answer. */
-function send (session: ClientHttp2Session, headers: OutgoingHttpHeaders, body?: string): Promise<Answer> {
-  return new Promise((resolve, reject) => {
-    const stream = session.request(headers, { endStream: body === undefined })
-    let head: IncomingHttpHeaders = {}
-    let text = ''
-    stream.setEncoding('utf8')
-    stream.on('response', (received) => { head = received })
-    stream.on('data', (chunk: string) => { text += chunk })
-    stream.once('end', () => resolve({ status: Number(head[':status']), headers: head, body: text }))
-    stream.once('error', reject)
-    if (body !== undefined) stream.end(body)
-  })
-}
 
 test('Issue 22 rule 6: an HTTP/2 request with :scheme http on the TLS listener is forwarded like absolute-form http://: hop-by-hop dropped, Via added both ways, body streamed, Host from :authority', async (t) => {
   const origin = await startOrigin(t, (req, res, body) => {
@@ -32,7 +16,7 @@ test('Issue 22 rule 6: an HTTP/2 request with :scheme http on the TLS listener i
   const proxy = await startHttp2Proxy(t)
   const session = await connectHttp2(t, proxy)
   const authority = `127.0.0.1:${origin.port}`
-  const answer = await send(session, { ':method': 'POST', ':scheme': 'http', ':authority': authority, ':path': '/submit?x=1', 'x-client': 'kept', te: 'trailers' }, 'hello')
+  const answer = await http2Request(session, { ':method': 'POST', ':scheme': 'http', ':authority': authority, ':path': '/submit?x=1', 'x-client': 'kept', te: 'trailers' }, 'hello')
   t.equal(answer.status, 200)
   t.equal(answer.body, 'POST /submit?x=1 hello')
   t.equal(answer.headers['x-origin-hop'], undefined, 'a Connection-listed response header is dropped')
@@ -49,7 +33,7 @@ test('Issue 22 rule 6: :scheme http requests get the same authentication, policy
   const proxy = await startHttp2Proxy(t, { auth: { users: { alice: 'pw' } }, destinations: { ...LOOPBACK_TEST_POLICY, deniedHosts: ['localhost'] } })
   const session = await connectHttp2(t, proxy)
   const authority = `127.0.0.1:${origin.port}`
-  const request = (headers: OutgoingHttpHeaders): Promise<Answer> => send(session, { ':scheme': 'http', ':authority': authority, ':path': '/', ...headers })
+  const request = (headers: OutgoingHttpHeaders): Promise<Http2Response> => http2Request(session, { ':scheme': 'http', ':authority': authority, ':path': '/', ...headers })
   const unauthenticated = await request({})
   t.equal(unauthenticated.status, 407)
   t.match(unauthenticated.headers['proxy-authenticate'], /^Basic realm=/)
@@ -57,7 +41,7 @@ test('Issue 22 rule 6: :scheme http requests get the same authentication, policy
   t.equal(origin.requests[0]?.headers['proxy-authorization'], undefined, 'credentials are never forwarded')
   const options = await request({ ':method': 'OPTIONS', 'max-forwards': '0', 'proxy-authorization': basic('alice', 'pw') })
   t.equal(options.status, 200, 'OPTIONS at Max-Forwards 0 is answered by the proxy')
-  const denied = await send(session, { ':scheme': 'http', ':authority': 'localhost:1', ':path': '/', 'proxy-authorization': basic('alice', 'pw') })
+  const denied = await http2Request(session, { ':scheme': 'http', ':authority': 'localhost:1', ':path': '/', 'proxy-authorization': basic('alice', 'pw') })
   t.equal(denied.status, 403, 'the destination policy applies')
   t.match(denied.headers['proxy-status'], /error=http_request_denied; details="host not allowed"/)
   t.equal(origin.requests.length, 1, 'only the authenticated request reached the origin')
@@ -67,10 +51,10 @@ test('Issue 22 rule 6: a :scheme http request whose :authority is not a usable h
   const origin = await startOrigin(t)
   const proxy = await startHttp2Proxy(t, {}, (app) => { app.get('/own', async () => 'own route') })
   const session = await connectHttp2(t, proxy)
-  const own = await send(session, { ':path': '/own' })
+  const own = await http2Request(session, { ':path': '/own' })
   t.equal(own.status, 200)
   t.equal(own.body, 'own route')
-  const malformed = await send(session, { ':scheme': 'http', ':authority': '127.0.0.1:99999', ':path': '/' })
+  const malformed = await http2Request(session, { ':scheme': 'http', ':authority': '127.0.0.1:99999', ':path': '/' })
   t.equal(malformed.status, 400)
   t.match(malformed.headers['proxy-status'], /error=http_request_error; details="malformed"/)
   t.equal(origin.requests.length, 0)

@@ -73,13 +73,17 @@ function runChromium (t: Test, args: string[], env: NodeJS.ProcessEnv): Promise<
   })
 }
 
+/** True when Chromium is on PATH; otherwise fails `t` (this test never skips). */
+function chromiumInstalled (t: Test): boolean {
+  if (spawnSync('sh', ['-c', `command -v ${CHROMIUM}`]).status === 0) return true
+  t.fail(`'${CHROMIUM}' is not on PATH: this test needs Debian's Chromium (apt-get install -y chromium), which .ci/run installs`)
+  return false
+}
+
 interface SeenRequest { id: string, method: string, httpVersion: string, url: string, status?: number }
 
 test('browser: headless Chromium with an https:// proxy loads a loopback HTTPS page through an HTTP/2 CONNECT tunnel', async (t) => {
-  if (spawnSync('sh', ['-c', `command -v ${CHROMIUM}`]).status !== 0) {
-    t.fail(`'${CHROMIUM}' is not on PATH: this test needs Debian's Chromium (apt-get install -y chromium), which .ci/run installs`)
-    return
-  }
+  if (!chromiumInstalled(t)) return
 
   // The loopback HTTPS origin, with its own self-signed certificate for 127.0.0.1.
   const originDir = join(t.testdir(), 'origin')
@@ -184,10 +188,7 @@ function chromiumArgs (t: Test, proxyPort: number, trustedSpki: string[], url: s
 }
 
 test('browser: headless Chromium with an https:// proxy loads an http:// page (HTTP/2 request with :scheme http) and, in the same session, an https:// script (HTTP/2 CONNECT)', async (t) => {
-  if (spawnSync('sh', ['-c', `command -v ${CHROMIUM}`]).status !== 0) {
-    t.fail(`'${CHROMIUM}' is not on PATH: this test needs Debian's Chromium (apt-get install -y chromium), which .ci/run installs`)
-    return
-  }
+  if (!chromiumInstalled(t)) return
   const tlsDir = join(t.testdir(), 'origin')
   mkdirSync(tlsDir)
   const scriptTls = await makeSelfSignedCertificate(tlsDir)
