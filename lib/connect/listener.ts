@@ -19,6 +19,7 @@ import { countConnectRequest } from '../telemetry/metrics'
 import { writeRawProxyError, writeRawResponseError } from '../protocol/error-responses'
 import { interceptedTunnelOf, inTunnelProblemError } from '../core/proxy-request'
 import { ProxyError } from '../protocol/errors'
+import { ObjectSlot } from '../core/object-slot'
 
 /** How a server is joined to the proxy. */
 export interface AttachOptions {
@@ -153,7 +154,7 @@ export interface Http1ConnectContext {
   readonly response: ServerResponse
 }
 
-const connectContexts = new WeakMap<IncomingMessage, Http1ConnectContext>()
+const connectContexts = new ObjectSlot<Http1ConnectContext>('connectContext')
 
 /** Per connection that has carried a request: responses not yet finished, and who waits for them. */
 interface ConnectionUse {
@@ -161,7 +162,7 @@ interface ConnectionUse {
   readonly whenIdle: Array<() => void>
 }
 
-const usedConnections = new WeakMap<Socket, ConnectionUse>()
+const usedConnections = new ObjectSlot<ConnectionUse>('connectionUse')
 
 /** Remembers the socket and early bytes of an HTTP/1.1 CONNECT until its handler runs. */
 export function rememberHttp1Connect (req: IncomingMessage, context: Http1ConnectContext): void {
@@ -170,7 +171,7 @@ export function rememberHttp1Connect (req: IncomingMessage, context: Http1Connec
 
 /** The HTTP/1.1 CONNECT context of a raw request, or undefined (HTTP/2, or not a CONNECT). */
 export function http1ConnectContextOf (req: object): Http1ConnectContext | undefined {
-  return connectContexts.get(req as IncomingMessage)
+  return connectContexts.get(req)
 }
 
 /**

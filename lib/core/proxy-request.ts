@@ -11,6 +11,7 @@ import type { ForwardProxyInterception } from '../../types/interception'
 import type { ForwardProxyUser } from '../../types/user'
 import { canonicalHost, isEquivalentAuthority } from '../protocol/hosts'
 import { ProxyError } from '../protocol/errors'
+import { ObjectSlot } from './object-slot'
 
 /** A raw request as either Node server hands it to Fastify. */
 export type RawRequest = IncomingMessage | Http2ServerRequest
@@ -30,7 +31,7 @@ export interface ForwardRequestTarget {
 /** What the proxy makes of a request addressed to it (not to the application). */
 export type ProxyRequestTarget = ConnectRequestTarget | ForwardRequestTarget | InterceptedRequestTarget
 
-const classified = new WeakMap<RawRequest, ProxyRequestTarget | null>()
+const classified = new ObjectSlot<ProxyRequestTarget | null>('target')
 
 /**
  * Classifies a raw request once: a request inside an intercepted tunnel (always the proxy's,
@@ -100,7 +101,7 @@ export interface InterceptedTunnel {
 
 // Keyed by the endpoint's connection objects: the TLS socket (HTTP/1.1 requests name it as
 // their socket) and the HTTP/2 session (HTTP/2 requests reach it through their stream).
-const tunnels = new WeakMap<object, InterceptedTunnel>()
+const tunnels = new ObjectSlot<InterceptedTunnel>('interceptedTunnel')
 
 /** Records that `connection` (a terminated TLS socket or its HTTP/2 session) carries `tunnel`. */
 export function rememberInterceptedConnection (connection: TLSSocket | Http2Session, tunnel: InterceptedTunnel): void {
@@ -125,7 +126,7 @@ export function interceptedTunnelOf (req: object): InterceptedTunnel | undefined
 }
 
 // Users set by authentication (or by the application), per request.
-const assigned = new WeakMap<object, ForwardProxyUser | null>()
+const assigned = new ObjectSlot<ForwardProxyUser | null>('proxyUser')
 
 /**
  * Decorates `request.proxyUser`: what authentication (or the application) set on this request;

@@ -11,6 +11,7 @@ import type { ProxyRuntime } from '../core/runtime'
 import { ProxyError, errorCode, proxyErrorFromNetworkError } from '../protocol/errors'
 import { formatAuthority } from '../protocol/hosts'
 import type { AbsoluteTarget, AbsoluteTargetProblem } from '../core/proxy-request'
+import { ObjectSlot } from '../core/object-slot'
 import { buildClientResponseHeaders, buildOutgoingHead, decideMaxForwards, placeSecrets, viaListsPseudonym, type ReceivedHeaders } from './outgoing-head'
 import { transformIncomingResponse, transformOutgoingRequest, type HeaderRecord } from './transforms'
 import type { UpstreamProxy } from '../security/upstream-proxy'
@@ -163,21 +164,21 @@ export async function forwardRequest (
   reply.code(head.statusCode).headers(head.headers)
   if (request.method === 'HEAD' || [response.statusCode, head.statusCode].some((status) => status === 204 || status === 304)) {
     response.body.resume()
-    forwardedReplies.add(reply)
+    forwardedReplies.set(reply, true)
     reply.send()
     return
   }
   const responseBody = withInactivityTimeout(response.body, idleTimeout, (bytes) => countBytesOut(request, bytes))
-  forwardedReplies.add(reply)
-  forwardedBodies.add(responseBody)
+  forwardedReplies.set(reply, true)
+  forwardedBodies.set(responseBody, true)
   reply.send(responseBody)
 }
 
 // Sets, not a map from reply to body: a WeakMap whose values are the bodies cost about 40 µs of
 // CPU per forwarded request (3 alternating rounds of bench/load.mjs http-proxy), as the garbage
 // collector traced each body through the map.
-const forwardedReplies = new WeakSet<FastifyReply>()
-const forwardedBodies = new WeakSet<object>()
+const forwardedReplies = new ObjectSlot<true>('forwardedReply')
+const forwardedBodies = new ObjectSlot<true>('forwardedBody')
 
 /** True when `reply` carries a destination's response (not an error answer, a tunnel or the application's own route). */
 export function isForwardedReply (reply: FastifyReply): boolean {

@@ -42,6 +42,7 @@ import {
   upgradeRequestHasBody
 } from '../forward/websocket-upgrade'
 import { ProxyError } from '../protocol/errors'
+import { ObjectSlot } from '../core/object-slot'
 
 /** The address the in-memory endpoint is listed under (it is never bound to a port). */
 export const INTERCEPTION_ADDRESS = 'https://forward-proxy-tls-interception'
@@ -202,11 +203,11 @@ export interface InTunnelUpgrade {
   readonly head: Buffer
 }
 
-const upgrades = new WeakMap<IncomingMessage, InTunnelUpgrade>()
+const upgrades = new ObjectSlot<InTunnelUpgrade>('inTunnelUpgrade')
 
 /** The upgrade context of a raw request, or undefined when it is not an in-tunnel upgrade request. */
 export function inTunnelUpgradeOf (req: object): InTunnelUpgrade | undefined {
-  return upgrades.get(req as IncomingMessage)
+  return upgrades.get(req)
 }
 
 /**

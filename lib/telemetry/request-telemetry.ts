@@ -26,6 +26,7 @@ import {
   PROXY_METER_NAME,
   PROXY_METER_VERSION
 } from './metrics'
+import { ObjectSlot } from '../core/object-slot'
 
 /** What the access log and the span of one proxy request collect while it runs. */
 interface RequestTelemetry {
@@ -47,7 +48,7 @@ interface RequestTelemetry {
   secrets: readonly string[] | undefined
 }
 
-const telemetry = new WeakMap<object, RequestTelemetry>()
+const telemetry = new ObjectSlot<RequestTelemetry>('telemetry')
 
 /**
  * Starts the telemetry of a proxy request (the proxy route's first onRequest hook, so it
