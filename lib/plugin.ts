@@ -30,6 +30,7 @@ import { DestinationPolicy, OwnListeners } from './security/destination-policy'
 import { UserPolicy } from './security/user-policy'
 import { createDestinationDispatcher, createTlsDestinationDispatcher, createUpstreamDispatcher } from './forward/destinations'
 import { INTERCEPTION_ADDRESS, InterceptionEndpoint } from './interception/endpoint'
+import { decideTunnelInterception } from './connect/tunnel'
 import type { TlsInterceptionOptions } from '../types/interception'
 import { ForwardProxyOptionsError } from './protocol/errors'
 
@@ -40,6 +41,7 @@ async function forwardProxyPlugin (fastify: FastifyInstance, options: ForwardPro
   const connector = { policy, resolver: settings.resolver, connectTimeout: settings.limits.connectTimeout, ownListeners, upstreams: settings.upstreams }
   const runtime: ProxyRuntime = {
     settings,
+    registeredOn: fastify,
     policy,
     connector,
     tunnels: new TunnelRegistry(settings.limits.maxConcurrentTunnels),
@@ -60,6 +62,7 @@ async function forwardProxyPlugin (fastify: FastifyInstance, options: ForwardPro
   fastify.decorateRequest('interception', {
     getter (this: { raw: object }) { return interceptedTunnelOf(this.raw)?.interception ?? null }
   })
+  fastify.decorateRequest('interceptTunnel', null)
   fastify.decorateRequest('proxyDestination', {
     getter (this: { raw: Parameters<typeof proxyDestinationOf>[0] }) { return proxyDestinationOf(this.raw) }
   })
@@ -127,6 +130,7 @@ async function tlsInterceptionPlugin (fastify: FastifyInstance, options: TlsInte
   const runtime = proxyRuntimeOf(fastify.forwardProxy)
   if (runtime === undefined) throw new Error('fastify-forward-proxy: register forwardProxy before tlsInterception')
   if (runtime.interception !== undefined) throw new Error('fastify-forward-proxy: tlsInterception is already registered for this proxy')
+  if (runtime.registeredOn !== fastify) throw new Error('fastify-forward-proxy: register tlsInterception in the same plugin context as forwardProxy (its hooks would not reach the proxy\'s requests from an inner one)')
 
   runtime.destinationTls = destinationTls
   for (const transform of settings.transforms) fastify.forwardProxy.addTransform(transform)
@@ -142,6 +146,11 @@ async function tlsInterceptionPlugin (fastify: FastifyInstance, options: TlsInte
     certificateProvider: settings.certificateProvider
   }
   runtime.interception = interception
+  // Added here, among the application's own preHandler hooks in registration order, so an
+  // application orders its hooks around the decision.
+  fastify.addHook('preHandler', async function decideInterception (request) {
+    await decideTunnelInterception(request, runtime)
+  })
 
   // Decorators may be added after this plugin is registered; they are looked up once ready.
   fastify.addHook('onReady', async function resolveInterceptionServices () {

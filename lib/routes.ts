@@ -16,7 +16,7 @@ import { type IncomingMessage, METHODS } from 'node:http'
 import type { ProxyRuntime } from './core/runtime'
 import { proxyRequestTargetOf, type RawRequest } from './core/proxy-request'
 import { registerProxyAuthentication, proxyAuthenticateChallenge } from './security/proxy-auth'
-import { openConnectTunnel } from './connect/tunnel'
+import { admitConnect, openConnectTunnel, releaseUnopenedTunnel } from './connect/tunnel'
 import { forwardAbsoluteRequest } from './forward/forward-handler'
 import { forwardInterceptedRequest } from './interception/endpoint'
 import { beginProxyRequest, finishProxyRequest, noteProxyErrorType } from './telemetry/request-telemetry'
@@ -53,14 +53,21 @@ export function proxyRoutes (runtime: ProxyRuntime) {
     })
     const { auth } = runtime.settings
     const authenticate = auth === null ? undefined : unlessIntercepted(await registerProxyAuthentication(instance, auth.realm, () => runtime.settings.auth?.check ?? auth.check, auth.failureLimit))
+    const admit: onRequestHookHandler = async function admitProxyConnect (request, reply) {
+      await admitConnect(request, reply, runtime)
+    }
 
     instance.route({
       method: instance.supportedMethods as HTTPMethods[],
       url: '*',
       exposeHeadRoute: false,
       constraints: { [PROXY_CONSTRAINT]: PROXY_CONSTRAINT_VALUE },
-      onRequest: authenticate === undefined ? [refuseOversizedHead] : [refuseOversizedHead, authenticate],
+      onRequest: authenticate === undefined ? [refuseOversizedHead, admit] : [refuseOversizedHead, authenticate, admit],
       preParsing: hideContentTypeFromFastify,
+      onResponse: function releaseTunnelSlot (request, _reply, done) {
+        releaseUnopenedTunnel(request)
+        done()
+      },
       // Route-level hooks run after the application's: this one has the last word on the head.
       onSend: holdForwardedResponseHead(runtime),
       // Returning the reply tells Fastify the response is under way (it may still be streaming).

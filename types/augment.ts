@@ -45,6 +45,15 @@ declare module 'fastify' {
      * nothing: a request never goes anywhere but its tunnel's or absolute target).
      */
     readonly interception: ForwardProxyInterception | null
+    /**
+     * For a CONNECT, whether its tunnel is intercepted. `null` until tlsInterception's
+     * `preHandler` hook has decided (with the destination filters and the selector; a host a
+     * secret is granted to is always intercepted), and for every other request; then `true` or
+     * `false`. That hook runs where tlsInterception was registered among the application's
+     * `preHandler` hooks: one added after it reads the decision and may change it (`false`
+     * relays the tunnel opaquely; `true` intercepts, which needs tlsInterception).
+     */
+    interceptTunnel: boolean | null
   }
 }
 

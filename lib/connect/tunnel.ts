@@ -1,5 +1,5 @@
-// A CONNECT tunnel: target, policy and limit checks, the interception decision, the dial, the 200,
-// and the client side over an HTTP/1.1 connection or an HTTP/2 stream.
+// A CONNECT tunnel: admission (target, policy and limits), the interception decision, the dial,
+// the 200, and the client side over an HTTP/1.1 connection or an HTTP/2 stream.
 
 import type { FastifyReply, FastifyRequest } from 'fastify'
 import type { Socket } from 'node:net'
@@ -7,7 +7,8 @@ import type { Duplex } from 'node:stream'
 import { constants, type Http2ServerRequest, type ServerHttp2Stream } from 'node:http2'
 import type { ForwardProxyDestination } from '../../types/destination'
 import type { ProxyRuntime, InterceptionRuntime, InterceptedClient } from '../core/runtime'
-import type { RawRequest } from '../core/proxy-request'
+import { proxyRequestTargetOf, type ConnectRequestTarget, type RawRequest } from '../core/proxy-request'
+import { ObjectSlot } from '../core/object-slot'
 import { ProxyError, policyRefusal } from '../protocol/errors'
 import { Cancellation, connectToDestination } from '../security/destination-connector'
 import type { SecretSet } from '../security/secrets'
@@ -23,28 +24,28 @@ import { finishAbandonedConnect, finishTunnel, tunnelTraceContextOf } from '../t
 import { createDestinationReader, type TunnelRelayOptions, relayTunnel } from './relay'
 
 /**
- * Opens a CONNECT tunnel, over HTTP/1.1 or HTTP/2.
- * Authentication has already run as the route's onRequest hook; here the target, policy and
- * the tunnel limit are checked, then (with tlsInterception registered) the destination
- * filters and the selector. An opaque tunnel has its destination dialed (address checked
- * after DNS) and only then gets 200 and the byte relay; an intercepted one gets 200 with no
- * dial and is handed to the in-memory TLS endpoint. Every refusal is a thrown ProxyError,
- * answered before any 200.
+ * The proxy route's last onRequest hook for a CONNECT (after authentication): the request's
+ * form (no body, a listener that can carry a tunnel), a client still there (one that left while
+ * it waited in the listen queue or while earlier hooks ran is dropped here, with nothing
+ * dialed and no application code asked), the target, the destination and user policies, and
+ * the tunnel limits (the slot is held from here: the interception decision and the
+ * application's later hooks run within the limit). What passes reaches the hooks after it
+ * (the interception decision among them) and the handler, {@link openConnectTunnel}; the slot
+ * is given back when the client leaves or the CONNECT is answered without a tunnel
+ * ({@link releaseUnopenedTunnel}), unless the handler took it over. Every refusal is a thrown
+ * ProxyError, answered before any 200. Other requests pass untouched.
  */
-export async function openConnectTunnel (
-  request: FastifyRequest,
-  reply: FastifyReply,
-  destination: ForwardProxyDestination | null,
-  runtime: ProxyRuntime
-): Promise<void> {
+export async function admitConnect (request: FastifyRequest, reply: FastifyReply, runtime: ProxyRuntime): Promise<void> {
+  const target = proxyRequestTargetOf(request.raw)
+  if (target?.kind !== 'connect') return
   const client = tunnelClientOf(request)
   await afterNextPoll()
-  // The client may have left while hooks ran (a slow credential check) or before: dial nothing for it.
   if (client.gone) {
     reply.hijack()
     finishAbandonedConnect(request, reply)
     return
   }
+  const { destination } = target
   if (destination === null) {
     throw new ProxyError('http_request_error', 'The CONNECT target must be host:port with a port from 1 to 65535.', { details: 'bad CONNECT target' })
   }
@@ -57,19 +58,84 @@ export async function openConnectTunnel (
     releaseUserTunnel()
     throw new ProxyError('connection_limit_reached', 'The proxy has reached its tunnel limit; try again later.')
   }
+  let released = false
   const release = (): void => {
+    if (released) return
+    released = true
     releaseTunnel()
     releaseUserTunnel()
   }
-  // Tracked from now on, so closing the server also ends a CONNECT still waiting for DNS or the dial.
+  // Tracked from now on, so closing the server also ends a CONNECT still deciding, resolving or dialing.
   runtime.tunnels.track(client.closable)
+  tunnelAdmissions.set(request.raw, { client, release, stopReleasingOnGone: client.onGone(release) })
+}
+
+/**
+ * The proxy route's onResponse hook for a CONNECT answered without a tunnel (a refusal by a
+ * later hook, the interception decision or the handler): gives its tunnel slot back.
+ */
+export function releaseUnopenedTunnel (request: FastifyRequest): void {
+  tunnelAdmissions.get(request.raw)?.release()
+}
+
+/**
+ * The preHandler hook tlsInterception adds: decides whether an admitted CONNECT's tunnel is
+ * intercepted, and puts the answer in `request.interceptTunnel` for the hooks after it and the
+ * handler. The destination filters run first (a refusal is 403 `http_request_denied`), then the
+ * selector; a host some secret is granted to is intercepted without asking the selector, since
+ * its placeholders can only be replaced inside the TLS. The filters and the selector get an
+ * AbortSignal that aborts when the client goes away. Other requests pass untouched.
+ * @throws whatever a filter, the selector or its factory throws (answered 500 `proxy_internal_error`).
+ */
+export async function decideTunnelInterception (request: FastifyRequest, runtime: ProxyRuntime): Promise<void> {
+  const client = tunnelAdmissions.get(request.raw)?.client
+  const { interception } = runtime
+  if (client === undefined || client.gone || interception === undefined) return
+  const destination = (proxyRequestTargetOf(request.raw) as ConnectRequestTarget).destination as ForwardProxyDestination
+  const clientGone = new Cancellation()
+  const stopWatching = client.onGone(() => clientGone.abort())
+  try {
+    request.interceptTunnel = await shouldInterceptTunnel(request, destination, interception, runtime.settings.secrets, clientGone)
+  } finally {
+    stopWatching()
+  }
+}
+
+/**
+ * Opens an admitted CONNECT tunnel ({@link admitConnect}), over HTTP/1.1 or HTTP/2, taking over
+ * its slot: a tunnel that `request.interceptTunnel` says to intercept gets 200 with no dial and is handed to the in-memory TLS endpoint, and any other has its destination
+ * dialed (address checked after DNS) and only then gets 200 and the byte relay. Every refusal is
+ * a thrown ProxyError, answered before any 200.
+ */
+export async function openConnectTunnel (
+  request: FastifyRequest,
+  reply: FastifyReply,
+  destination: ForwardProxyDestination | null,
+  runtime: ProxyRuntime
+): Promise<void> {
+  const admission = tunnelAdmissions.get(request.raw)
+  if (admission === undefined || destination === null) throw new Error('CONNECT handler reached without admission')
+  // From here the handler gives the slot back: when the tunnel closes, or on a failure.
+  const { client, release } = admission
+  admission.stopReleasingOnGone()
+  if (client.gone) {
+    release()
+    reply.hijack()
+    finishAbandonedConnect(request, reply)
+    return
+  }
+  const intercept = request.interceptTunnel === true
+  if (intercept && runtime.interception === undefined) {
+    release()
+    throw new Error('request.interceptTunnel is true but tlsInterception is not registered')
+  }
   const clientGone = new Cancellation()
   const stopWatching = client.onGone(() => clientGone.abort())
   let provider: ForwardProxyCertificateProvider | null = null
   let upstream: Socket | undefined
   let reader: ReturnType<typeof createDestinationReader> | undefined
   try {
-    if (runtime.interception !== undefined) provider = await decideInterception(request, destination, runtime.interception, runtime.settings.secrets, clientGone.signal)
+    if (intercept && runtime.interception !== undefined) provider = certificateProviderFor(request, runtime.interception)
     if (provider === null && !client.gone) {
       const { upstreams } = runtime.connector
       const upstreamProxy = upstreams == null ? null : await upstreams.routeFor(destination, request, 'tunnel')
@@ -163,36 +229,46 @@ function tunnelClientOf (request: FastifyRequest): TunnelClient {
 }
 
 /**
- * Runs the destination filters, then the selector, once per CONNECT,
- * after authentication, policy and the tunnel limit. Returns the certificate provider for the
- * tunnel when it is to be intercepted, null when it is relayed opaquely (no selector, or the
- * selector said no). A host some secret is granted to is intercepted without asking the
- * selector: its placeholders can only be replaced inside the TLS. `signal` aborts when the
- * client goes away.
- * @throws ProxyError 403 `http_request_denied` when a filter refuses the tunnel; whatever a
- * filter, selector or factory throws (answered 500 `proxy_internal_error`).
+ * Runs the destination filters, then the selector (unless a secret is granted to the host:
+ * then the tunnel is intercepted without asking). True to intercept.
+ * @throws ProxyError 403 `http_request_denied` when a filter refuses the tunnel.
  */
-export async function decideInterception (
+async function shouldInterceptTunnel (
   request: FastifyRequest,
   destination: ForwardProxyDestination,
   interception: InterceptionRuntime,
   secrets: SecretSet | null,
-  signal: AbortSignal
-): Promise<ForwardProxyCertificateProvider | null> {
+  clientGone: Cancellation
+): Promise<boolean> {
   for (const filter of interception.settings.destinationFilters) {
-    if (await filter.allowTunnel(request, destination, signal) !== true) {
+    if (await filter.allowTunnel(request, destination, clientGone.signal) !== true) {
       throw policyRefusal('filter', new ProxyError('http_request_denied', 'The proxy refuses tunnels to this destination.', { details: 'refused by a destination filter' }))
     }
   }
-  const { selector: selectorSource, certificateProvider: providerSource } = interception
-  if (secrets?.grantsHost(destination.host) !== true) {
-    if (selectorSource === null) return null
-    const selector = typeof selectorSource === 'function' ? selectorSource(request) : selectorSource
-    if (await selector.shouldIntercept(request, destination, signal) !== true) return null
-  }
+  if (secrets?.grantsHost(destination.host) === true) return true
+  const { selector: selectorSource } = interception
+  if (selectorSource === null) return false
+  const selector = typeof selectorSource === 'function' ? selectorSource(request) : selectorSource
+  return await selector.shouldIntercept(request, destination, clientGone.signal) === true
+}
+
+/** The certificate provider for an intercepted tunnel: the configured one, or what its factory makes for this request. */
+function certificateProviderFor (request: FastifyRequest, interception: InterceptionRuntime): ForwardProxyCertificateProvider {
+  const { certificateProvider: providerSource } = interception
   if (providerSource === null) throw new Error('tlsInterception has no certificate provider')
   return typeof providerSource === 'function' ? providerSource(request) : providerSource
 }
+
+/** An admitted CONNECT, from {@link admitConnect} to the handler. */
+interface TunnelAdmission {
+  readonly client: TunnelClient
+  /** Gives the tunnel slot back; does nothing the second time. */
+  readonly release: () => void
+  /** Stops giving the slot back when the client leaves (the handler has taken it over). */
+  readonly stopReleasingOnGone: () => void
+}
+
+const tunnelAdmissions = new ObjectSlot<TunnelAdmission>('tunnelAdmission')
 
 /**
  * The client side of a CONNECT, whatever carries it: a whole HTTP/1.1 connection or one

@@ -27,6 +27,11 @@ import type { ForwardProxyUser } from '../../types/user'
 export interface ProxyRuntime {
   /** Replaced whole by `reconfigure`: read it at the time of use, never keep it. */
   settings: ResolvedProxySettings
+  /**
+   * The Fastify context forwardProxy was registered in: hooks added there reach the proxy route
+   * (tlsInterception must add its hook there).
+   */
+  readonly registeredOn: object
   /** Replaced by `reconfigure`, like `settings`. */
   policy: DestinationPolicy
   readonly connector: DestinationConnectorSettings

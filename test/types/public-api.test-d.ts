@@ -152,6 +152,12 @@ app.addHook('onRequest', async (request) => {
   }
   expectError(request.interception = null)
 })
+// The interception decision: read and changed by preHandler hooks after tlsInterception's
+app.addHook('preHandler', async (request) => {
+  expectType<boolean | null>(request.interceptTunnel)
+  request.interceptTunnel = false
+  expectError(request.interceptTunnel = 'yes')
+})
 
 // fastify.forwardProxy
 expectType<ForwardProxyControl>(app.forwardProxy)
