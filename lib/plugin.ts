@@ -28,6 +28,7 @@ import {
 } from './core/runtime'
 import { DestinationPolicy, OwnListeners } from './security/destination-policy'
 import { UserPolicy } from './security/user-policy'
+import { transformForwardedResponse } from './forward/forwarded-response'
 import { createDestinationDispatcher, createTlsDestinationDispatcher, createUpstreamDispatcher } from './forward/destinations'
 import { INTERCEPTION_ADDRESS, InterceptionEndpoint } from './interception/endpoint'
 import { decideTunnelInterception } from './connect/tunnel'
@@ -63,6 +64,9 @@ async function forwardProxyPlugin (fastify: FastifyInstance, options: ForwardPro
     getter (this: { raw: object }) { return interceptedTunnelOf(this.raw)?.interception ?? null }
   })
   fastify.decorateRequest('interceptTunnel', null)
+  // Where the plugin is registered among the application's onSend hooks: an application orders
+  // its own around the response transforms.
+  fastify.addHook('onSend', transformForwardedResponse)
   fastify.decorateRequest('proxyDestination', {
     getter (this: { raw: Parameters<typeof proxyDestinationOf>[0] }) { return proxyDestinationOf(this.raw) }
   })

@@ -25,7 +25,7 @@ import { sendProxyError } from './protocol/error-responses'
 import type { ResolvedProxySettings } from './core/options'
 import { recordProxyFailure } from './telemetry/metrics'
 import { certificateErrorHint } from './forward/destinations'
-import { isForwardedBody, isForwardedReply } from './forward/forward-handler'
+import { discardForwardedResponse, isForwardedBody, isForwardedReply, replaceReplyHeaders } from './forward/forwarded-response'
 import { HOP_BY_HOP, hopByHopNamesOfObject } from './forward/outgoing-head'
 
 /**
@@ -110,11 +110,11 @@ function holdForwardedResponseHead (runtime: ProxyRuntime): onSendHookHandler {
       }
     }
     // A body a hook replaced: HEAD, 204 and 304 answers have none, and keep the destination's length.
-    if (payload != null && !isForwardedBody(payload) && reply.hasHeader('content-length')) reply.header('content-length', [])
+    if (payload != null && !isForwardedBody(reply, payload) && reply.hasHeader('content-length')) reply.header('content-length', [])
     const { secrets } = runtime.settings
     if (secrets !== null) {
       const headers = replyHeaders(reply)
-      if (secrets.scrubResponseHeaders(headers).length > 0) reply.headers(headers)
+      if (secrets.scrubResponseHeaders(headers).length > 0) replaceReplyHeaders(reply, headers)
     }
     done(null, payload)
   }
@@ -219,6 +219,7 @@ export function createProxyErrorHandler (settings: ResolvedProxySettings) {
       reply.raw.destroy()
       return
     }
+    discardForwardedResponse(reply)
     const extra: Record<string, string> = proxyError.status === 407 && settings.auth !== null
       ? { 'proxy-authenticate': proxyAuthenticateChallenge(settings.auth.realm) }
       : {}

@@ -11,9 +11,9 @@ import type { ProxyRuntime } from '../core/runtime'
 import { ProxyError, errorCode, proxyErrorFromNetworkError } from '../protocol/errors'
 import { formatAuthority } from '../protocol/hosts'
 import type { AbsoluteTarget, AbsoluteTargetProblem } from '../core/proxy-request'
-import { ObjectSlot } from '../core/object-slot'
+import { markForwardedResponse } from './forwarded-response'
 import { buildClientResponseHeaders, buildOutgoingHead, decideMaxForwards, placeSecrets, viaListsPseudonym, type ReceivedHeaders } from './outgoing-head'
-import { transformIncomingResponse, transformOutgoingRequest, type HeaderRecord } from './transforms'
+import { transformOutgoingRequest, type HeaderRecord } from './transforms'
 import type { UpstreamProxy } from '../security/upstream-proxy'
 import { countBytesIn, countBytesOut, proxyRequestSpanOf } from '../telemetry/request-telemetry'
 
@@ -64,9 +64,10 @@ export async function forwardAbsoluteRequest (
  * Max-Forwards when asked, the header rebuild (the application hooks' changes to
  * `request.headers` applied, hop-by-hop, `Connection`-listed names and `Proxy-Authorization`
  * removed, `Host` from the target with the scheme's default port omitted, `Via` added), the transforms' `transformRequest`, the request and its body over
- * undici (validated TLS for `https`), the response head filtered the same way, the transforms'
- * `transformResponse`, then the body with an inactivity timer (tunnelIdleTimeout for
- * `text/event-stream`, httpActivityTimeout otherwise). Requests always leave over HTTP/1.1.
+ * undici (validated TLS for `https`), then the response head filtered the same way and the body
+ * with an inactivity timer (tunnelIdleTimeout for `text/event-stream`, httpActivityTimeout
+ * otherwise), sent as the reply: the transforms' `transformResponse` runs on it in its onSend
+ * hook (lib/forward/forwarded-response.ts). Requests always leave over HTTP/1.1.
  *
  * Used for absolute-form `http://` requests and for requests inside intercepted tunnels.
  * Throws ProxyError for anything answered by the proxy itself; the proxy route's error handler
@@ -141,53 +142,22 @@ export async function forwardRequest (
     throw new ProxyError('destination_unavailable', 'The upstream proxy refused the request (407).', { status: 502, details: 'upstream proxy answered 407', nextHop: upstreamProxy.label })
   }
 
-  let head
-  try {
-    head = await transformIncomingResponse(transforms, request, destination, {
-      statusCode: response.statusCode,
-      headers: buildClientResponseHeaders(response.headers, via)
-    }, departure)
-  } catch (error) {
-    // Refused: the destination's body is dropped (undici closes that connection). Destroying
-    // an unfinished body makes undici emit RequestAbortedError on it: expected here.
-    response.body.on('error', () => {})
-    response.body.destroy()
-    throw error
-  }
-  // After the transforms: what reaches the client never holds a secret's value.
-  secrets?.scrubResponseHeaders(head.headers)
-
   const contentType = headerText(response.headers['content-type']) ?? ''
   const idleTimeout = contentType.toLowerCase().startsWith('text/event-stream')
     ? runtime.settings.limits.tunnelIdleTimeout
     : runtime.settings.limits.httpActivityTimeout
-  reply.code(head.statusCode).headers(head.headers)
-  if (request.method === 'HEAD' || [response.statusCode, head.statusCode].some((status) => status === 204 || status === 304)) {
+  // The response transforms, the application's onSend hooks and the proxy route's last one
+  // (which scrubs secrets) run on this head before it is written.
+  reply.code(response.statusCode).headers(buildClientResponseHeaders(response.headers, via))
+  if (request.method === 'HEAD' || response.statusCode === 204 || response.statusCode === 304) {
     response.body.resume()
-    forwardedReplies.set(reply, true)
+    markForwardedResponse(reply, { body: null, destination, transforms, cancellation: departure })
     reply.send()
     return
   }
   const responseBody = withInactivityTimeout(response.body, idleTimeout, (bytes) => countBytesOut(request, bytes))
-  forwardedReplies.set(reply, true)
-  forwardedBodies.set(responseBody, true)
+  markForwardedResponse(reply, { body: responseBody, destination, transforms, cancellation: departure })
   reply.send(responseBody)
-}
-
-// Sets, not a map from reply to body: a WeakMap whose values are the bodies cost about 40 µs of
-// CPU per forwarded request (3 alternating rounds of bench/load.mjs http-proxy), as the garbage
-// collector traced each body through the map.
-const forwardedReplies = new ObjectSlot<true>('forwardedReply')
-const forwardedBodies = new ObjectSlot<true>('forwardedBody')
-
-/** True when `reply` carries a destination's response (not an error answer, a tunnel or the application's own route). */
-export function isForwardedReply (reply: FastifyReply): boolean {
-  return forwardedReplies.has(reply)
-}
-
-/** True when `payload` is a destination's response body as the proxy sent it (no hook replaced it). */
-export function isForwardedBody (payload: unknown): boolean {
-  return typeof payload === 'object' && payload !== null && forwardedBodies.has(payload)
 }
 
 /**
