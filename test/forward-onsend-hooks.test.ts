@@ -72,9 +72,12 @@ test('onSend on forwarded responses: a hook that replaces the body with a string
   t.match(asStream.text, /\r\n\r\n8\r\nreplaced\r\nc\r\n by a stream\r\n0\r\n\r\n$/)
 })
 
-test('onSend inside an intercepted tunnel: the hook sees request.interception and its header arrives; hop-by-hop edits are dropped; a secret\'s value a hook puts in a header reaches the client as its placeholder', async (t) => {
+test('onSend inside an intercepted tunnel: the hook sees request.interception and its header arrives; hop-by-hop edits are dropped; a secret\'s value a hook puts in a header reaches the client as its placeholder, the other headers (Set-Cookie) once', async (t) => {
   const pki = await makeInterceptionPki(t)
-  const origin = await startTlsOrigin(t, pki, (_req, res) => { res.end('ok') })
+  const origin = await startTlsOrigin(t, pki, (_req, res) => {
+    res.setHeader('set-cookie', ['a=1', 'b=2'])
+    res.end('ok')
+  })
   const value = 'sk-onsend-4c1f9e7a2b8d'
   const proxy = await startInterceptingProxy(t, pki, {
     proxy: { secrets: [{ name: 'api', value, hosts: ['127.0.0.1'], placeholder: 'PLACEHOLDER_ONSEND' }] },
@@ -98,6 +101,7 @@ test('onSend inside an intercepted tunnel: the hook sees request.interception an
   t.equal(await response.body.text(), 'ok')
   t.equal(response.headers['x-intercepted-host'], '127.0.0.1')
   t.equal(response.headers['x-echo'], 'Bearer PLACEHOLDER_ONSEND')
+  t.same(response.headers['set-cookie'], ['a=1', 'b=2'], 'the destination\'s cookies once each after the scrub')
   t.not(response.headers['keep-alive'], 'timeout=1', 'Node\'s own Keep-Alive, not the hook\'s')
   t.equal(response.headers['x-dropped'], undefined)
   t.not(response.headers.connection, 'x-dropped')
