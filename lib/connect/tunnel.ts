@@ -103,9 +103,10 @@ export async function decideTunnelInterception (request: FastifyRequest, runtime
 
 /**
  * Opens an admitted CONNECT tunnel ({@link admitConnect}), over HTTP/1.1 or HTTP/2, taking over
- * its slot: a tunnel that `request.interceptTunnel` says to intercept gets 200 with no dial and is handed to the in-memory TLS endpoint, and any other has its destination
- * dialed (address checked after DNS) and only then gets 200 and the byte relay. Every refusal is
- * a thrown ProxyError, answered before any 200.
+ * its slot: a tunnel that `request.interceptTunnel` says to intercept gets 200 with no dial and
+ * is handed to the in-memory TLS endpoint; any other has its destination dialed (address
+ * checked after DNS) and only then gets 200 and the byte relay. Every refusal is a thrown
+ * ProxyError, answered before any 200.
  */
 export async function openConnectTunnel (
   request: FastifyRequest,
