@@ -7,7 +7,8 @@ import type { FastifyRequest } from 'fastify'
 import type { ForwardProxyDestination } from '../../types/destination'
 import { ProxyError } from '../protocol/errors'
 import { formatHostHeader, isEquivalentAuthority } from '../protocol/hosts'
-import { formatTraceParent, noteSecrets } from '../telemetry/request-telemetry'
+import { noteSecrets } from '../telemetry/request-telemetry'
+import { formatTraceParent } from '../telemetry/traces'
 import type { SecretSet } from '../security/secrets'
 
 /** Where a request goes, and what the proxy does with its Max-Forwards. */
