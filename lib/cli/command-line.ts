@@ -9,7 +9,7 @@ import {
   type EstConfig
 } from './config'
 import { DEFAULT_LIMITS } from '../core/options'
-import { defaultPlaceholder } from '../security/secrets'
+import { defaultPlaceholder } from '../security/secret-values'
 import type { DevelopmentCaInUse } from './interception-from-config'
 
 /** What the `forward-proxy` command line asks for. */

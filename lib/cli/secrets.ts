@@ -5,7 +5,7 @@
 
 import type { ForwardProxyHeaderRule } from '../../types/header-rules'
 import type { ForwardProxySecret } from '../../types/secrets'
-import { SECRET_VALUE } from '../security/secrets'
+import { SECRET_VALUE } from '../security/secret-values'
 import { ConfigError, readPrivateFile, SECRET_REFERENCE, secretReferencesIn, type SecretConfig } from './config'
 
 /**
