@@ -6,7 +6,8 @@ import type {
   ForwardProxyIssuedLeaf,
   ForwardProxyLeafKeyType
 } from '../../types/certificates'
-import { loadCertificateAuthority, mintLeaf, nameConstraintViolation } from './ca'
+import { loadCertificateAuthority, mintLeaf } from './ca'
+import { nameConstraintViolation } from './name-constraints'
 import { ForwardProxyCertificateError } from './errors'
 import { LeafCache } from './leaf-cache'
 import { LeafKeyPool, leafName, leafValidity } from './leaf'
