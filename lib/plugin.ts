@@ -5,16 +5,14 @@ import fp from 'fastify-plugin'
 import type { FastifyInstance } from 'fastify'
 import type { ForwardProxyOptions } from '../types/options'
 import type { ForwardProxyControl } from '../types/control'
+import { resolveProxySettings, checkTransform, changedRegistrationOnlySetting } from './core/options'
 import {
-  resolveProxySettings,
   DEFAULT_DESTINATION_TLS,
-  checkTransform,
   resolveDestinationTlsSettings,
   checkProviderSource,
   checkSelectorSource,
-  resolveInterceptionSettings,
-  changedRegistrationOnlySetting
-} from './core/options'
+  resolveInterceptionSettings
+} from './core/interception-options'
 import { proxyDestinationOf, decorateProxyUser, interceptedTunnelOf } from './core/proxy-request'
 import { proxyRouteConstraint, proxyRoutes, addForwardedMethods } from './routes'
 import { attachProxyToServer, secondaryServersOf, type ProxyServer } from './connect/listener'

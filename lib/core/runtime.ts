@@ -15,7 +15,8 @@ import type {
   ForwardProxyInterceptionSelectorSource,
   ForwardProxyCertificateProvider
 } from '../../types/interception'
-import type { ResolvedProxySettings, DestinationTlsSettings, InterceptionSettings } from './options'
+import type { ResolvedProxySettings } from './options'
+import type { DestinationTlsSettings, InterceptionSettings } from './interception-options'
 import type { DestinationPolicy } from '../security/destination-policy'
 import type { DestinationConnectorSettings } from '../security/destination-connector'
 import type { UserPolicy } from '../security/user-policy'

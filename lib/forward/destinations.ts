@@ -14,7 +14,7 @@ import { dialUpstream } from '../security/upstream-proxy'
 import { canonicalHost, formatAuthority } from '../protocol/hosts'
 import { ProxyError, isProxyError, errorCode, proxyErrorFromNetworkError } from '../protocol/errors'
 import type { ForwardProxyDestination } from '../../types/destination'
-import type { DestinationTlsSettings } from '../core/options'
+import type { DestinationTlsSettings } from '../core/interception-options'
 
 /** The host undici asks a connector for, canonical; it hands IPv6 literals over without brackets. */
 function hostOf (options: buildConnector.Options): string | null {
