@@ -16,9 +16,9 @@ import {
   type ProxyServerConfig,
   loadListenerTls,
   type ListenerTlsFiles,
-  ConfigError,
   readConfigFile
 } from './config'
+import { ConfigError } from './config-errors'
 import {
   closeAllConnections,
   closeIdleConnections,

@@ -1,13 +1,13 @@
 // What the command line asks for, and the start-up summary printed on start.
 
 import {
-  ConfigError,
   loadConfigFile,
   parseConfig,
   type ProxyServerConfig,
   type InterceptionConfig,
   type EstConfig
 } from './config'
+import { ConfigError } from './config-errors'
 import { DEFAULT_LIMITS } from '../core/options'
 import { defaultPlaceholder } from '../security/secret-values'
 import type { DevelopmentCaInUse } from './interception-from-config'

@@ -2,7 +2,8 @@
 // The `forward-proxy` command: reads the configuration, starts the server (or its workers) and
 // prints the start-up summary.
 
-import { DEFAULT_LISTENER, ConfigError } from './config'
+import { DEFAULT_LISTENER } from './config'
+import { ConfigError } from './config-errors'
 import { configFromCommandLine, parseCommandLine, startupSummary } from './command-line'
 import { startProxyServer } from './build-server'
 import { isWorker, reportWorkerReady, runWorkers } from './workers'

@@ -6,7 +6,8 @@
 import type { ForwardProxyHeaderRule } from '../../types/header-rules'
 import type { ForwardProxySecret } from '../../types/secrets'
 import { SECRET_VALUE } from '../security/secret-values'
-import { ConfigError, readPrivateFile, SECRET_REFERENCE, secretReferencesIn, type SecretConfig } from './config'
+import { readPrivateFile, SECRET_REFERENCE, secretReferencesIn, type SecretConfig } from './config'
+import { ConfigError } from './config-errors'
 
 /**
  * Reads the value of every secret: the environment variable or the file (which must be readable
