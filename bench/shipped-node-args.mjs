@@ -2,7 +2,9 @@
 // `package-start-node-options` keeps the two equal). The harnesses start ours with them by
 // default, so "the bin as shipped" means what `npm start` runs.
 //
-// --max-semi-space-size=4: V8's young generation capped at 8 MiB instead of Node 20's 32 MiB.
-// About 20 to 25 MiB less resident memory after load, for 0 to 10% more CPU per request
-// (docs/benchmarks.md, Memory).
-export const SHIPPED_NODE_ARGS = ['--max-semi-space-size=4']
+// None since 25 November 2026. `--max-semi-space-size=4` (V8's young generation capped at 8 MiB)
+// was shipped for a day: it saved about 20 MiB of RSS after loopback runs against nginx, but
+// cost 50 to 90% more CPU per http:// request against a Node destination, answering at once or
+// after 20 ms, and left RSS higher in three of those four cases (`node bench/young-generation.mjs`,
+// docs/benchmarks.md, Memory): objects of requests in flight outlive a small young generation.
+export const SHIPPED_NODE_ARGS = []
