@@ -53,8 +53,13 @@ export function proxyRoutes (runtime: ProxyRuntime) {
     })
     const { auth } = runtime.settings
     const authenticate = auth === null ? undefined : unlessIntercepted(await registerProxyAuthentication(instance, auth.realm, () => runtime.settings.auth?.check ?? auth.check, auth.failureLimit))
-    const admit: onRequestHookHandler = async function admitProxyConnect (request, reply) {
-      await admitConnect(request, reply, runtime)
+    // Other proxy requests pass without a promise or a turn of the event loop.
+    const admit: onRequestHookHandler = function admitProxyConnect (request, reply, done) {
+      if (proxyRequestTargetOf(request.raw)?.kind !== 'connect') {
+        done()
+        return
+      }
+      admitConnect(request, reply, runtime).then(() => done(), done)
     }
 
     instance.route({
