@@ -99,7 +99,7 @@ export interface InterceptedTunnel {
   readonly traceContext: Context | undefined
 }
 
-// Keyed by the endpoint's connection objects: the TLS socket (HTTP/1.1 requests name it as
+// Kept on the endpoint's connection objects: the TLS socket (HTTP/1.1 requests name it as
 // their socket) and the HTTP/2 session (HTTP/2 requests reach it through their stream).
 const tunnels = new ObjectSlot<InterceptedTunnel>('interceptedTunnel')
 
