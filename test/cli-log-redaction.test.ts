@@ -41,6 +41,35 @@ test('server logger: pino redaction hides Authorization, Proxy-Authorization, Co
   t.equal(nested?.response?.headers?.['set-cookie'], REDACTED)
 })
 
+test('server logger: redaction matches header names in any case, keeps an error an error, and never changes the objects logged', async (t) => {
+  const out = capture()
+  const options = proxyLoggerOptions({ level: 'info', format: 'json' })
+  const app = Fastify({ ...options, logger: { ...options.logger, stream: out.stream } })
+  t.teardown(() => app.close())
+  const headers = { Authorization: 'Bearer mixed-case-secret', 'X-Api-Key': 'api-key-secret', Accept: 'text/plain' }
+  const error = Object.assign(new TypeError('the destination refused'), { code: 'E_REFUSED', headers: { 'set-cookie': 'error-cookie-secret' } })
+  const upstream = { status: 502, headers: { cookie: 'upstream-cookie-secret' } }
+  app.log.info({ headers }, 'mixed case')
+  app.log.error({ err: error, upstream }, 'failed')
+  app.log.info({ access: { kind: 'forward', status: 200 } }, 'no headers')
+  const text = out.lines().join('\n')
+  for (const secret of ['mixed-case-secret', 'api-key-secret', 'error-cookie-secret', 'upstream-cookie-secret']) {
+    t.notOk(text.includes(secret), `${secret} redacted`)
+  }
+  const [mixed, failed, plain] = out.lines().map((line) => JSON.parse(line) as Record<string, Record<string, unknown>>)
+  t.same(mixed?.headers, { Authorization: REDACTED, 'X-Api-Key': REDACTED, Accept: 'text/plain' })
+  t.equal(failed?.err?.type, 'TypeError', 'the error is logged as an error')
+  t.equal(failed?.err?.message, 'the destination refused')
+  t.match(String(failed?.err?.stack), /TypeError: the destination refused/)
+  t.equal(failed?.err?.code, 'E_REFUSED')
+  t.same(failed?.err?.headers, { 'set-cookie': REDACTED })
+  t.same(failed?.upstream, { status: 502, headers: { cookie: REDACTED } })
+  t.same(plain?.access, { kind: 'forward', status: 200 })
+  t.equal(headers.Authorization, 'Bearer mixed-case-secret', 'the logged objects are unchanged')
+  t.same(error.headers, { 'set-cookie': 'error-cookie-secret' })
+  t.same(upstream.headers, { cookie: 'upstream-cookie-secret' })
+})
+
 test('server logger: a logged request shows its absolute target without userinfo; Fastify\'s own per-request lines are off', async (t) => {
   const out = capture()
   const options = proxyLoggerOptions({ level: 'info', format: 'json' })
