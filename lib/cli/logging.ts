@@ -70,7 +70,10 @@ export function redactSecretHeaders (names: ReadonlySet<string>): (entry: Record
   }
 }
 
-/** A copy of `value` with `headers` in place of its own: an error copied with its prototype and own properties, anything else as its own enumerable properties (what the line would show). */
+/**
+ * A copy of `value` with `headers` in place of its own: an error with its prototype and own
+ * properties, anything else as its own enumerable properties (what the line would show).
+ */
 function withHeaders (value: object, headers: Record<string, unknown>): object {
   if (value instanceof Error) {
     const copy = Object.create(Object.getPrototypeOf(value), Object.getOwnPropertyDescriptors(value)) as Record<string, unknown>
