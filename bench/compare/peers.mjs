@@ -20,7 +20,19 @@ const OUR_MAIN = fileURLToPath(new URL('../../dist/lib/cli/main.js', import.meta
  * program) and `env` (added to the environment) are for bench/memory.mjs's variants; `extraConfig`
  * is merged into the configuration (the chained peer's `upstreamProxies`).
  */
-export async function startOurs ({ directory, pki, maxTunnels, name = 'ours', interceptHosts = [TLS_HOST], tlsListener, nodeArgs = [], env = {}, extraConfig = {} }) {
+export async function startOurs (options) {
+  // A free port can be taken again before the server binds it (by another listener, or as the
+  // local port of one of the many connections the harness makes): start again on new ports.
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return await startOursOnce(options)
+    } catch (error) {
+      if (attempt === 3 || !String(error.message).includes('EADDRINUSE')) throw error
+    }
+  }
+}
+
+async function startOursOnce ({ directory, pki, maxTunnels, name = 'ours', interceptHosts = [TLS_HOST], tlsListener, nodeArgs = [], env = {}, extraConfig = {} }) {
   const port = await freePort()
   const tlsPort = tlsListener === undefined ? undefined : await freePort()
   const configPath = join(directory, `${name}.json`)

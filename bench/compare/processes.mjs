@@ -24,7 +24,14 @@ export function startProcess (command, args, options = {}) {
 export async function waitForPort (host, port, { child, output, name }, timeoutMs = 30_000) {
   const deadline = Date.now() + timeoutMs
   while (Date.now() < deadline) {
-    if (child.exitCode !== null) throw new Error(`${name} exited (${child.exitCode}) before listening:\n${output()}`)
+    if (child.exitCode !== null) {
+      // 'exit' can come before the last output: wait for the pipes to close to report it.
+      if (child.stdout?.readableEnded === false || child.stderr?.readableEnded === false) {
+        await Promise.race([new Promise((resolve) => child.once('close', resolve)), delay(2000)])
+      }
+      const lastLine = output().trim().split('\n').at(-1) ?? ''
+      throw new Error(`${name} exited (${child.exitCode}) before listening: ${lastLine}\n${output()}`)
+    }
     const ok = await new Promise((resolve) => {
       const socket = connect(port, host, () => { socket.destroy(); resolve(true) })
       socket.once('error', () => resolve(false))
