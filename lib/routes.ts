@@ -25,7 +25,7 @@ import { sendProxyError } from './protocol/error-responses'
 import type { ResolvedProxySettings } from './core/options'
 import { recordProxyFailure } from './telemetry/metrics'
 import { certificateErrorHint } from './forward/destinations'
-import { discardForwardedResponse, isForwardedBody, isForwardedReply, replaceReplyHeaders } from './forward/forwarded-response'
+import { discardForwardedResponse, isForwardedBody, isForwardedReply, replaceReplyHeaders, replyHeaderRecord } from './forward/forwarded-response'
 import { HOP_BY_HOP, hopByHopNamesOfObject } from './forward/outgoing-head'
 
 /**
@@ -105,7 +105,7 @@ function holdForwardedResponseHead (runtime: ProxyRuntime): onSendHookHandler {
     // The names a Connection header lists are only looked for when there is one (rarely): the
     // usual response costs ten lookups here.
     if (reply.hasHeader('connection') || reply.hasHeader('proxy-connection')) {
-      const dropped = hopByHopNamesOfObject(replyHeaders(reply))
+      const dropped = hopByHopNamesOfObject(replyHeaderRecord(reply))
       for (const name of Object.keys(reply.getHeaders())) {
         if (dropped.has(name)) reply.header(name, [])
       }
@@ -118,21 +118,11 @@ function holdForwardedResponseHead (runtime: ProxyRuntime): onSendHookHandler {
     if (payload != null && !isForwardedBody(reply, payload) && reply.hasHeader('content-length')) reply.header('content-length', [])
     const { secrets } = runtime.settings
     if (secrets !== null) {
-      const headers = replyHeaders(reply)
+      const headers = replyHeaderRecord(reply)
       if (secrets.scrubResponseHeaders(headers).length > 0) replaceReplyHeaders(reply, headers)
     }
     done(null, payload)
   }
-}
-
-/** The reply's headers as text (Node may hold a number), without the ones emptied above. */
-function replyHeaders (reply: FastifyReply): Record<string, string | string[]> {
-  const headers: Record<string, string | string[]> = {}
-  for (const [name, value] of Object.entries(reply.getHeaders())) {
-    if (value === undefined || (Array.isArray(value) && value.length === 0)) continue
-    headers[name] = typeof value === 'number' ? String(value) : value
-  }
-  return headers
 }
 
 /**

@@ -94,8 +94,12 @@ export function replaceReplyHeaders (reply: FastifyReply, headers: Readonly<Reco
   }
 }
 
-/** The reply's headers as a transform sees them: text values (Node may hold a number), lower-case names, no emptied ones. */
-function replyHeaderRecord (reply: FastifyReply): HeaderRecord {
+/**
+ * The reply's headers as text (Node may hold a number), lower-case names, without the ones
+ * emptied with `reply.header(name, [])`: what a transform sees, and what the proxy route's last
+ * onSend hook checks.
+ */
+export function replyHeaderRecord (reply: FastifyReply): HeaderRecord {
   const headers = Object.create(null) as HeaderRecord
   for (const [name, value] of Object.entries(reply.getHeaders())) {
     if (value === undefined || (Array.isArray(value) && value.length === 0)) continue
