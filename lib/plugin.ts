@@ -150,9 +150,7 @@ async function tlsInterceptionPlugin (fastify: FastifyInstance, options: TlsInte
   runtime.interception = interception
   // Added here, among the application's own preHandler hooks in registration order, so an
   // application orders its hooks around the decision.
-  fastify.addHook('preHandler', async function decideInterception (request) {
-    await decideTunnelInterception(request, runtime)
-  })
+  fastify.addHook('preHandler', decideTunnelInterception(runtime))
 
   // Decorators may be added after this plugin is registered; they are looked up once ready.
   fastify.addHook('onReady', async function resolveInterceptionServices () {

@@ -55,11 +55,12 @@ export function proxyRoutes (runtime: ProxyRuntime) {
     const authenticate = auth === null ? undefined : unlessIntercepted(await registerProxyAuthentication(instance, auth.realm, () => runtime.settings.auth?.check ?? auth.check, auth.failureLimit))
     // Other proxy requests pass without a promise or a turn of the event loop.
     const admit: onRequestHookHandler = function admitProxyConnect (request, reply, done) {
-      if (proxyRequestTargetOf(request.raw)?.kind !== 'connect') {
+      const target = proxyRequestTargetOf(request.raw)
+      if (target?.kind !== 'connect') {
         done()
         return
       }
-      admitConnect(request, reply, runtime).then(() => done(), done)
+      admitConnect(request, reply, target, runtime).then(() => done(), done)
     }
 
     instance.route({
@@ -144,7 +145,7 @@ async function handleProxyRequest (request: FastifyRequest, reply: FastifyReply,
   const target = proxyRequestTargetOf(request.raw)
   if (target === null) throw new Error('proxy route reached by a request that is not a proxy request')
   if (target.kind === 'connect') {
-    await openConnectTunnel(request, reply, target.destination, runtime)
+    await openConnectTunnel(request, reply, runtime)
     return
   }
   if (target.kind === 'intercepted') {

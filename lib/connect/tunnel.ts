@@ -1,13 +1,13 @@
 // A CONNECT tunnel: admission (target, policy and limits), the interception decision, the dial,
 // the 200, and the client side over an HTTP/1.1 connection or an HTTP/2 stream.
 
-import type { FastifyReply, FastifyRequest } from 'fastify'
+import type { FastifyReply, FastifyRequest, preHandlerHookHandler } from 'fastify'
 import type { Socket } from 'node:net'
 import type { Duplex } from 'node:stream'
 import { constants, type Http2ServerRequest, type ServerHttp2Stream } from 'node:http2'
 import type { ForwardProxyDestination } from '../../types/destination'
 import type { ProxyRuntime, InterceptionRuntime, InterceptedClient } from '../core/runtime'
-import { proxyRequestTargetOf, type ConnectRequestTarget, type RawRequest } from '../core/proxy-request'
+import type { ConnectRequestTarget, RawRequest } from '../core/proxy-request'
 import { ObjectSlot } from '../core/object-slot'
 import { ProxyError, policyRefusal } from '../protocol/errors'
 import { Cancellation, connectToDestination } from '../security/destination-connector'
@@ -33,11 +33,9 @@ import { createDestinationReader, type TunnelRelayOptions, relayTunnel } from '.
  * (the interception decision among them) and the handler, {@link openConnectTunnel}; the slot
  * is given back when the client leaves or the CONNECT is answered without a tunnel
  * ({@link releaseUnopenedTunnel}), unless the handler took it over. Every refusal is a thrown
- * ProxyError, answered before any 200. Other requests pass untouched.
+ * ProxyError, answered before any 200.
  */
-export async function admitConnect (request: FastifyRequest, reply: FastifyReply, runtime: ProxyRuntime): Promise<void> {
-  const target = proxyRequestTargetOf(request.raw)
-  if (target?.kind !== 'connect') return
+export async function admitConnect (request: FastifyRequest, reply: FastifyReply, target: ConnectRequestTarget, runtime: ProxyRuntime): Promise<void> {
   const client = tunnelClientOf(request)
   await afterNextPoll()
   if (client.gone) {
@@ -67,7 +65,7 @@ export async function admitConnect (request: FastifyRequest, reply: FastifyReply
   }
   // Tracked from now on, so closing the server also ends a CONNECT still deciding, resolving or dialing.
   runtime.tunnels.track(client.closable)
-  tunnelAdmissions.set(request.raw, { client, release, stopReleasingOnGone: client.onGone(release) })
+  tunnelAdmissions.set(request.raw, { client, destination, release, stopReleasingOnGone: client.onGone(release) })
 }
 
 /**
@@ -84,20 +82,30 @@ export function releaseUnopenedTunnel (request: FastifyRequest): void {
  * handler. The destination filters run first (a refusal is 403 `http_request_denied`), then the
  * selector; a host some secret is granted to is intercepted without asking the selector, since
  * its placeholders can only be replaced inside the TLS. The filters and the selector get an
- * AbortSignal that aborts when the client goes away. Other requests pass untouched.
- * @throws whatever a filter, the selector or its factory throws (answered 500 `proxy_internal_error`).
+ * AbortSignal that aborts when the client goes away. Every other request (it runs for all of the
+ * application's) passes at once, without a promise.
+ * Errors (whatever a filter, the selector or its factory throws) go to `done`: 500
+ * `proxy_internal_error`, or a filter's 403.
  */
-export async function decideTunnelInterception (request: FastifyRequest, runtime: ProxyRuntime): Promise<void> {
-  const client = tunnelAdmissions.get(request.raw)?.client
-  const { interception } = runtime
-  if (client === undefined || client.gone || interception === undefined) return
-  const destination = (proxyRequestTargetOf(request.raw) as ConnectRequestTarget).destination as ForwardProxyDestination
-  const clientGone = new Cancellation()
-  const stopWatching = client.onGone(() => clientGone.abort())
-  try {
-    request.interceptTunnel = await shouldInterceptTunnel(request, destination, interception, runtime.settings.secrets, clientGone)
-  } finally {
-    stopWatching()
+export function decideTunnelInterception (runtime: ProxyRuntime): preHandlerHookHandler {
+  return function decideInterception (request, _reply, done) {
+    const admission = tunnelAdmissions.get(request.raw)
+    const { interception } = runtime
+    if (admission === undefined || admission.client.gone || interception === undefined) {
+      done()
+      return
+    }
+    const { client, destination } = admission
+    const clientGone = new Cancellation()
+    const stopWatching = client.onGone(() => clientGone.abort())
+    shouldInterceptTunnel(request, destination, interception, runtime.settings.secrets, clientGone).then((intercept) => {
+      stopWatching()
+      request.interceptTunnel = intercept
+      done()
+    }, (error: unknown) => {
+      stopWatching()
+      done(error as Error)
+    })
   }
 }
 
@@ -108,16 +116,11 @@ export async function decideTunnelInterception (request: FastifyRequest, runtime
  * checked after DNS) and only then gets 200 and the byte relay. Every refusal is a thrown
  * ProxyError, answered before any 200.
  */
-export async function openConnectTunnel (
-  request: FastifyRequest,
-  reply: FastifyReply,
-  destination: ForwardProxyDestination | null,
-  runtime: ProxyRuntime
-): Promise<void> {
+export async function openConnectTunnel (request: FastifyRequest, reply: FastifyReply, runtime: ProxyRuntime): Promise<void> {
   const admission = tunnelAdmissions.get(request.raw)
-  if (admission === undefined || destination === null) throw new Error('CONNECT handler reached without admission')
+  if (admission === undefined) throw new Error('CONNECT handler reached without admission')
   // From here the handler gives the slot back: when the tunnel closes, or on a failure.
-  const { client, release } = admission
+  const { client, destination, release } = admission
   admission.stopReleasingOnGone()
   if (client.gone) {
     release()
@@ -263,6 +266,7 @@ function certificateProviderFor (request: FastifyRequest, interception: Intercep
 /** An admitted CONNECT, from {@link admitConnect} to the handler. */
 interface TunnelAdmission {
   readonly client: TunnelClient
+  readonly destination: ForwardProxyDestination
   /** Gives the tunnel slot back; does nothing the second time. */
   readonly release: () => void
   /** Stops giving the slot back when the client leaves (the handler has taken it over). */
