@@ -4,11 +4,17 @@ import { parseConfig } from './helpers/internals'
 import { childPids, getThroughProxy, startTwoWorkerBin } from './helpers/cli-workers'
 import { startOrigin } from './helpers/servers'
 
-/** The pid among `pids` that owns the TCP socket bound to 127.0.0.1:`port` (Linux /proc). */
-function ownerOfLocalPort (port: number, pids: number[]): number | undefined {
+/**
+ * The pid among `pids` that owns the TCP connection from local port `port` to remote port
+ * `remotePort` (Linux /proc). The remote port is matched too, and closed entries (inode 0)
+ * skipped: the same local port can serve a connection to another destination at the same time
+ * (tests run in parallel), listed before the one looked for.
+ */
+function ownerOfConnection (port: number, remotePort: number, pids: number[]): number | undefined {
+  const portOf = (address: string | undefined): number => parseInt((address ?? '').split(':')[1] ?? '', 16)
   const line = readFileSync('/proc/net/tcp', 'utf8').split('\n').slice(1)
     .map((row) => row.trim().split(/\s+/))
-    .find((columns) => parseInt((columns[1] ?? '').split(':')[1] ?? '', 16) === port)
+    .find((columns) => portOf(columns[1]) === port && portOf(columns[2]) === remotePort && columns[9] !== '0')
   const inode = line?.[9]
   if (inode === undefined) return undefined
   return pids.find((pid) => readdirSync(`/proc/${pid}/fd`).some((fd) => {
@@ -26,7 +32,7 @@ test('bin workers: with "workers": 2 two processes share the listener, both forw
   const origin = await startOrigin(t, (req, res) => {
     // Which worker holds the other end of this connection, looked up while the request is open
     // (an idle keep-alive connection may be closed by the time the test looks later).
-    forwarders.add(ownerOfLocalPort(req.socket.remotePort ?? 0, workers))
+    forwarders.add(ownerOfConnection(req.socket.remotePort ?? 0, req.socket.localPort ?? 0, workers))
     res.end('hello')
   })
   const { bin, url } = await startTwoWorkerBin(t)
