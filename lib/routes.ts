@@ -18,7 +18,8 @@ import { proxyRequestTargetOf, type RawRequest } from './core/proxy-request'
 import { registerProxyAuthentication, proxyAuthenticateChallenge } from './security/proxy-auth'
 import { admitConnect, openConnectTunnel, releaseUnopenedTunnel } from './connect/tunnel'
 import { forwardAbsoluteRequest } from './forward/forward-handler'
-import { forwardInterceptedRequest } from './interception/endpoint'
+import { forwardInterceptedRequest, inTunnelUpgradeOf } from './interception/endpoint'
+import { forwardWebSocketUpgrade } from './forward/websocket-upgrade'
 import { beginProxyRequest, finishProxyRequest, noteProxyErrorType } from './telemetry/request-telemetry'
 import { ProxyError, isProxyError } from './protocol/errors'
 import { sendProxyError } from './protocol/error-responses'
@@ -149,7 +150,9 @@ async function handleProxyRequest (request: FastifyRequest, reply: FastifyReply,
     return
   }
   if (target.kind === 'intercepted') {
-    await forwardInterceptedRequest(request, reply, target, runtime)
+    const upgrade = inTunnelUpgradeOf(request.raw)
+    if (upgrade?.websocket === true && target.problem === null) await forwardWebSocketUpgrade(request, reply, runtime, target, upgrade)
+    else await forwardInterceptedRequest(request, reply, target, runtime)
     return
   }
   await forwardAbsoluteRequest(request, reply, target.target, runtime)

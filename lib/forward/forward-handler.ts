@@ -6,36 +6,21 @@ import type { FastifyReply, FastifyRequest } from 'fastify'
 import { Transform, type Readable } from 'node:stream'
 import { Http2ServerRequest } from 'node:http2'
 import { EventEmitter } from 'node:events'
-import type { ForwardProxyDestination } from '../../types/destination'
 import type { ProxyRuntime } from '../core/runtime'
 import { ProxyError, errorCode, proxyErrorFromNetworkError } from '../protocol/errors'
 import { formatAuthority } from '../protocol/hosts'
 import type { AbsoluteTarget, AbsoluteTargetProblem } from '../core/proxy-request'
 import { markForwardedResponse } from './forwarded-response'
-import { buildClientResponseHeaders, buildOutgoingHead, decideMaxForwards, placeSecrets, viaListsPseudonym, type ReceivedHeaders } from './outgoing-head'
+import { buildClientResponseHeaders, type ReceivedHeaders } from './outgoing-head'
+import { prepareOutgoingRequest, type ForwardTarget } from './outgoing-request'
 import { transformOutgoingRequest, type HeaderRecord } from './transforms'
 import type { UpstreamProxy } from '../security/upstream-proxy'
-import { countBytesIn, countBytesOut, proxyRequestSpanOf } from '../telemetry/request-telemetry'
+import { bodyByteCountsOf } from '../telemetry/request-telemetry'
 
 const TARGET_PROBLEMS: Record<AbsoluteTargetProblem, string> = {
   'https-scheme': 'https:// targets must use CONNECT.',
   'unsupported-scheme': 'Only http:// targets can be forwarded.',
   malformed: 'The request target is not a valid absolute http:// URL.'
-}
-
-/** Where {@link forwardRequest} sends a request. */
-export interface ForwardTarget {
-  /** The destination (canonical host and port); `Host` is set from it. */
-  readonly destination: ForwardProxyDestination
-  /** `http` for absolute-form forwarding; `https` inside intercepted tunnels (validated TLS). */
-  readonly scheme: 'http' | 'https'
-  /** Path and query sent exactly as received (never normalized). */
-  readonly pathAndQuery: string
-  /**
-   * True for absolute-form requests: TRACE/OPTIONS Max-Forwards is decremented or answered.
-   * False inside intercepted tunnels, where Max-Forwards passes untouched.
-   */
-  readonly applyMaxForwards: boolean
 }
 
 /**
@@ -60,11 +45,11 @@ export async function forwardAbsoluteRequest (
 }
 
 /**
- * Forwards one request to `target` and streams the response back: loop and policy checks,
- * Max-Forwards when asked, the header rebuild (the application hooks' changes to
- * `request.headers` applied, hop-by-hop, `Connection`-listed names and `Proxy-Authorization`
- * removed, `Host` from the target with the scheme's default port omitted, `Via` added), the transforms' `transformRequest`, the request and its body over
- * undici (validated TLS for `https`), then the response head filtered the same way and the body
+ * Forwards one request to `target` and streams the response back: what leaves is decided by
+ * `prepareOutgoingRequest` (loop and policy checks, Max-Forwards when asked, the head built from
+ * the request and the application hooks' edits, secrets in place), then one of the
+ * `limits.maxConcurrentRequests` slots is taken, the transforms' `transformRequest` run, and the
+ * request and its body go over undici (validated TLS for `https`), then the response head filtered the same way and the body
  * with an inactivity timer (tunnelIdleTimeout for `text/event-stream`, httpActivityTimeout
  * otherwise), sent as the reply: the transforms' `transformResponse` runs on it in its onSend
  * hook (lib/forward/forwarded-response.ts). Requests always leave over HTTP/1.1.
@@ -79,52 +64,29 @@ export async function forwardRequest (
   runtime: ProxyRuntime,
   target: ForwardTarget
 ): Promise<void> {
-  const { pseudonym } = runtime.settings
-  if (viaListsPseudonym(request.headers.via, pseudonym)) {
-    throw new ProxyError('proxy_loop_detected', 'The request has already passed through this proxy.')
+  const decided = prepareOutgoingRequest(request, runtime, target)
+  // Without secrets nothing is awaited: one turn of the loop less per request.
+  const prepared = decided instanceof Promise ? await decided : decided
+  if (prepared.kind === 'answer-options') {
+    reply.code(200).header('proxy-status', runtime.settings.pseudonym).header('content-length', '0').send()
+    return
   }
-  const { destination, scheme, pathAndQuery } = target
-  runtime.policy.checkDestination(destination)
-  runtime.userPolicy.admitRequest(request.proxyUser, destination)
-
-  let maxForwards: string | undefined | 'as-received' = 'as-received'
-  if (target.applyMaxForwards) {
-    const decision = decideMaxForwards(request.method, headerText(request.headers['max-forwards']))
-    if (decision.action === 'refuse-trace') {
-      throw new ProxyError('http_request_denied', 'TRACE is not echoed by this proxy.', { status: 405, details: 'Max-Forwards is 0' })
-    }
-    if (decision.action === 'answer-options') {
-      reply.code(200).header('proxy-status', pseudonym).header('content-length', '0').send()
-      return
-    }
-    maxForwards = decision.value
-  }
-
-  const defaultPort = scheme === 'https' ? 443 : 80
-  const span = runtime.settings.propagateTraceContext ? proxyRequestSpanOf(request) : undefined
-  const { headers: outgoing, received, via } = buildOutgoingHead(request, { destination, defaultPort, maxForwards }, pseudonym, span)
-  // Read once: a reconfiguration while this request runs does not change its rules halfway.
-  const { secrets } = runtime.settings
-  const { transforms } = runtime
-  // Without secrets, no await: one turn of the loop less per request.
-  const { path, headers: built } = secrets === null
-    ? { path: pathAndQuery, headers: outgoing }
-    : await placeSecrets(request, secrets, { path: pathAndQuery, headers: outgoing, destination, overTls: scheme === 'https' })
+  const { destination, scheme } = target
+  const { path, received, via, transforms } = prepared
 
   const departure = new ClientDeparture(reply.raw)
   // A client that left while the app's hooks ran has already had its 'close': dial nothing.
   if (clientGone(reply)) throw clientLeft()
   holdRequestSlot(reply, runtime)
 
-  const headers = await transformOutgoingRequest(transforms, request, destination, {
-    method: request.method, path, headers: built, defaultPort
-  }, departure)
+  const headers = await transformOutgoingRequest(transforms, request, destination, prepared, departure)
   if (departure.aborted) throw clientLeft()
 
   const { upstreams } = runtime.connector
   // No await without upstream proxies: one turn of the loop less per request.
   const upstreamProxy = scheme === 'http' && upstreams != null ? await upstreams.routeFor(destination, request, 'http') : null
-  const body = hasBody(request, received) ? countedBody(request.raw, (bytes) => countBytesIn(request, bytes), runtime.settings.limits.httpActivityTimeout) : null
+  const counts = bodyByteCountsOf(request)
+  const body = hasBody(request, received) ? countedBody(request.raw, (bytes) => { counts.bytesIn += bytes }, runtime.settings.limits.httpActivityTimeout) : null
   const authority = formatAuthority(destination.host, destination.port)
   const sent = upstreamProxy === null
     ? (scheme === 'https' ? runtime.tlsDispatcher : runtime.dispatcher).request({ origin: `${scheme}://${authority}`, path, method: request.method, headers, body, signal: departure })
@@ -155,7 +117,7 @@ export async function forwardRequest (
     reply.send()
     return
   }
-  const responseBody = withInactivityTimeout(response.body, idleTimeout, (bytes) => countBytesOut(request, bytes))
+  const responseBody = withInactivityTimeout(response.body, idleTimeout, (bytes) => { counts.bytesOut += bytes })
   markForwardedResponse(reply, { body: responseBody, destination, transforms, cancellation: departure })
   reply.send(responseBody)
 }

@@ -7,9 +7,7 @@ import type { FastifyRequest } from 'fastify'
 import type { ForwardProxyDestination } from '../../types/destination'
 import { ProxyError } from '../protocol/errors'
 import { formatHostHeader, isEquivalentAuthority } from '../protocol/hosts'
-import { noteSecrets } from '../telemetry/request-telemetry'
 import { formatTraceParent } from '../telemetry/traces'
-import type { SecretSet } from '../security/secrets'
 
 /** Where a request goes, and what the proxy does with its Max-Forwards. */
 export interface OutgoingHeadTarget {
@@ -31,47 +29,6 @@ export interface OutgoingHead {
   readonly received: ReceivedHeaders
   /** This proxy's `Via` entry, added to the response as well. */
   readonly via: string
-}
-
-/** The request target and head once secrets have taken the place of their placeholders. */
-export interface PlacedSecrets {
-  readonly path: string
-  readonly headers: string[]
-}
-
-const SECRET_REFUSALS = {
-  'not-granted': 'secret not allowed for this destination',
-  'plain-http': 'credentials are not sent over plain http',
-  trace: 'secrets are not sent in a TRACE'
-} as const
-
-/**
- * Puts each secret's value in place of its placeholder in the path and head about to be sent
- * (see `SecretSet.substitute`), and names the secrets on the request's access log line.
- * Returns the path and head unchanged when they hold no placeholders.
- * @throws ProxyError 403 `http_request_denied` when a placeholder may not be sent there: the
- * details say why, never which secret nor its value; 500 when a secret's source fails.
- */
-export async function placeSecrets (
-  request: FastifyRequest,
-  secrets: SecretSet,
-  outgoing: { readonly path: string, readonly headers: string[], readonly destination: ForwardProxyDestination, readonly overTls: boolean }
-): Promise<PlacedSecrets> {
-  const result = await secrets.substitute({
-    method: request.method,
-    path: outgoing.path,
-    headers: outgoing.headers,
-    host: outgoing.destination.host,
-    user: request.proxyUser,
-    overTls: outgoing.overTls
-  })
-  if (result.kind === 'none') return outgoing
-  if (result.kind === 'refused') {
-    noteSecrets(request, [result.secret])
-    throw new ProxyError('http_request_denied', 'The request carries a secret placeholder that may not be sent there.', { status: 403, details: SECRET_REFUSALS[result.reason] })
-  }
-  noteSecrets(request, result.secrets)
-  return result
 }
 
 // Replaced by the proxy (host, max-forwards) or handled by it (expect: Node answers 100-continue).
@@ -98,18 +55,20 @@ export function buildOutgoingHead (request: FastifyRequest, target: OutgoingHead
   const raw = request.raw
   const rawHeaders = raw.rawHeaders
   const received = receivedHeaderObject(rawHeaders, raw.httpVersionMajor)
-  const edits = hookHeaderEdits(received, request.headers, target)
+  const dropped = hopByHopNames(rawHeaders)
   const via = viaEntry(raw.httpVersion, pseudonym)
   const context = span?.spanContext()
   const traceContext = context !== undefined && isSpanContextValid(context) ? context : undefined
+  const edits = hookHeaderEdits(received, request.headers, target)
+  const { destination } = target
+  const host = formatHostHeader(destination.host, destination.port, target.defaultPort)
 
-  const dropped = hopByHopNames(rawHeaders)
   const keepMaxForwards = target.maxForwards === 'as-received'
   const sent = (lower: string): boolean =>
     !lower.startsWith(':') && !dropped.has(lower) &&
     !(REPLACED.has(lower) && !(keepMaxForwards && lower === 'max-forwards')) &&
     !(traceContext !== undefined && TRACE_CONTEXT.has(lower))
-  const headers: string[] = ['host', formatHostHeader(target.destination.host, target.destination.port, target.defaultPort)]
+  const headers: string[] = ['host', host]
   const replaced = new Set<string>()
   let cookieIndex = -1
   for (let i = 0; i + 1 < rawHeaders.length; i += 2) {

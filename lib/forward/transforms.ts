@@ -16,9 +16,8 @@ import type { ForwardProxyHeaderRule } from '../../types/header-rules'
 /** Header field values as the transform contracts hold them. */
 export type HeaderRecord = Record<string, string | string[]>
 
-/** The request the proxy built, before transforms. */
+/** The request the proxy built, before transforms (its method is the client's). */
 export interface BuiltRequest {
-  readonly method: string
   readonly path: string
   /** Flat name/value pairs as sent when no transform edits them. */
   readonly headers: string[]
@@ -60,7 +59,7 @@ export async function transformOutgoingRequest (
 ): Promise<string[] | HeaderRecord> {
   if (!transforms.some((transform) => transform.transformRequest !== undefined)) return built.headers
   const original = headerRecordOf(built.headers)
-  const outgoing: ForwardProxyOutgoingRequest = { method: built.method, path: built.path, headers: copyHeaderRecord(original) }
+  const outgoing: ForwardProxyOutgoingRequest = { method: request.method, path: built.path, headers: copyHeaderRecord(original) }
   for (const transform of transforms) {
     if (transform.transformRequest === undefined) continue
     try {
@@ -70,7 +69,7 @@ export async function transformOutgoingRequest (
       throw transformRefused('request transform threw', error)
     }
   }
-  if (outgoing.method !== built.method) throw transformRefused('request transform changed the method')
+  if (outgoing.method !== request.method) throw transformRefused('request transform changed the method')
   if (outgoing.path !== built.path) throw transformRefused('request transform changed the request target')
   const headers = outgoing.headers
   const bad = invalidHeader(headers, TRANSFORM_REFUSED)

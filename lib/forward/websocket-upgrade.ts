@@ -8,8 +8,9 @@ import type { ForwardProxyDestination } from '../../types/destination'
 import type { ProxyRuntime } from '../core/runtime'
 import { ProxyError, errorCode, proxyErrorFromNetworkError } from '../protocol/errors'
 import { relayTunnel } from '../connect/relay'
-import { finishUpgrade, proxyRequestSpanOf } from '../telemetry/request-telemetry'
-import { buildClientResponseHeaders, buildOutgoingHead, placeSecrets, viaListsPseudonym, type ReceivedHeaders } from './outgoing-head'
+import { finishUpgrade } from '../telemetry/request-telemetry'
+import { buildClientResponseHeaders, type ReceivedHeaders } from './outgoing-head'
+import { prepareOutgoingRequest } from './outgoing-request'
 import { withInactivityTimeout } from './forward-handler'
 import { connectTls } from './destinations'
 import { transformIncomingResponse, transformOutgoingRequest, type HeaderRecord } from './transforms'
@@ -20,11 +21,14 @@ export interface UpgradeClient {
   readonly head: Buffer
 }
 
+/** A request head's headers as Node parsed them (before any hook). */
+type HeadHeaders = Readonly<Record<string, string | string[] | undefined>>
+
 /**
  * True for an HTTP/1.1 WebSocket opening handshake as received (RFC 6455 section 4.1): a GET
  * with `upgrade` among the `Connection` tokens and `websocket` among the `Upgrade` ones.
  */
-export function isWebSocketUpgrade (method: string, httpVersion: string, received: ReceivedHeaders): boolean {
+export function isWebSocketUpgrade (method: string, httpVersion: string, received: HeadHeaders): boolean {
   if (method !== 'GET' || httpVersion !== '1.1') return false
   return tokens(received.connection).includes('upgrade') && tokens(received.upgrade).includes('websocket')
 }
@@ -33,15 +37,16 @@ export function isWebSocketUpgrade (method: string, httpVersion: string, receive
  * True when the request head announces a body (Content-Length above 0 or Transfer-Encoding).
  * Node does not parse the body of an upgrade request, so such a request cannot be forwarded.
  */
-export function upgradeRequestHasBody (received: ReceivedHeaders): boolean {
+export function upgradeRequestHasBody (received: HeadHeaders): boolean {
   const length = received['content-length']
   return received['transfer-encoding'] !== undefined || (length !== undefined && length !== '0')
 }
 
 /**
  * Relays a WebSocket upgrade inside an intercepted tunnel (HTTP/1.1 only). The request
- * head is built like any forwarded request (hooks' edits, hop-by-hop removal, `Host` from the
- * target, `Via`, transforms), then `Connection: Upgrade` and the client's `Upgrade` are added
+ * head is prepared like any forwarded request's (`prepareOutgoingRequest`: loop and policy
+ * checks, hooks' edits, hop-by-hop removal, `Host` from the target, `Via`, secrets; then the
+ * transforms), then `Connection: Upgrade` and the client's `Upgrade` are added
  * back. A new TLS connection to the destination is opened through the policy-checked connector
  * and the destination certificate check (`connectTls`, as every in-tunnel request). On a 101 the
  * response head (hop-by-hop removed, `Via` added, transforms run) is written to the client with
@@ -58,33 +63,16 @@ export async function forwardWebSocketUpgrade (
   target: { readonly destination: ForwardProxyDestination, readonly pathAndQuery: string },
   client: UpgradeClient
 ): Promise<void> {
-  const { pseudonym, limits } = runtime.settings
-  if (viaListsPseudonym(request.headers.via, pseudonym)) {
-    throw new ProxyError('proxy_loop_detected', 'The request has already passed through this proxy.')
-  }
-  const { destination, pathAndQuery } = target
-  runtime.policy.checkDestination(destination)
-  runtime.userPolicy.admitRequest(request.proxyUser, destination)
-
-  const span = runtime.settings.propagateTraceContext ? proxyRequestSpanOf(request) : undefined
-  const { headers: outgoing, received, via } = buildOutgoingHead(request, { destination, defaultPort: 443, maxForwards: 'as-received' }, pseudonym, span)
-  // Read once: a reconfiguration while this request runs does not change its rules halfway.
-  const { secrets } = runtime.settings
-  const { transforms } = runtime
-  const { path, headers: built } = secrets === null
-    ? { path: pathAndQuery, headers: outgoing }
-    : await placeSecrets(request, secrets, { path: pathAndQuery, headers: outgoing, destination, overTls: true })
-  if (upgradeRequestHasBody(received)) {
-    throw new ProxyError('http_request_error', 'Upgrade requests with a body are not supported inside an intercepted tunnel.', { details: 'upgrade request with a body' })
-  }
+  const { limits } = runtime.settings
+  const { destination } = target
+  const prepared = await prepareOutgoingRequest(request, runtime, { destination, scheme: 'https', pathAndQuery: target.pathAndQuery, applyMaxForwards: false })
+  const { path, received, via, secrets, transforms } = prepared
 
   const abort = new AbortController()
   const onClientClose = (): void => abort.abort()
   client.socket.once('close', onClientClose)
   if (client.socket.destroyed) throw clientLeft()
-  const headers = await transformOutgoingRequest(transforms, request, destination, {
-    method: request.method, path, headers: built, defaultPort: 443
-  }, abort)
+  const headers = await transformOutgoingRequest(transforms, request, destination, prepared, abort)
   if (abort.signal.aborted) throw clientLeft()
 
   const upgradeValue = firstValue(received.upgrade) ?? 'websocket'

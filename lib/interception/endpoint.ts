@@ -35,12 +35,7 @@ import {
   AcceptedTunnel
 } from '../core/runtime'
 import { forwardRequest } from '../forward/forward-handler'
-import { receivedHeaderObject } from '../forward/outgoing-head'
-import {
-  forwardWebSocketUpgrade,
-  isWebSocketUpgrade,
-  upgradeRequestHasBody
-} from '../forward/websocket-upgrade'
+import { isWebSocketUpgrade, upgradeRequestHasBody } from '../forward/websocket-upgrade'
 import { ProxyError } from '../protocol/errors'
 import { ObjectSlot } from '../core/object-slot'
 
@@ -201,6 +196,16 @@ export interface InTunnelUpgrade {
   readonly socket: Socket
   /** Bytes the client sent after the request head (e.g. early WebSocket frames): held until a 101. */
   readonly head: Buffer
+  /**
+   * True for a WebSocket opening handshake without a body: relayed by the proxy route. Any other
+   * upgrade (h2c, say) is forwarded as an ordinary request with `Upgrade` removed.
+   */
+  readonly websocket: boolean
+  /**
+   * True when the head announces a body, which Node leaves unparsed after an upgrade request's
+   * head: such a request is refused with 400.
+   */
+  readonly announcesBody: boolean
 }
 
 const upgrades = new ObjectSlot<InTunnelUpgrade>('inTunnelUpgrade')
@@ -233,7 +238,10 @@ export function createInTunnelUpgradeListener (fastify: FastifyInstance, pseudon
       response.shouldKeepAlive = false
       response.assignSocket(socket)
       response.once('finish', () => lingeringClose(socket))
-      upgrades.set(req, { socket, head })
+      // Judged on the head as received, before the application's hooks run.
+      const announcesBody = upgradeRequestHasBody(req.headers)
+      const websocket = !announcesBody && isWebSocketUpgrade(req.method ?? '', req.httpVersion, req.headers)
+      upgrades.set(req, { socket, head, websocket, announcesBody })
       fastify.routing(req, response)
     })
   }
@@ -245,9 +253,10 @@ export function createInTunnelUpgradeListener (fastify: FastifyInstance, pseudon
  * otherwise sent to `https://<host>:<port>` over HTTP/1.1 with validated TLS, Max-Forwards
  * untouched. It was authorized when the tunnel opened and is not authorized again.
  *
- * An HTTP/1.1 WebSocket upgrade is relayed. Another upgrade (h2c, say) is forwarded
- * as an ordinary request with `Upgrade` removed; Node hands an upgrade request's body over
- * unparsed, so an upgrade request announcing a body gets 400.
+ * An HTTP/1.1 WebSocket upgrade goes to `forwardWebSocketUpgrade` instead (the proxy route
+ * tells them apart). Another upgrade (h2c, say) is forwarded here as an ordinary request with
+ * `Upgrade` removed; Node hands an upgrade request's body over unparsed, so an upgrade request
+ * announcing a body gets 400.
  */
 export async function forwardInterceptedRequest (
   request: FastifyRequest,
@@ -256,17 +265,8 @@ export async function forwardInterceptedRequest (
   runtime: ProxyRuntime
 ): Promise<void> {
   if (target.problem !== null) throw inTunnelProblemError(target.problem)
-  const upgrade = inTunnelUpgradeOf(request.raw)
-  if (upgrade !== undefined) {
-    const raw = request.raw
-    const received = receivedHeaderObject(raw.rawHeaders, raw.httpVersionMajor)
-    if (isWebSocketUpgrade(request.method, raw.httpVersion, received)) {
-      await forwardWebSocketUpgrade(request, reply, runtime, target, upgrade)
-      return
-    }
-    if (upgradeRequestHasBody(received)) {
-      throw new ProxyError('http_request_error', 'Upgrade requests with a body are not supported inside an intercepted tunnel.', { details: 'upgrade request with a body' })
-    }
+  if (inTunnelUpgradeOf(request.raw)?.announcesBody === true) {
+    throw new ProxyError('http_request_error', 'Upgrade requests with a body are not supported inside an intercepted tunnel.', { details: 'upgrade request with a body' })
   }
   await forwardRequest(request, reply, runtime, {
     destination: target.destination,

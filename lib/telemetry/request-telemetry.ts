@@ -99,16 +99,20 @@ export function noteSecrets (request: FastifyRequest, names: readonly string[]):
   if (state !== undefined) state.secrets = names
 }
 
-/** Adds request body bytes read from the client. */
-export function countBytesIn (request: FastifyRequest, bytes: number): void {
-  const state = telemetry.get(request.raw)
-  if (state !== undefined) state.bytesIn += bytes
+/** Where a forwarded request's body bytes are counted, for its access log line. */
+export interface BodyByteCounts {
+  /** Request body bytes read from the client. */
+  bytesIn: number
+  /** Response body bytes sent toward the client. */
+  bytesOut: number
 }
 
-/** Adds response body bytes sent toward the client. */
-export function countBytesOut (request: FastifyRequest, bytes: number): void {
-  const state = telemetry.get(request.raw)
-  if (state !== undefined) state.bytesOut += bytes
+/**
+ * The counts a forwarded request's bodies add to: looked up once per request, not per chunk.
+ * A request without telemetry gets counts of its own that nothing reads.
+ */
+export function bodyByteCountsOf (request: FastifyRequest): BodyByteCounts {
+  return telemetry.get(request.raw) ?? { bytesIn: 0, bytesOut: 0 }
 }
 
 /**

@@ -1,0 +1,115 @@
+// What the proxy decides about a request before anything is dialed, for forwarded requests and
+// WebSocket upgrades alike: the loop check, the destination and user policy, Max-Forwards, the
+// head built in one pass (./outgoing-head), and secrets put in place of their placeholders.
+
+import type { FastifyRequest } from 'fastify'
+import type { ForwardProxyDestination } from '../../types/destination'
+import type { ForwardProxyRequestTransform } from '../../types/interception'
+import type { ProxyRuntime } from '../core/runtime'
+import { ProxyError } from '../protocol/errors'
+import type { SecretSet } from '../security/secrets'
+import { noteSecrets, proxyRequestSpanOf } from '../telemetry/request-telemetry'
+import { buildOutgoingHead, decideMaxForwards, viaListsPseudonym, type ReceivedHeaders } from './outgoing-head'
+
+/** Where a forwarded request (or WebSocket upgrade) goes. */
+export interface ForwardTarget {
+  /** The destination (canonical host and port); `Host` is set from it. */
+  readonly destination: ForwardProxyDestination
+  /** `http` for absolute-form forwarding; `https` inside intercepted tunnels (validated TLS). */
+  readonly scheme: 'http' | 'https'
+  /** Path and query sent exactly as received (never normalized). */
+  readonly pathAndQuery: string
+  /**
+   * True for absolute-form requests: TRACE/OPTIONS Max-Forwards is decremented or answered.
+   * False inside intercepted tunnels, where Max-Forwards passes untouched.
+   */
+  readonly applyMaxForwards: boolean
+}
+
+/** A request ready for the transforms and then the destination. */
+export interface PreparedRequest {
+  readonly kind: 'send'
+  /** Path and query to send, secrets in place. */
+  readonly path: string
+  /** Flat name/value pairs to send, secrets in place. */
+  readonly headers: string[]
+  /** The request's headers as Node parsed them, before any hook touched them. */
+  readonly received: ReceivedHeaders
+  /** This proxy's `Via` entry, added to the response as well. */
+  readonly via: string
+  /** The port an omitted `Host` port stands for (80 for http, 443 for https). */
+  readonly defaultPort: number
+  // Read once: a reconfiguration while this request runs does not change its rules halfway.
+  /** The secrets this request was checked against (their values go back to placeholders in the response). */
+  readonly secrets: SecretSet | null
+  /** The transforms this request and its response run through. */
+  readonly transforms: readonly ForwardProxyRequestTransform[]
+}
+
+/** What to do with a request: send it, or answer an OPTIONS whose Max-Forwards reached 0. */
+export type OutgoingDecision = PreparedRequest | { readonly kind: 'answer-options' }
+
+const SECRET_REFUSALS = {
+  'not-granted': 'secret not allowed for this destination',
+  'plain-http': 'credentials are not sent over plain http',
+  trace: 'secrets are not sent in a TRACE'
+} as const
+
+/**
+ * Decides what leaves for `target`, in this order: a request whose `Via` already names this
+ * proxy is a loop (508 `proxy_loop_detected`); the destination policy and the user's own hosts
+ * and request rate; with `applyMaxForwards`, TRACE and OPTIONS at Max-Forwards 0 are answered
+ * here (405 for TRACE, an empty 200 for OPTIONS) and above 0 decremented; then the head is built
+ * (see `buildOutgoingHead`: hook edits, hop-by-hop removal, Host, Via, trace context) and each
+ * secret's value put in place of its placeholder, the secrets named on the access log line.
+ * Without secrets it does not wait: one turn of the event loop less per request.
+ * @throws ProxyError for a loop, a refused destination or user, a TRACE at 0, and 403
+ * `http_request_denied` for a placeholder that may not be sent there (the details say why,
+ * never which secret nor its value).
+ */
+export function prepareOutgoingRequest (request: FastifyRequest, runtime: ProxyRuntime, target: ForwardTarget & { readonly applyMaxForwards: false }): PreparedRequest | Promise<PreparedRequest>
+export function prepareOutgoingRequest (request: FastifyRequest, runtime: ProxyRuntime, target: ForwardTarget): OutgoingDecision | Promise<OutgoingDecision>
+export function prepareOutgoingRequest (request: FastifyRequest, runtime: ProxyRuntime, target: ForwardTarget): OutgoingDecision | Promise<OutgoingDecision> {
+  const { pseudonym, secrets, propagateTraceContext } = runtime.settings
+  if (viaListsPseudonym(request.headers.via, pseudonym)) {
+    throw new ProxyError('proxy_loop_detected', 'The request has already passed through this proxy.')
+  }
+  const { destination, scheme, pathAndQuery } = target
+  runtime.policy.checkDestination(destination)
+  runtime.userPolicy.admitRequest(request.proxyUser, destination)
+
+  let maxForwards: string | undefined | 'as-received' = 'as-received'
+  if (target.applyMaxForwards) {
+    const header = request.headers['max-forwards']
+    const decision = decideMaxForwards(request.method, Array.isArray(header) ? header[0] : header)
+    if (decision.action === 'refuse-trace') {
+      throw new ProxyError('http_request_denied', 'TRACE is not echoed by this proxy.', { status: 405, details: 'Max-Forwards is 0' })
+    }
+    if (decision.action === 'answer-options') return { kind: 'answer-options' }
+    maxForwards = decision.value
+  }
+
+  const defaultPort = scheme === 'https' ? 443 : 80
+  const span = propagateTraceContext ? proxyRequestSpanOf(request) : undefined
+  const { headers, received, via } = buildOutgoingHead(request, { destination, defaultPort, maxForwards }, pseudonym, span)
+  const prepared: PreparedRequest = { kind: 'send', path: pathAndQuery, headers, received, via, defaultPort, secrets, transforms: runtime.transforms }
+  return secrets === null ? prepared : placeSecrets(request, secrets, prepared, destination, scheme === 'https')
+}
+
+async function placeSecrets (request: FastifyRequest, secrets: SecretSet, prepared: PreparedRequest, destination: ForwardProxyDestination, overTls: boolean): Promise<PreparedRequest> {
+  const result = await secrets.substitute({
+    method: request.method,
+    path: prepared.path,
+    headers: prepared.headers,
+    host: destination.host,
+    user: request.proxyUser,
+    overTls
+  })
+  if (result.kind === 'none') return prepared
+  if (result.kind === 'refused') {
+    noteSecrets(request, [result.secret])
+    throw new ProxyError('http_request_denied', 'The request carries a secret placeholder that may not be sent there.', { status: 403, details: SECRET_REFUSALS[result.reason] })
+  }
+  noteSecrets(request, result.secrets)
+  return { ...prepared, path: result.path, headers: result.headers }
+}
