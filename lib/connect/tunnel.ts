@@ -39,8 +39,7 @@ export async function admitConnect (request: FastifyRequest, reply: FastifyReply
   const client = tunnelClientOf(request)
   await afterNextPoll()
   if (client.gone) {
-    reply.hijack()
-    finishAbandonedConnect(request, reply)
+    dropAbandonedConnect(request, reply)
     return
   }
   const { destination } = target
@@ -109,6 +108,12 @@ export function decideTunnelInterception (runtime: ProxyRuntime): preHandlerHook
   }
 }
 
+/** Ends a CONNECT whose client left before its answer: nothing is written, the access line says so. */
+function dropAbandonedConnect (request: FastifyRequest, reply: FastifyReply): void {
+  reply.hijack()
+  finishAbandonedConnect(request, reply)
+}
+
 /**
  * Opens an admitted CONNECT tunnel ({@link admitConnect}), over HTTP/1.1 or HTTP/2, taking over
  * its slot: a tunnel that `request.interceptTunnel` says to intercept gets 200 with no dial and
@@ -124,8 +129,7 @@ export async function openConnectTunnel (request: FastifyRequest, reply: Fastify
   admission.stopReleasingOnGone()
   if (client.gone) {
     release()
-    reply.hijack()
-    finishAbandonedConnect(request, reply)
+    dropAbandonedConnect(request, reply)
     return
   }
   const intercept = request.interceptTunnel === true
@@ -158,8 +162,7 @@ export async function openConnectTunnel (request: FastifyRequest, reply: Fastify
   if (client.gone) {
     upstream?.destroy()
     release()
-    reply.hijack()
-    finishAbandonedConnect(request, reply)
+    dropAbandonedConnect(request, reply)
     return
   }
 
