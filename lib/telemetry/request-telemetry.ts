@@ -128,21 +128,7 @@ export function finishProxyRequest (request: FastifyRequest, reply: FastifyReply
   countRequestOutcome(state.kind, state.errorType === undefined ? 'answered' : status >= 500 ? 'failed' : 'refused')
   if (state.span !== undefined) endProxySpan(state.span, { status, errorType: state.errorType })
   if (!logsInfo(request.log)) return
-  request.log.info({
-    access: {
-      kind: state.kind,
-      user: state.tunnelUser === undefined ? (request.proxyUser?.name ?? null) : state.tunnelUser,
-      client: state.clientAddress ?? null,
-      method: request.method,
-      destination: state.destination ?? null,
-      status,
-      errorType: state.errorType ?? null,
-      bytesIn: state.bytesIn,
-      bytesOut: state.bytesOut,
-      ...(state.secrets === undefined ? {} : { secrets: state.secrets }),
-      durationMs: Math.round(reply.elapsedTime * 1000) / 1000
-    }
-  }, 'proxy access')
+  logAccess(request, reply, state, { kind: state.kind, status, errorType: state.errorType, bytesIn: state.bytesIn, bytesOut: state.bytesOut }, 'proxy access')
 }
 
 /** How a tunnel ended, for its access log line and span. */
@@ -173,22 +159,7 @@ export function finishTunnel (request: FastifyRequest, reply: FastifyReply, end:
     })
   }
   if (!logsInfo(request.log)) return
-  request.log.info({
-    access: {
-      kind: 'tunnel',
-      tunnel: end.kind,
-      user: request.proxyUser?.name ?? null,
-      client: state?.clientAddress ?? null,
-      method: 'CONNECT',
-      destination: state?.destination ?? null,
-      status: 200,
-      errorType: null,
-      closeReason: end.reason,
-      bytesIn: end.bytesUp,
-      bytesOut: end.bytesDown,
-      durationMs: Math.round(reply.elapsedTime * 1000) / 1000
-    }
-  }, 'tunnel closed')
+  logAccess(request, reply, state, { kind: 'tunnel', tunnel: end.kind, status: 200, closeReason: end.reason, bytesIn: end.bytesUp, bytesOut: end.bytesDown }, 'tunnel closed')
 }
 
 /** How a relayed upgrade ended, for its access log line and span. */
@@ -217,22 +188,7 @@ export function finishUpgrade (request: FastifyRequest, reply: FastifyReply, end
     })
   }
   if (!logsInfo(request.log)) return
-  request.log.info({
-    access: {
-      kind: state.kind,
-      user: state.tunnelUser === undefined ? (request.proxyUser?.name ?? null) : state.tunnelUser,
-      client: state.clientAddress ?? null,
-      method: request.method,
-      destination: state.destination ?? null,
-      status: 101,
-      errorType: null,
-      closeReason: end.reason,
-      bytesIn: end.bytesUp,
-      bytesOut: end.bytesDown,
-      ...(state.secrets === undefined ? {} : { secrets: state.secrets }),
-      durationMs: Math.round(reply.elapsedTime * 1000) / 1000
-    }
-  }, 'upgrade closed')
+  logAccess(request, reply, state, { kind: state.kind, status: 101, closeReason: end.reason, bytesIn: end.bytesUp, bytesOut: end.bytesDown }, 'upgrade closed')
 }
 
 /**
@@ -247,21 +203,45 @@ export function finishAbandonedConnect (request: FastifyRequest, reply: FastifyR
   const state = telemetry.get(request.raw)
   if (state?.span !== undefined) endAbandonedProxySpan(state.span)
   if (!logsInfo(request.log)) return
+  logAccess(request, reply, state, { kind: 'connect', status: ABANDONED_STATUS, closeReason: 'client-gone', bytesIn: 0, bytesOut: 0 }, 'proxy access')
+}
+
+/** What differs between the access log lines of a request, a tunnel, an upgrade and an abandoned CONNECT. */
+interface AccessOutcome {
+  readonly kind: string
+  /** A tunnel's kind (`opaque`, `intercepted`, ...), on tunnel lines only. */
+  readonly tunnel?: TunnelKind
+  readonly status: number
+  readonly errorType?: string | undefined
+  /** Why a tunnel or relay closed, on the lines of connections that outlived their answer. */
+  readonly closeReason?: string
+  readonly bytesIn: number
+  readonly bytesOut: number
+}
+
+/**
+ * Writes one access log line (`access`): the outcome, with who (the tunnel's user inside an
+ * intercepted tunnel, else the proxy user), from where, what, to where, the secrets used and the
+ * duration since the request arrived. Fields left undefined are not written.
+ */
+function logAccess (request: FastifyRequest, reply: FastifyReply, state: RequestTelemetry | undefined, outcome: AccessOutcome, message: string): void {
   request.log.info({
     access: {
-      kind: 'connect',
-      user: request.proxyUser?.name ?? null,
+      kind: outcome.kind,
+      tunnel: outcome.tunnel,
+      user: state?.tunnelUser === undefined ? (request.proxyUser?.name ?? null) : state.tunnelUser,
       client: state?.clientAddress ?? null,
-      method: 'CONNECT',
+      method: request.method,
       destination: state?.destination ?? null,
-      status: ABANDONED_STATUS,
-      errorType: null,
-      closeReason: 'client-gone',
-      bytesIn: 0,
-      bytesOut: 0,
+      status: outcome.status,
+      errorType: outcome.errorType ?? null,
+      closeReason: outcome.closeReason,
+      bytesIn: outcome.bytesIn,
+      bytesOut: outcome.bytesOut,
+      secrets: state?.secrets,
       durationMs: Math.round(reply.elapsedTime * 1000) / 1000
     }
-  }, 'proxy access')
+  }, message)
 }
 
 /** The status logged for a request whose client left before any answer (nginx's convention). */
