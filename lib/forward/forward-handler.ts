@@ -49,10 +49,11 @@ export async function forwardAbsoluteRequest (
  * `prepareOutgoingRequest` (loop and policy checks, Max-Forwards when asked, the head built from
  * the request and the application hooks' edits, secrets in place), then one of the
  * `limits.maxConcurrentRequests` slots is taken, the transforms' `transformRequest` run, and the
- * request and its body go over undici (validated TLS for `https`), then the response head filtered the same way and the body
- * with an inactivity timer (tunnelIdleTimeout for `text/event-stream`, httpActivityTimeout
- * otherwise), sent as the reply: the transforms' `transformResponse` runs on it in its onSend
- * hook (lib/forward/forwarded-response.ts). Requests always leave over HTTP/1.1.
+ * request and its body go over undici (validated TLS for `https`). The response head is
+ * filtered the same way and the body gets an inactivity timer (tunnelIdleTimeout for
+ * `text/event-stream`, httpActivityTimeout otherwise); both are sent as the reply, the
+ * transforms' `transformResponse` running on the head in its onSend hook
+ * (lib/forward/forwarded-response.ts). Requests always leave over HTTP/1.1.
  *
  * Used for absolute-form `http://` requests and for requests inside intercepted tunnels.
  * Throws ProxyError for anything answered by the proxy itself; the proxy route's error handler
