@@ -3,18 +3,8 @@ import { randomBytes } from 'node:crypto'
 import type { TLSSocket } from 'node:tls'
 import { makeInterceptionPki } from './helpers/interception-pki'
 import { startInterceptingProxy, staticProvider } from './helpers/intercepting-proxy'
-import { openInterceptedTls } from './helpers/intercepted-client'
+import { openInterceptedTls, rawTlsExchange } from './helpers/intercepted-client'
 import { startWebSocketOrigin } from './helpers/websocket-origin'
-
-/** Everything the socket receives until it closes. */
-function allUntilClose (socket: TLSSocket): Promise<string> {
-  return new Promise((resolve) => {
-    const chunks: Buffer[] = []
-    socket.on('data', (chunk: Buffer) => chunks.push(chunk))
-    socket.on('error', () => {})
-    socket.once('close', () => resolve(Buffer.concat(chunks).toString('latin1')))
-  })
-}
 
 /** The head's bytes up to the blank line, for a socket that stays open after a 101. */
 function headOf (socket: TLSSocket): Promise<string> {
@@ -51,13 +41,11 @@ test('an upgrade request announcing a body inside an intercepted tunnel gets 400
   }
   for (const [name, lines] of Object.entries(heads)) {
     const socket = await openInterceptedTls(t, proxy.port, target, { ca: pki.operatorCa.cert })
-    const answer = allUntilClose(socket)
-    socket.write(`${lines.join('\r\n')}\r\n\r\n`)
-    socket.write(lines.includes('Content-Length: 5') ? 'hello' : '5\r\nhello\r\n0\r\n\r\n')
-    const text = await answer
-    t.match(text, /^HTTP\/1\.1 400 /, `${name}: 400`)
-    t.match(text, /\r\nproxy-status: [^\r]*error=http_request_error[^\r]*details="upgrade request with a body"/i, `${name}: Proxy-Status names the error`)
-    t.notMatch(text, /\r\nupgrade:/i, `${name}: no Upgrade in the answer`)
+    const body = lines.includes('Content-Length: 5') ? 'hello' : '5\r\nhello\r\n0\r\n\r\n'
+    const answer = await rawTlsExchange(socket, `${lines.join('\r\n')}\r\n\r\n${body}`)
+    t.equal(answer.status, 400, `${name}: 400`)
+    t.match(answer.head, /\r\nproxy-status: [^\r]*error=http_request_error[^\r]*details="upgrade request with a body"/i, `${name}: Proxy-Status names the error`)
+    t.notMatch(answer.head, /\r\nupgrade:/i, `${name}: no Upgrade in the answer`)
   }
 
   // A handshake without a body still reaches the destination: the refusals above were not a
