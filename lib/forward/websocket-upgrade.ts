@@ -13,6 +13,7 @@ import { buildClientResponseHeaders } from './outgoing-head'
 import { prepareOutgoingRequest } from './outgoing-request'
 import { withInactivityTimeout } from './forward-handler'
 import { connectTls } from './destinations'
+import { Cancellation } from '../security/destination-connector'
 import { transformIncomingResponse, transformOutgoingRequest, type HeaderRecord } from './transforms'
 
 /** The client's side of a WebSocket upgrade: its connection and the bytes after its head. */
@@ -68,18 +69,18 @@ export async function forwardWebSocketUpgrade (
   const prepared = await prepareOutgoingRequest(request, runtime, { destination, scheme: 'https', pathAndQuery: target.pathAndQuery, applyMaxForwards: false })
   const { path, received, via, secrets, transforms } = prepared
 
-  const abort = new AbortController()
+  const abort = new Cancellation()
   const onClientClose = (): void => abort.abort()
   client.socket.once('close', onClientClose)
   if (client.socket.destroyed) throw clientLeft()
   const headers = await transformOutgoingRequest(transforms, request, destination, prepared, abort)
-  if (abort.signal.aborted) throw clientLeft()
+  if (abort.aborted) throw clientLeft()
 
   const upgradeValue = firstValue(received.upgrade) ?? 'websocket'
   const connection = await connectTls(destination, runtime.connector, runtime.destinationTls)
   // Failures are reported by the HTTP client and the relay; this covers the gaps between them.
   connection.on('error', () => {})
-  if (abort.signal.aborted) {
+  if (abort.aborted) {
     connection.destroy()
     throw clientLeft()
   }
@@ -87,7 +88,7 @@ export async function forwardWebSocketUpgrade (
     method: request.method,
     path,
     headers: [...flatHeaders(headers), 'Connection', 'Upgrade', 'Upgrade', upgradeValue]
-  }, limits.httpActivityTimeout, abort.signal)
+  }, limits.httpActivityTimeout, abort)
   client.socket.removeListener('close', onClientClose)
 
   const upstream = answer.kind === 'switched' ? answer.socket : answer.response.socket
@@ -181,16 +182,16 @@ const MAX_RESPONSE_HEAD = 64 * 1024
  * followed the head) or another final response. Fails with a ProxyError: 504
  * `http_response_timeout` after `timeout` without a head, 502 `http_response_header_section_size`
  * for a head over 64 KiB, 502 `http_protocol_error` for an invalid one, the network error's
- * mapping otherwise; `signal` (the client left) destroys the connection.
+ * mapping otherwise; `cancel` (the client left) destroys the connection.
  */
-export function exchangeUpgradeHead (connection: Socket, head: UpgradeRequestHead, timeout: number, signal: AbortSignal): Promise<UpgradeAnswer> {
+export function exchangeUpgradeHead (connection: Socket, head: UpgradeRequestHead, timeout: number, cancel: Cancellation): Promise<UpgradeAnswer> {
   return new Promise((resolve, reject) => {
     let settled = false
     const settle = (outcome: UpgradeAnswer | ProxyError): void => {
       if (settled) return
       settled = true
       clearTimeout(timer)
-      signal.removeEventListener('abort', onAbort)
+      stopWatching()
       if (outcome instanceof ProxyError) {
         request.destroy()
         connection.destroy()
@@ -208,7 +209,7 @@ export function exchangeUpgradeHead (connection: Socket, head: UpgradeRequestHea
     const timer = setTimeout(() => settle(new ProxyError('http_response_timeout', 'The destination did not answer in time.')), timeout)
     timer.unref()
     const onAbort = (): void => settle(new ProxyError('connection_terminated', 'The client went away before the destination answered.'))
-    signal.addEventListener('abort', onAbort)
+    const stopWatching = cancel.onAbort(onAbort)
     request.on('error', (error) => settle(responseError(error)))
     request.once('upgrade', (response: IncomingMessage, socket: Socket, rest: Buffer) => settle({ kind: 'switched', response, socket, head: rest }))
     request.once('response', (response: IncomingMessage) => settle({ kind: 'response', response }))
