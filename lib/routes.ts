@@ -14,7 +14,7 @@ import type {
 } from 'fastify'
 import { type IncomingMessage, METHODS } from 'node:http'
 import type { ProxyRuntime } from './core/runtime'
-import { proxyRequestTargetOf, type RawRequest } from './core/proxy-request'
+import { proxyRequestTargetOf, requestTargetAsReceived, type RawRequest } from './core/proxy-request'
 import { registerProxyAuthentication, proxyAuthenticateChallenge } from './security/proxy-auth'
 import { admitConnect, openConnectTunnel, releaseUnopenedTunnel } from './connect/tunnel'
 import { forwardAbsoluteRequest } from './forward/forward-handler'
@@ -255,7 +255,7 @@ const NODE_MAX_HEADERS_COUNT = 2000
 export async function refuseOversizedHead (request: FastifyRequest): Promise<void> {
   const raw = request.raw
   if (raw.httpVersionMajor !== 1) return
-  if ((raw.url ?? '').length > MAX_REQUEST_TARGET_LENGTH) {
+  if (requestTargetAsReceived(raw).length > MAX_REQUEST_TARGET_LENGTH) {
     throw new ProxyError('http_request_error', 'The request target is too long.', { status: 414, details: 'request target too long' })
   }
   const limit = maxHeadersCountOf(raw)

@@ -9,7 +9,7 @@ test('SPEC 4.2: a tunnel the selector picks is intercepted; the request inside r
   const pki = await makeInterceptionPki(t)
   const origin = await startTlsOrigin(t, pki)
   const selectorCalls: Array<{ user: ForwardProxyUser | null, destination: ForwardProxyDestination }> = []
-  const seenByHook: Array<{ interception: ForwardProxyInterception | null, user: ForwardProxyUser | null, url: string }> = []
+  const seenByHook: Array<{ interception: ForwardProxyInterception | null, user: ForwardProxyUser | null, target: string }> = []
   const provider = staticProvider(pki)
   const proxy = await startInterceptingProxy(t, pki, {
     proxy: { auth: { users: { alice: 's3cret' } } },
@@ -24,7 +24,7 @@ test('SPEC 4.2: a tunnel the selector picks is intercepted; the request inside r
     },
     setup (app) {
       app.addHook('onRequest', async (request) => {
-        seenByHook.push({ interception: request.interception, user: request.proxyUser, url: request.url })
+        seenByHook.push({ interception: request.interception, user: request.proxyUser, target: request.originalUrl })
       })
     }
   })
@@ -47,6 +47,6 @@ test('SPEC 4.2: a tunnel the selector picks is intercepted; the request inside r
   t.same(inside[0]?.interception, { destination: { host: '127.0.0.1', port: origin.port } })
   t.same(inside[0]?.user, { name: 'alice' })
   const connect = seenByHook.find((seen) => seen.interception === null)
-  t.equal(connect?.url, `127.0.0.1:${origin.port}`, 'the CONNECT itself went through the hook without request.interception')
+  t.equal(connect?.target, `127.0.0.1:${origin.port}`, 'the CONNECT itself went through the hook without request.interception')
   t.equal(proxy.app.forwardProxy.interceptionAddress, 'https://forward-proxy-tls-interception')
 })

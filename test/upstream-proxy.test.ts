@@ -17,8 +17,9 @@ interface Seen { method: string, url: string, authorization: string | undefined 
 async function startUpstream (t: Test): Promise<Proxy & { seen: Seen[] }> {
   const seen: Seen[] = []
   const proxy = await startProxy(t, { via: 'upstream', auth: { users: { up: 'up-secret' } } }, (app: FastifyInstance) => {
+    // originalUrl: the target as received (a CONNECT's url is "/", the path it is routed under).
     app.addHook('onRequest', async (req) => {
-      seen.push({ method: req.method, url: req.url, authorization: req.headers['proxy-authorization'] as string | undefined })
+      seen.push({ method: req.method, url: req.originalUrl, authorization: req.headers['proxy-authorization'] as string | undefined })
     })
   })
   return { ...proxy, seen }

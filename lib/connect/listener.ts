@@ -17,7 +17,7 @@ import { Server as TlsServer } from 'node:tls'
 import type { EventEmitter } from 'node:events'
 import { countConnectRequest } from '../telemetry/metrics'
 import { writeRawProxyError, writeRawResponseError } from '../protocol/error-responses'
-import { interceptedTunnelOf, inTunnelProblemError } from '../core/proxy-request'
+import { interceptedTunnelOf, inTunnelProblemError, routeUnderConnectPath } from '../core/proxy-request'
 import { ProxyError } from '../protocol/errors'
 import { ObjectSlot } from '../core/object-slot'
 
@@ -126,6 +126,7 @@ export function createHttp1ConnectListener (fastify: FastifyInstance, pseudonym:
     response.assignSocket(socket)
     response.once('finish', () => lingeringClose(socket))
     rememberHttp1Connect(req, { socket, pending: watchPendingConnect(socket, head), response })
+    routeUnderConnectPath(req)
     fastify.routing(req, response)
   }
 }
@@ -133,14 +134,15 @@ export function createHttp1ConnectListener (fastify: FastifyInstance, pseudonym:
 /**
  * Routes an HTTP/2 CONNECT stream (Node's `'connect'` event of an HTTP/2 server) into Fastify,
  * like any other request, so the application's hooks and the proxy's authentication see it.
- * A tunnel request has no `:path`, so its `url` is its `:authority`, the same `host:port`
- * an HTTP/1.1 CONNECT carries (set on the request object only; the headers stay as received).
- * Extended CONNECT (`:protocol`, e.g. WebSockets over HTTP/2) keeps its `:path` and is left to
- * the application's routes.
+ * A tunnel request has no `:path`: its target is its `:authority`, the same `host:port` an
+ * HTTP/1.1 CONNECT carries (set on the request object only; the headers stay as received), and
+ * it is routed like one. Extended CONNECT (`:protocol`, e.g. WebSockets over HTTP/2) keeps its
+ * `:path` and is left to the application's routes.
  */
 export function routeHttp2Connect (fastify: FastifyInstance, req: Http2ServerRequest, res: Http2ServerResponse): void {
   if (req.headers[':protocol'] === undefined) {
     Object.defineProperty(req, 'url', { value: req.authority, writable: true, configurable: true, enumerable: true })
+    routeUnderConnectPath(req)
   }
   // The plugin's FastifyInstance is typed for HTTP/1.1; on an HTTP/2 server Fastify routes these types.
   fastify.routing(req as unknown as IncomingMessage, res as unknown as ServerResponse)

@@ -64,6 +64,42 @@ function classify (req: RawRequest): ProxyRequestTarget | null {
 }
 
 /**
+ * The path every CONNECT is routed under, and so its `request.url` in the application's hooks.
+ * Fastify's router takes origin-form paths (and, today, absolute `http(s)://` URLs) and answers
+ * any other target with its own 400 before a hook or route runs; a CONNECT's target is
+ * `host:port`. Routing CONNECT under a fixed path keeps it from depending on how a router version
+ * treats other targets: the proxy route (`*`, held by its router constraint) matches it whatever
+ * the path.
+ */
+export const CONNECT_ROUTING_PATH = '/'
+
+const connectTargets = new ObjectSlot<string>('connectTarget')
+
+/**
+ * Readies a CONNECT (HTTP/1.1, or HTTP/2 with its `:authority` as `url`) for Fastify's router:
+ * it is classified by its target as received (the answer is cached, so nothing later reads
+ * `url` for it), the target is kept as `originalUrl` (Fastify's `request.originalUrl`, as for a
+ * rewritten URL) and `url` becomes {@link CONNECT_ROUTING_PATH}. Set on the request object only:
+ * an HTTP/2 request's `url` setter would write a `:path` into its headers.
+ */
+export function routeUnderConnectPath (req: RawRequest): void {
+  const received = req.url ?? ''
+  proxyRequestTargetOf(req)
+  connectTargets.set(req, received)
+  Object.defineProperty(req, 'originalUrl', ownField(received))
+  Object.defineProperty(req, 'url', ownField(CONNECT_ROUTING_PATH))
+}
+
+function ownField (value: string): PropertyDescriptor {
+  return { value, writable: true, configurable: true, enumerable: true }
+}
+
+/** The request target as the client sent it: a CONNECT's `host:port` (routed under `/`), otherwise `url`. */
+export function requestTargetAsReceived (req: RawRequest): string {
+  return connectTargets.get(req) ?? req.url ?? ''
+}
+
+/**
  * An HTTP/2 request with `:scheme http` on a TLS connection is the HTTP/2 form of an
  * absolute-form `http://` request: the `:scheme` may differ from the connection's (RFC 9113
  * section 8.3.1), and that is how a browser using an https:// proxy that speaks HTTP/2 sends an
