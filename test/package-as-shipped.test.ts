@@ -1,5 +1,5 @@
 import { execFile, spawn } from 'node:child_process'
-import { mkdtempSync, readFileSync, rmSync, symlinkSync } from 'node:fs'
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs'
 import { request as httpsRequest } from 'node:https'
 import { tmpdir } from 'node:os'
 import { dirname, join, normalize } from 'node:path'
@@ -57,6 +57,11 @@ function brokenLinks (files: string[]): string[] {
   return broken
 }
 
+/** `name@version` of each package as installed in `directory`'s node_modules. */
+function resolvedVersions (directory: string, names: string[]): string {
+  return names.map((name) => `${name}@${(JSON.parse(readFileSync(join(directory, 'node_modules', name, 'package.json'), 'utf8')) as { version: string }).version}`).join(', ')
+}
+
 /** Runs a shipped example with node from the unpacked package; resolves once `ready` appears in its output. */
 async function runExample (t: Test, cwd: string, script: string, env: Record<string, string>, ready: RegExp): Promise<RegExpExecArray> {
   const child = spawn(process.execPath, [script], { cwd, env: childEnv(env) })
@@ -86,7 +91,11 @@ test('package: npm pack ships the examples (sources and compiled), LICENSE and e
 
   await run('tar', ['xzf', tarball, '-C', directory])
   const unpacked = join(directory, 'package')
-  symlinkSync(join(ROOT, 'node_modules'), join(unpacked, 'node_modules'), 'dir')
+  // Its dependencies as a user gets them: no lockfile ships, so npm resolves the newest versions
+  // the ranges allow (the repository's node_modules would hide a dependency release that breaks us).
+  t.notOk(files.includes('package-lock.json'), 'no lockfile ships')
+  await run('npm', ['install', '--omit=dev', '--no-audit', '--no-fund'], { cwd: unpacked, maxBuffer: 64 * 1024 * 1024 })
+  t.comment(`resolved: ${resolvedVersions(unpacked, ['fastify', 'find-my-way', 'undici'])}`)
 
   // embedding: its own route and a proxy on the same port.
   const embedding = await runExample(t, unpacked, 'dist/examples/embedding.js', { PROXY_PORT: '0' }, /Server listening at (http:\/\/127\.0\.0\.1:(\d+))/)
