@@ -248,9 +248,10 @@ const NODE_MAX_HEADERS_COUNT = 2000
  * authenticated or forwarded:
  * - a request target over {@link MAX_REQUEST_TARGET_LENGTH}: 414 `http_request_error`;
  * - a header count that reached the server's `maxHeadersCount` (by default 1,000 lines): 431
- *   `http_request_error`. Node silently drops the lines past it while its parser still frames
+ *   `http_request_error`. Node 20 silently drops the lines past it while its parser still frames
  *   the message by them, so a `Transfer-Encoding` or `Content-Length` past the limit would
- *   frame a body the proxy never sees.
+ *   frame a body the proxy never sees. (Recent Node 22 and 24 releases refuse such a head in
+ *   the parser, `HPE_HEADER_OVERFLOW`, and it never gets here.)
  */
 export async function refuseOversizedHead (request: FastifyRequest): Promise<void> {
   const raw = request.raw

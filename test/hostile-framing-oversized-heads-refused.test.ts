@@ -40,7 +40,12 @@ test('HOSTILE 6: 10,000 tiny headers get 431 http_request_error (too many header
   const proxy = await startProxy(t, {}, undefined, SERVER)
   const refused = await rawExchange(proxy.port, `GET http://127.0.0.1:${origin.port}/ HTTP/1.1\r\nHost: x\r\n${'a:\r\n'.repeat(10_000)}Connection: close\r\n\r\n`)
   t.equal(refused.status, 431)
-  t.match(refused.text, /details="too many header fields"/)
+  // Node 20 passes such a head on with the lines past server.maxHeadersCount dropped, and the
+  // proxy refuses it ("too many header fields"). Recent Node 22 and 24 releases refuse it in
+  // their HTTP parser instead (HPE_HEADER_OVERFLOW once a head passes 1,000 lines by default),
+  // before the proxy sees the request, and the proxy's clientErrorHandler answers with that
+  // code. Either way: 431 with the proxy's Proxy-Status, and nothing reaches the origin.
+  t.match(refused.text, /\r\nproxy-status: fastify-forward-proxy; error=http_request_error; details="(too many header fields|HPE_HEADER_OVERFLOW)"\r\n/i)
   t.equal(origin.requests.length, 0)
 })
 

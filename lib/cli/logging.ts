@@ -76,7 +76,15 @@ export function redactSecretHeaders (names: ReadonlySet<string>): (entry: Record
  */
 function withHeaders (value: object, headers: Record<string, unknown>): object {
   if (value instanceof Error) {
-    const copy = Object.create(Object.getPrototypeOf(value), Object.getOwnPropertyDescriptors(value)) as Record<string, unknown>
+    const descriptors = Object.getOwnPropertyDescriptors(value)
+    // Since Node 21 (V8 12), an error's own `stack` is an accessor that reads a slot only the
+    // original error has: copied as it is, the copy's stack would read undefined and the line
+    // would lose it. The copy gets the stack's text instead.
+    const stack = descriptors.stack
+    if (stack !== undefined && stack.get !== undefined) {
+      descriptors.stack = { value: value.stack, enumerable: stack.enumerable ?? false, writable: true, configurable: true }
+    }
+    const copy = Object.create(Object.getPrototypeOf(value), descriptors) as Record<string, unknown>
     Object.defineProperty(copy, 'headers', { value: headers, enumerable: true, writable: true, configurable: true })
     return copy
   }
@@ -97,10 +105,11 @@ interface LoggedRequest {
  * Fastify's request serializer minus anything secret: an absolute-form target's userinfo
  * (`http://user:password@host/`) is replaced, since a client may put credentials there.
  */
-function serializeRequest (request: { method?: string, url?: string, hostname?: string, ip?: string, socket?: { remotePort?: number } }): LoggedRequest {
+function serializeRequest (request: { method?: string, url?: string, originalUrl?: string, hostname?: string, ip?: string, socket?: { remotePort?: number } }): LoggedRequest {
   return {
     method: request.method,
-    url: request.url?.replace(/^([a-zA-Z][a-zA-Z0-9+.-]*:\/\/)[^/?#@]*@/, `$1${REDACTED}@`),
+    // The target as received: a CONNECT's url is the path it is routed under.
+    url: (request.originalUrl ?? request.url)?.replace(/^([a-zA-Z][a-zA-Z0-9+.-]*:\/\/)[^/?#@]*@/, `$1${REDACTED}@`),
     host: request.hostname,
     remoteAddress: request.ip,
     remotePort: request.socket?.remotePort

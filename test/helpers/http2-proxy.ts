@@ -62,7 +62,10 @@ export interface Http2Tunnel {
   body (): Promise<string>
 }
 
-/** Sends `:method CONNECT` for `authority` on the session and waits for the response head. */
+/**
+ * Sends `:method CONNECT` for `authority` on the session and waits for the response head.
+ * Rejects when the stream closes first, with the stream's RST_STREAM code as `rstCode`.
+ */
 export function openHttp2Tunnel (session: ClientHttp2Session, authority: string, headers: OutgoingHttpHeaders = {}): Promise<Http2Tunnel> {
   const stream = session.request({ ':method': 'CONNECT', ':authority': authority, ...headers })
   stream.on('error', () => {})
@@ -81,6 +84,6 @@ export function openHttp2Tunnel (session: ClientHttp2Session, authority: string,
         })
       })
     })
-    stream.once('close', () => reject(new Error(`stream closed before a response (code ${String(stream.rstCode)})`)))
+    stream.once('close', () => reject(Object.assign(new Error(`stream closed before a response (code ${String(stream.rstCode)})`), { rstCode: stream.rstCode })))
   })
 }

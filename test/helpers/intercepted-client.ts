@@ -15,6 +15,15 @@ export interface InnerTlsOptions {
 }
 
 /**
+ * The `code` of a client TLS error for a received handshake_failure alert (alert number 40).
+ * The code is made from OpenSSL's reason text, which newer OpenSSL spells differently for the
+ * same alert: "sslv3 alert handshake failure" in the OpenSSL 3.0 of Node 20, "ssl/tls alert
+ * handshake failure" in the OpenSSL 3.5 of Node 22 and 24. Any other error (a certificate the
+ * client rejects, a reset, a handshake that succeeds) matches neither.
+ */
+export const HANDSHAKE_FAILURE_ALERT = /^ERR_SSL_(?:SSLV3|SSL\/TLS)_ALERT_HANDSHAKE_FAILURE$/
+
+/**
  * Runs a client TLS handshake over `transport` (a tunnel socket or an HTTP/2 CONNECT stream)
  * and resolves once it is done; rejects with the handshake error.
  */
