@@ -18,6 +18,23 @@ test('attacker finding 9: a request target the router cannot decode gets the pro
   }
 })
 
+test('an absolute-form target with another scheme than http(s) and userinfo gets 400 with Proxy-Status and is never echoed (the router refuses it since find-my-way 9.10.2; before, the proxy did), on the server and in an application with proxyFrameworkErrors', async (t) => {
+  const target = 'ftp://user:hunter2@127.0.0.1/file'
+  const request = `GET ${target} HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n`
+  const server = await startConfiguredServer(t, { listen: [{ host: '127.0.0.1', port: 0 }], allowAnonymous: true })
+  const app = Fastify({ logger: false, frameworkErrors: proxyFrameworkErrors })
+  await app.register(forwardProxy, { destinations: LOOPBACK_TEST_POLICY })
+  await app.listen({ port: 0, host: '127.0.0.1' })
+  t.teardown(() => app.close())
+  for (const port of [portOf(server.urls[0]), (app.server.address() as AddressInfo).port]) {
+    const answer = await rawExchange(port, request)
+    t.equal(answer.status, 400)
+    // Which layer refuses it depends on the router version: its bad-URL answer or the proxy's own.
+    t.match(answer.text, /\r\nproxy-status: fastify-forward-proxy; error=http_request_error; details="(bad request target|unsupported-scheme)"\r\n/i)
+    t.notMatch(answer.text, /hunter2|FST_ERR/, 'nothing of the target is echoed')
+  }
+})
+
 test('attacker finding 9: an application embedding the plugin gets the same answer with frameworkErrors: proxyFrameworkErrors', async (t) => {
   const app = Fastify({ logger: false, frameworkErrors: proxyFrameworkErrors })
   await app.register(forwardProxy, { destinations: LOOPBACK_TEST_POLICY })
