@@ -1,6 +1,7 @@
 import { once } from 'node:events'
 import type { AddressInfo } from 'node:net'
-import { connect, createServer, type Server } from 'node:tls'
+import { X509Certificate } from 'node:crypto'
+import { connect, createServer, type ConnectionOptions, type PeerCertificate, type Server } from 'node:tls'
 import { test, type Test } from 'tap'
 import { createCaCertificateProvider } from '../lib/index'
 import type { ForwardProxyCaCertificateProvider } from '../types/certificates'
@@ -26,7 +27,7 @@ async function startTlsServer (t: Test, provider: ForwardProxyCaCertificateProvi
   return (server.address() as AddressInfo).port
 }
 
-async function handshake (options: { port: number, host: string, servername?: string, ca: string }): Promise<string> {
+async function handshake (options: { port: number, host: string, servername?: string, ca: string, checkServerIdentity?: ConnectionOptions['checkServerIdentity'] }): Promise<string> {
   const socket = connect({ ...options, ...(options.servername === undefined ? {} : { servername: options.servername }) })
   try {
     await once(socket, 'secureConnect')
@@ -58,7 +59,13 @@ test('SPEC 2.3: a client checking an IPv6 address accepts the leaf issued for it
   const ca = await makeCa(fixtureDirectory(t))
   const provider = createCaCertificateProvider({ cert: ca.cert, key: ca.key })
   const port = await startTlsServer(t, provider, '::1', '::1')
-  t.equal(await handshake({ port, host: '::1', ca: ca.cert }), 'hello')
+  // The client matches the address with OpenSSL: Node 22.23's tls.checkServerIdentity matches no
+  // IPv6 literal at all (nodejs/node#64144).
+  const checkServerIdentity = (host: string, certificate: PeerCertificate): Error | undefined =>
+    new X509Certificate(certificate.raw).checkIP(host) === undefined ? new Error(`not issued for ${host}`) : undefined
+  t.equal(await handshake({ port, host: '::1', ca: ca.cert, checkServerIdentity }), 'hello')
+  const leaf = new X509Certificate((await provider.getLeaf('::1')).cert)
+  t.equal(leaf.checkIP('::2'), undefined, 'the leaf names no other address')
 })
 
 test('SPEC 2.3: a leaf for one name is refused by a client expecting another (no wildcard, no coalescing)', async (t) => {

@@ -1,6 +1,6 @@
 import { test, type Test } from 'tap'
 import { createServer, type AddressInfo, type Socket } from 'node:net'
-import type { FastifyInstance } from 'fastify'
+import Fastify, { type FastifyInstance } from 'fastify'
 import { ProxyAgent, request } from 'undici'
 import { startOrigin, startProxy, startSentinel, type Proxy } from './helpers/servers'
 import { startTcpDestination, echoesThrough } from './helpers/tcp-destination'
@@ -10,6 +10,9 @@ import { makeInterceptionPki } from './helpers/interception-pki'
 import { startInterceptingProxy, startTlsOrigin, staticProvider } from './helpers/intercepting-proxy'
 import { capturedLog } from './helpers/captured-log'
 import { compileUpstreamProxies } from './helpers/internals'
+import { certificateDirectory, issueLeaf, makeCa } from './helpers/destination-certificates'
+import { forwardProxy } from '../lib/index'
+import { LOOPBACK_TEST_POLICY } from './helpers/servers'
 
 interface Seen { method: string, url: string, authorization: string | undefined }
 
@@ -255,4 +258,36 @@ test('Upstream: an upstream that is this proxy itself is a loop: 508, no chain o
   t.equal(tunnel.status, 508)
   t.match(tunnel.head, /error=proxy_loop_detected; details="the upstream proxy is this proxy"/)
   t.equal(connects, 1, 'the proxy never sent itself a CONNECT')
+})
+
+/** Our proxy as an `https://` upstream on [::1] (HTTP/1.1 over TLS) with the certificate `leaf`; user `up`/`up-secret`. */
+async function startTlsUpstreamOnIpv6 (t: Test, leaf: { cert: string, key: string }): Promise<number> {
+  const app = Fastify({ logger: false, https: { cert: leaf.cert, key: leaf.key } }) as unknown as FastifyInstance
+  await app.register(forwardProxy, { destinations: LOOPBACK_TEST_POLICY, via: 'upstream', auth: { users: { up: 'up-secret' } } })
+  await app.listen({ port: 0, host: '::1' })
+  t.teardown(() => app.close())
+  return (app.server.address() as AddressInfo).port
+}
+
+test('Upstream over TLS named by an IPv6 literal (https://[::1]:port): verified against the IP address entries of its certificate; one for another address gets 502 tls_certificate_error naming the upstream', async (t) => {
+  const dir = certificateDirectory(t)
+  const ca = await makeCa(dir, 'ca')
+  const destination = await startTcpDestination(t)
+  const target = `127.0.0.1:${destination.port}`
+  const client = { 'Proxy-Authorization': basic('client', 'client-pw') }
+
+  const right = await startTlsUpstreamOnIpv6(t, await issueLeaf(dir, 'right', ca, { san: 'IP:::1' }))
+  const front = await startProxy(t, { auth: { users: { client: 'client-pw' } }, upstreamProxies: [{ hosts: ['*'], url: `https://up:up-secret@[::1]:${right}`, ca: ca.cert }] })
+  const tunnel = await openTunnel(front.port, target, client)
+  t.teardown(() => { tunnel.socket.destroy() })
+  if (!t.equal(tunnel.status, 200, tunnel.head)) return
+  await echoesThrough(tunnel.socket, await destination.nextConnection(), 'through the TLS upstream')
+
+  const wrong = await startTlsUpstreamOnIpv6(t, await issueLeaf(dir, 'wrong', ca, { san: 'IP:::2,IP:127.0.0.1,DNS:localhost' }))
+  const refusing = await startProxy(t, { auth: { users: { client: 'client-pw' } }, upstreamProxies: [{ hosts: ['*'], url: `https://up:up-secret@[::1]:${wrong}`, ca: ca.cert }] })
+  const refused = await openTunnel(refusing.port, target, client)
+  refused.socket.destroy()
+  t.equal(refused.status, 502, refused.head)
+  t.match(refused.head, `\r\nproxy-status: fastify-forward-proxy; error=tls_certificate_error; details="ERR_TLS_CERT_ALTNAME_INVALID"; next-hop="[::1]:${wrong}"\r\n`)
+  t.notMatch(refused.head, /up-secret/)
 })

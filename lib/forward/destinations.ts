@@ -4,15 +4,15 @@
 import { isIPv6, isIP, type Socket } from 'node:net'
 import { Agent, type buildConnector } from 'undici'
 import {
-  checkServerIdentity,
   connect as tlsConnect,
   type DetailedPeerCertificate,
   type TLSSocket
 } from 'node:tls'
 import { connectToDestination, type DestinationConnectorSettings } from '../security/destination-connector'
-import { dialUpstream } from '../security/upstream-proxy'
+import { dialUpstream, upstreamUnreachable } from '../security/upstream-proxy'
+import { certificateVerdictCode, serverIdentityError } from '../security/server-identity'
 import { canonicalHost, formatAuthority } from '../protocol/hosts'
-import { ProxyError, isProxyError, errorCode, proxyErrorFromNetworkError } from '../protocol/errors'
+import { ProxyError, isProxyError, errorCode } from '../protocol/errors'
 import type { ForwardProxyDestination } from '../../types/destination'
 import type { DestinationTlsSettings } from '../core/interception-options'
 
@@ -103,8 +103,7 @@ export function createUpstreamDispatcher (connector: DestinationConnectorSetting
     const timer = setTimeout(() => socket.destroy(new ProxyError('connection_timeout', 'The upstream proxy did not answer in time.', { nextHop: label })), connector.connectTimeout)
     const onError = (error: Error): void => {
       clearTimeout(timer)
-      const mapped = isProxyError(error) ? error : proxyErrorFromNetworkError(error)
-      callback(new ProxyError(mapped.errorType, `The upstream proxy could not be reached: ${mapped.message}`, { status: mapped.status, ...(mapped.details === undefined ? {} : { details: mapped.details }), nextHop: label, cause: error }), null)
+      callback(upstreamUnreachable(error, label), null)
     }
     socket.once('error', onError)
     socket.once(readyEvent, () => {
@@ -178,7 +177,7 @@ function judgeCertificate (socket: TLSSocket, destination: ForwardProxyDestinati
     return new ProxyError('tls_certificate_error', 'The destination presented no certificate.', { details: 'no certificate' })
   }
   const chainError = socket.authorizationError === null ? null : asError(socket.authorizationError)
-  const error = chainError ?? checkServerIdentity(destination.host, certificate) ?? null
+  const error = chainError ?? serverIdentityError(destination.host, certificate) ?? null
   if (settings.check === null) return error === null ? null : certificateProblem(error)
   let accepted: boolean
   try {
@@ -199,17 +198,6 @@ function asError (value: Error | string): Error {
   error.code = value
   return error
 }
-
-// Verification results (OpenSSL's X509_V_ERR_* names as Node reports them, plus Node's host
-// name check) that may be named to the client: they say what is wrong, nothing about the proxy.
-const CERTIFICATE_CODES = new Set([
-  'CERT_HAS_EXPIRED', 'CERT_NOT_YET_VALID', 'CERT_REVOKED', 'CERT_UNTRUSTED', 'CERT_REJECTED',
-  'CERT_SIGNATURE_FAILURE', 'CERT_CHAIN_TOO_LONG', 'INVALID_CA', 'INVALID_PURPOSE',
-  'DEPTH_ZERO_SELF_SIGNED_CERT', 'SELF_SIGNED_CERT_IN_CHAIN', 'UNABLE_TO_GET_ISSUER_CERT',
-  'UNABLE_TO_GET_ISSUER_CERT_LOCALLY', 'UNABLE_TO_VERIFY_LEAF_SIGNATURE',
-  'UNABLE_TO_DECODE_ISSUER_PUBLIC_KEY', 'ERROR_IN_CERT_NOT_BEFORE_FIELD', 'ERROR_IN_CERT_NOT_AFTER_FIELD',
-  'PATH_LENGTH_EXCEEDED', 'HOSTNAME_MISMATCH', 'ERR_TLS_CERT_ALTNAME_INVALID', 'ERR_TLS_CERT_ALTNAME_FORMAT'
-])
 
 // Verdicts that mean the chain does not end at a CA the proxy trusts (a private or self-signed CA).
 const UNTRUSTED_ISSUER_CODES = new Set([
@@ -232,8 +220,7 @@ export function certificateErrorHint (error: ProxyError): string | undefined {
  * certificate's names) stays in the logs.
  */
 export function certificateProblem (error: Error): ProxyError {
-  const code = errorCode(error)
-  const details = code !== undefined && CERTIFICATE_CODES.has(code) ? code : 'certificate rejected'
+  const details = certificateVerdictCode(error) ?? 'certificate rejected'
   return new ProxyError('tls_certificate_error', 'The destination presented a certificate that failed validation.', { details, cause: error })
 }
 
@@ -245,8 +232,8 @@ export function certificateProblem (error: Error): ProxyError {
  */
 export function tlsHandshakeError (error: unknown): ProxyError {
   if (isProxyError(error)) return error
+  if (certificateVerdictCode(error) !== undefined) return certificateProblem(error as Error)
   const code = errorCode(error)
-  if (code !== undefined && CERTIFICATE_CODES.has(code)) return certificateProblem(error as Error)
   const details = code !== undefined && /^ERR_SSL_[A-Z0-9_]{1,80}$/.test(code) ? code : 'handshake failed'
   return new ProxyError('tls_protocol_error', 'The TLS handshake with the destination failed.', { details, cause: error })
 }

@@ -7,7 +7,8 @@ import { connect as tlsConnect } from 'node:tls'
 import type { FastifyRequest } from 'fastify'
 import type { ForwardProxyDestination } from '../../types/destination'
 import type { ForwardProxyUpstreamRule, ForwardProxyUpstreamSelector } from '../../types/upstream'
-import { ForwardProxyOptionsError, ProxyError, proxyErrorFromNetworkError } from '../protocol/errors'
+import { ForwardProxyOptionsError, ProxyError, isProxyError, proxyErrorFromNetworkError } from '../protocol/errors'
+import { certificateVerdictCode, serverIdentityError } from './server-identity'
 import { canonicalHost, compileHostPattern, formatAuthority, matchesAny, type HostPattern } from '../protocol/hosts'
 
 /** An upstream proxy, parsed from its URL. */
@@ -175,10 +176,25 @@ const MAX_RESPONSE_HEAD = 16 * 1024
  */
 export function dialUpstream (upstream: UpstreamProxy, plain: Omit<NetConnectOpts, 'host' | 'port'> = {}): { socket: Socket, readyEvent: 'secureConnect' | 'connect' } {
   if (upstream.protocol === 'https:') {
-    const socket = tlsConnect({ host: upstream.host, port: upstream.port, ...(isIP(upstream.host) === 0 ? { servername: upstream.host } : {}), ...(upstream.ca === undefined ? {} : { ca: upstream.ca }), ALPNProtocols: ['http/1.1'] })
+    const socket = tlsConnect({ host: upstream.host, port: upstream.port, ...(isIP(upstream.host) === 0 ? { servername: upstream.host } : {}), ...(upstream.ca === undefined ? {} : { ca: upstream.ca }), checkServerIdentity: serverIdentityError, ALPNProtocols: ['http/1.1'] })
     return { socket, readyEvent: 'secureConnect' }
   }
   return { socket: netConnect({ noDelay: true, ...plain, host: upstream.host, port: upstream.port }), readyEvent: 'connect' }
+}
+
+/**
+ * The error for an upstream proxy that could not be reached, naming it in `nextHop`: 502
+ * `tls_certificate_error` with the verdict's code when an `https://` upstream's certificate
+ * failed validation, otherwise the network error's type (`connection_refused`, `dns_error`...).
+ */
+export function upstreamUnreachable (error: Error, nextHop: string): ProxyError {
+  if (isProxyError(error)) return error
+  const verdict = certificateVerdictCode(error)
+  if (verdict !== undefined) {
+    return new ProxyError('tls_certificate_error', 'The upstream proxy presented a certificate that failed validation.', { details: verdict, nextHop, cause: error })
+  }
+  const mapped = proxyErrorFromNetworkError(error)
+  return new ProxyError(mapped.errorType, `The upstream proxy could not be reached: ${mapped.message}`, { status: mapped.status, ...(mapped.details === undefined ? {} : { details: mapped.details }), nextHop, cause: error })
 }
 
 /**
@@ -232,10 +248,7 @@ export function connectThroughUpstream (upstream: UpstreamProxy, destination: Fo
       socket.pause()
       resolve(socket)
     }
-    const onError = (error: Error): void => {
-      const mapped = proxyErrorFromNetworkError(error)
-      finish(new ProxyError(mapped.errorType, `The upstream proxy could not be reached: ${mapped.message}`, { status: mapped.status, ...(mapped.details === undefined ? {} : { details: mapped.details }), nextHop, cause: error }))
-    }
+    const onError = (error: Error): void => finish(upstreamUnreachable(error, nextHop))
     const onClose = (): void => finish(new ProxyError('connection_terminated', 'The upstream proxy closed the connection before answering CONNECT.', { status: 502, nextHop }))
     const onAbort = (): void => finish(new ProxyError('connection_terminated', 'The client went away while connecting.', { nextHop }))
     const timer = setTimeout(() => finish(new ProxyError('connection_timeout', 'The upstream proxy did not answer in time.', { nextHop })), timeout)

@@ -1,6 +1,6 @@
 import { createServer, type Server, type ServerOptions } from 'node:https'
 import type { AddressInfo } from 'node:net'
-import type { TLSSocket } from 'node:tls'
+import type { ConnectionOptions, TLSSocket } from 'node:tls'
 import Fastify, { type FastifyInstance } from 'fastify'
 import type { Test } from 'tap'
 import { ProxyAgent, request, type Dispatcher } from 'undici'
@@ -27,8 +27,8 @@ export interface HttpsOrigin {
   requests: HttpsOriginRequest[]
 }
 
-/** Starts an HTTPS origin on 127.0.0.1:0 answering `ok <path>`; closed at teardown. */
-export async function startHttpsOrigin (t: Test, options: ServerOptions): Promise<HttpsOrigin> {
+/** Starts an HTTPS origin on `host` (default 127.0.0.1), any port, answering `ok <path>`; closed at teardown. */
+export async function startHttpsOrigin (t: Test, options: ServerOptions, host = '127.0.0.1'): Promise<HttpsOrigin> {
   const requests: HttpsOriginRequest[] = []
   const server = createServer(options, (req, res) => {
     const socket = req.socket as TLSSocket
@@ -37,7 +37,7 @@ export async function startHttpsOrigin (t: Test, options: ServerOptions): Promis
     res.end(`ok ${req.url ?? ''}`)
   })
   server.on('tlsClientError', () => {})
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve))
+  await new Promise<void>((resolve) => server.listen(0, host, resolve))
   t.teardown(() => new Promise<void>((resolve) => { server.closeAllConnections(); server.close(() => resolve()) }))
   return { server, port: (server.address() as AddressInfo).port, requests }
 }
@@ -60,14 +60,16 @@ export interface InterceptedPath {
  * Starts a proxy with tlsInterception that intercepts every tunnel (leaves minted by the library's
  * CA provider from a test operator CA, for whatever host the client names, checked by host name), with `interception` as the interception options (the
  * destination TLS settings among them) and `proxy` as the forwardProxy options (loopback
- * destinations allowed unless overridden). Closed at teardown.
+ * destinations allowed unless overridden); `clientTls` adds to the client's TLS options toward
+ * the proxy's leaf. Closed at teardown.
  */
 export async function startInterceptedPath (
   t: Test,
   destinationPort: number,
   interception: TlsInterceptionOptions = {},
   proxy: ForwardProxyOptions = {},
-  destinationHost = '127.0.0.1'
+  destinationHost = '127.0.0.1',
+  clientTls: ConnectionOptions = {}
 ): Promise<InterceptedPath> {
   const pki = await makeInterceptionPki(t)
   const app = Fastify({ logger: false })
@@ -78,7 +80,7 @@ export async function startInterceptedPath (
     ...interception
   })
   await app.listen({ port: 0, host: '127.0.0.1' })
-  const agent = new ProxyAgent({ uri: `http://127.0.0.1:${(app.server.address() as AddressInfo).port}`, requestTls: { ca: pki.operatorCa.cert } })
+  const agent = new ProxyAgent({ uri: `http://127.0.0.1:${(app.server.address() as AddressInfo).port}`, requestTls: { ca: pki.operatorCa.cert, ...clientTls } })
   t.teardown(async () => { await agent.close(); await app.close() })
   const authority = `${destinationHost}:${destinationPort}`
   return {
