@@ -4,7 +4,11 @@ import { startCountingDestination } from './helpers/counting-destination'
 import { basic, openTunnel, rawExchange, type OpenTunnel } from './helpers/raw-client'
 import { eventually } from './helpers/eventually'
 import Fastify from 'fastify'
-import { forwardProxy, type ForwardProxyOptions } from '../lib/index'
+import { forwardProxy, ProxyError, type ForwardProxyOptions } from '../lib/index'
+import { UserPolicy } from './helpers/internals'
+import { closedPort } from './helpers/closed-port'
+import { startTcpDestination } from './helpers/tcp-destination'
+import { connectHttp2, openHttp2Tunnel, startHttp2Proxy } from './helpers/http2-proxy'
 
 const ALICE = { 'Proxy-Authorization': basic('alice', 'pw-a') }
 const AGENT = { 'Proxy-Authorization': basic('agent-7', 'pw7') }
@@ -118,4 +122,78 @@ test('Per-user policy: bad users entries are refused at registration naming the 
     await app.close()
     t.equal((error as { option?: string } | undefined)?.option, option)
   }
+})
+
+test('Per-user policy: requestsPerMinute counts in one-minute windows: refused with the seconds left as Retry-After until the minute is over, then counted afresh (a clock driven by the test)', async (t) => {
+  let now = 1_000_000
+  const policy = new UserPolicy(() => now)
+  const agent = { name: 'agent-7', requestsPerMinute: 2 }
+  const destination = { host: 'api.example.test', port: 443 }
+  const refusal = (): unknown => { try { policy.admitRequest(agent, destination); return null } catch (error) { return error } }
+  t.equal(refusal(), null, 'first request of the minute')
+  now += 10_000
+  t.equal(refusal(), null, 'second request of the minute')
+  now += 20_000
+  const third = refusal()
+  t.ok(third instanceof ProxyError, 'the third within the minute is refused')
+  t.equal((third as ProxyError).status, 429)
+  t.equal((third as ProxyError).retryAfter, 30, 'Retry-After: the 30 s left of the minute')
+  now += 29_999
+  t.ok(refusal() instanceof ProxyError, 'still refused 1 ms before the minute is over')
+  now += 1
+  t.equal(refusal(), null, 'a new minute: admitted again')
+  t.equal(refusal(), null, 'and counted from zero (two per minute)')
+  t.ok(refusal() instanceof ProxyError, 'the third of the new minute is refused')
+  now += 120_000
+  t.equal(refusal(), null, 'after two idle minutes: admitted')
+})
+
+test('Per-user policy: a tunnel whose dial fails gives the user\'s slot back: refused connection, unresolvable name, refused address, each twice with maxConcurrentTunnels 1, then a tunnel opens', async (t) => {
+  const destination = await startTcpDestination(t)
+  const proxy = await startProxy(t, {
+    ...usersOption({ maxConcurrentTunnels: 1 }),
+    destinations: { allowedNetworks: ['127.0.0.1/32'], allowedPorts: '*' },
+    resolver: async (hostname) => {
+      if (hostname === 'nowhere.test') throw Object.assign(new Error('not found'), { code: 'ENOTFOUND' })
+      // A private address the policy refuses after resolution: never dialed.
+      if (hostname === 'private.test') return [{ address: '10.1.2.3', family: 4 }]
+      return [{ address: '127.0.0.1', family: 4 }]
+    }
+  })
+  const failing: Array<[string, number]> = [[`127.0.0.1:${await closedPort()}`, 502], ['nowhere.test:443', 502], ['private.test:443', 403]]
+  for (const [target, status] of failing) {
+    for (const attempt of [1, 2]) {
+      const refused = await tunnel(t, proxy.port, target, AGENT)
+      t.equal(refused.status, status, `${target}, attempt ${attempt}: ${refused.head.split('\r\n')[0] ?? ''}`)
+      t.notMatch(refused.head, /connection_limit_reached/, 'not the user\'s tunnel limit')
+    }
+  }
+  const opened = await tunnel(t, proxy.port, `127.0.0.1:${destination.port}`, AGENT)
+  t.equal(opened.status, 200, 'the one slot is free: a tunnel opens')
+})
+
+test('Per-user policy over HTTP/2 CONNECT: allowedHosts refuses another host with 403 before dialing, and maxConcurrentTunnels holds per stream', async (t) => {
+  const destination = await startCountingDestination(t)
+  const proxy = await startHttp2Proxy(t, usersOption({ allowedHosts: ['localhost'], maxConcurrentTunnels: 1 }))
+  const session = await connectHttp2(t, proxy)
+  const auth = { 'proxy-authorization': AGENT['Proxy-Authorization'] }
+
+  const refused = await openHttp2Tunnel(session, `127.0.0.1:${destination.port}`, auth)
+  if (!t.equal(refused.status, 403)) return
+  t.match(refused.headers['proxy-status'], /error=http_request_denied; details="host not allowed for this user"/)
+  await refused.body()
+
+  const first = await openHttp2Tunnel(session, `localhost:${destination.port}`, auth)
+  t.equal(first.status, 200, 'an allowed host opens')
+  await eventually(() => destination.accepted >= 1)
+  const second = await openHttp2Tunnel(session, `localhost:${destination.port}`, auth)
+  if (!t.equal(second.status, 429, 'a second stream is over the user\'s tunnel limit')) return
+  t.match(second.headers['proxy-status'], /error=connection_limit_reached; details="tunnel limit of this user reached"/)
+  await second.body()
+  const alice = await openHttp2Tunnel(session, `127.0.0.1:${destination.port}`, { 'proxy-authorization': ALICE['Proxy-Authorization'] })
+  t.equal(alice.status, 200, 'another user on the same session is not limited by it')
+  await eventually(() => destination.accepted >= 2)
+  first.stream.close()
+  alice.stream.close()
+  t.equal(destination.accepted, 2, 'the allowed tunnels were dialed; the refused streams, answered before them, were not')
 })

@@ -71,7 +71,7 @@ function classify (req: RawRequest): ProxyRequestTarget | null {
  * treats other targets: the proxy route (`*`, held by its router constraint) matches it whatever
  * the path.
  */
-export const CONNECT_ROUTING_PATH = '/'
+const CONNECT_ROUTING_PATH = '/'
 
 const connectTargets = new ObjectSlot<string>('connectTarget')
 
