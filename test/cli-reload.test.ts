@@ -196,6 +196,30 @@ test('reload: which keys apply at once and which need a restart (kept at their c
   t.same(withoutUsers.effective.users, { a: 'x' }, 'the users stay until then: a reload never opens the proxy')
 })
 
+test('bin reload: a file the plugin refuses after the checks of the file passed (a user\'s host pattern) changes nothing, interception.hosts included: the next tunnel is still opaque', async (t) => {
+  const pki = await makeInterceptionPki(t)
+  const origin = await startTlsOrigin(t, pki, (_req, res) => { res.end('ok') })
+  const file = join(t.testdir(), 'proxy.json')
+  const config = (hosts: string[], alice: unknown): object => ({
+    ...base,
+    users: { alice },
+    interception: { hosts, ca: { cert: pki.operatorCa.certPath, key: pki.operatorCa.certPath.replace(/\.pem$/, '.key') }, trustedDestinationCa: pki.destinationCa.certPath }
+  })
+  writeFileSync(file, JSON.stringify(config(['never.example'], 'pw-a')))
+  const bin = runBin(t, ['--config', file])
+  const proxy = `http://alice:pw-a@127.0.0.1:${portOf((await listeningUrls(bin))[0] ?? '')}`
+  // Trusting only the operator CA: an opaque tunnel shows the origin's own certificate and fails.
+  const fetchThrough = async (): Promise<string> => await curl('curl', ['-sS', '--proxy', proxy, '--cacert', pki.operatorCa.certPath, `https://127.0.0.1:${origin.port}/`])
+    .then((result) => result.stdout, (error: { code?: number }) => `curl exit ${String(error.code)}`)
+  t.equal(await fetchThrough(), 'curl exit 60', 'not intercepted before the reload')
+  writeFileSync(file, JSON.stringify(config(['127.0.0.1'], { password: 'pw-a', allowedHosts: ['exa mple'] })))
+  bin.child.kill('SIGHUP')
+  const [failure] = await printed(bin, /configuration reload failed, the previous configuration stays/)
+  t.match(failure, /allowedHosts/)
+  t.equal(await fetchThrough(), 'curl exit 60', 'still not intercepted: the refused file\'s interception.hosts never applied')
+  t.notOk(bin.stdout().includes('configuration reloaded'))
+})
+
 test('bin reload: a changed interception.hosts applies to the next tunnel (curl: opaque before, intercepted after)', async (t) => {
   const pki = await makeInterceptionPki(t)
   const origin = await startTlsOrigin(t, pki, (_req, res) => { res.end('ok') })

@@ -105,3 +105,30 @@ test('reconfigure under load: requests keep flowing through 50 reconfigurations 
   t.same(statuses.filter((status) => status !== 200), [], 'every request got its answer')
   t.equal(origin.requests.length, 400)
 })
+
+test('reconfigure: a refused change (a setting fixed at registration) applies none of the other settings it carries: tunnel and request limits, destinations and users stay as they were', async (t) => {
+  const origin = await startOrigin(t)
+  const destination = await startTcpDestination(t)
+  const registered: ForwardProxyOptions = { auth: { users: { alice: 'pw' } }, destinations: LOOPBACK_TEST_POLICY, limits: { maxConcurrentTunnels: 3, maxConcurrentRequests: 3 } }
+  const proxy = await startProxy(t, registered)
+  const alice = { 'Proxy-Authorization': basic('alice', 'pw') }
+  const refusedChange: ForwardProxyOptions = {
+    auth: { users: { bob: 'pw' } },
+    destinations: { allowedHosts: ['elsewhere.example'], allowedPorts: [443] },
+    limits: { maxConcurrentTunnels: 1, maxConcurrentRequests: 1 },
+    via: 'other'
+  }
+  const error = (() => { try { proxy.app.forwardProxy.reconfigure(refusedChange); return undefined } catch (caught) { return caught } })()
+  t.ok(error instanceof ForwardProxyOptionsError, 'refused')
+  t.equal((error as ForwardProxyOptionsError).option, 'via')
+
+  const target = `127.0.0.1:${destination.port}`
+  const tunnels = [await openTunnel(proxy.port, target, alice), await openTunnel(proxy.port, target, alice)]
+  t.teardown(() => { for (const tunnel of tunnels) tunnel.socket.destroy() })
+  t.same(tunnels.map((tunnel) => tunnel.status), [200, 200], 'two tunnels at once: the limit of 1 was not applied')
+  const [first] = tunnels
+  if (first !== undefined) await echoesThrough(first.socket, await destination.nextConnection(), 'through the tunnel')
+  t.equal((await get(proxy.port, `http://127.0.0.1:${origin.port}/x`, alice)).status, 200, 'alice and the loopback destination still pass (while two tunnels are open)')
+  t.equal((await get(proxy.port, `http://127.0.0.1:${origin.port}/x`, { 'Proxy-Authorization': basic('bob', 'pw') })).status, 407, 'bob was not added')
+  t.equal(proxy.app.forwardProxy.activeTunnels, 2)
+})
