@@ -113,8 +113,9 @@ test('browser: headless Chromium with an https:// proxy loads a loopback HTTPS p
       throw Object.assign(new Error(`the test's resolver refuses ${hostname}`), { code: 'ENOTFOUND' })
     }
   }, (app) => {
+    // originalUrl: the target as received (a CONNECT's url is "/", the path it is routed under).
     app.addHook('onRequest', async (request) => {
-      seen.push({ id: request.id, method: request.method, httpVersion: request.raw.httpVersion, url: request.url })
+      seen.push({ id: request.id, method: request.method, httpVersion: request.raw.httpVersion, url: request.originalUrl })
     })
     app.addHook('onResponse', async (request, reply) => {
       const entry = seen.find((s) => s.id === request.id)
@@ -220,7 +221,7 @@ test('browser: headless Chromium with an https:// proxy loads an http:// page (H
     resolver: async (hostname) => { throw Object.assign(new Error(`the test's resolver refuses ${hostname}`), { code: 'ENOTFOUND' }) }
   }, (app) => {
     app.addHook('onRequest', async (request) => {
-      seen.push({ id: request.id, method: request.method, httpVersion: request.raw.httpVersion, url: `${String(request.headers[':scheme'] ?? '')} ${request.url}` })
+      seen.push({ id: request.id, method: request.method, httpVersion: request.raw.httpVersion, url: `${String(request.headers[':scheme'] ?? '')} ${request.originalUrl}` })
     })
   })
   const run = await runChromium(t, chromiumArgs(t, proxy.port, [spkiHash(proxy.tls.cert), spkiHash(scriptTls.cert)], `http://${pageAuthority}/`), { ...process.env, HOME: t.testdir() })
