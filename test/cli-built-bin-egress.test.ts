@@ -2,13 +2,11 @@
 // package run), not the TypeScript sources the other CLI tests start: a user's tunnel limit and
 // request rate, a placeholder over plain http, a secret injected inside an intercepted tunnel,
 // and the metrics listener counting what happened. `npm test` builds dist first (pretest).
-import { spawn } from 'node:child_process'
 import { statSync, readdirSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
-import { test, type Test } from 'tap'
+import { test } from 'tap'
 import { request } from 'undici'
-import { childEnv } from './helpers/child-node'
-import { listeningUrls, type BinProcess } from './helpers/cli-bin'
+import { BUILT_BIN, listeningUrls, runBuiltBin } from './helpers/cli-bin'
 import { LOOPBACK_ORIGINS, portOf } from './helpers/cli-server'
 import { makeInterceptionPki } from './helpers/interception-pki'
 import { startTlsOrigin } from './helpers/intercepting-proxy'
@@ -18,7 +16,6 @@ import { startOrigin } from './helpers/servers'
 import { startTcpDestination } from './helpers/tcp-destination'
 
 const ROOT = join(__dirname, '..')
-const BUILT_BIN = join(ROOT, 'dist', 'lib', 'cli', 'main.js')
 const SECRET = 'sk-built/5e2a+7c1d=9f3b8a6e'
 const PLACEHOLDER = 'PLACEHOLDER_BUILT_API'
 const AGENT = { 'Proxy-Authorization': basic('agent', 'agent-pw') }
@@ -32,18 +29,6 @@ function newestSource (directory: string): number {
     else if (entry.name.endsWith('.ts')) newest = Math.max(newest, statSync(path).mtimeMs)
   }
   return newest
-}
-
-/** Runs the built bin with `args`; killed at teardown. */
-function runBuiltBin (t: Test, args: string[], env: Record<string, string>): BinProcess {
-  const child = spawn(process.execPath, [BUILT_BIN, ...args], { cwd: ROOT, env: childEnv({ FORWARD_PROXY_CONFIG: undefined, ...env }) })
-  let out = ''
-  let err = ''
-  child.stdout.on('data', (chunk: Buffer) => { out += chunk.toString() })
-  child.stderr.on('data', (chunk: Buffer) => { err += chunk.toString() })
-  const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)))
-  t.teardown(() => { if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL') })
-  return { child, stdout: () => out, stderr: () => err, exited }
 }
 
 test('built bin: a user\'s tunnel limit and request rate, a placeholder refused over plain http and injected in an intercepted tunnel, and the metrics of all of it', async (t) => {

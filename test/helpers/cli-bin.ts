@@ -21,7 +21,19 @@ export interface BinProcess {
  * unless `env` sets it. Killed with SIGKILL at teardown if still running.
  */
 export function runBin (t: Test, args: string[], env: Record<string, string> = {}): BinProcess {
-  const child = spawn(process.execPath, ['--import', TS_LOADER, join(ROOT, 'lib/cli/main.ts'), ...args], { cwd: ROOT, env: childEnv({ FORWARD_PROXY_CONFIG: undefined, ...env }) })
+  return tracked(t, spawn(process.execPath, ['--import', TS_LOADER, join(ROOT, 'lib/cli/main.ts'), ...args], { cwd: ROOT, env: childEnv({ FORWARD_PROXY_CONFIG: undefined, ...env }) }))
+}
+
+/** The built bin, `dist/lib/cli/main.js` (what `npm start` and the package run). */
+export const BUILT_BIN = join(ROOT, 'dist', 'lib', 'cli', 'main.js')
+
+/** Like {@link runBin}, for the built bin: `npm run build` (or `npm test`'s pretest) makes it. */
+export function runBuiltBin (t: Test, args: string[], env: Record<string, string> = {}): BinProcess {
+  return tracked(t, spawn(process.execPath, [BUILT_BIN, ...args], { cwd: ROOT, env: childEnv({ FORWARD_PROXY_CONFIG: undefined, ...env }) }))
+}
+
+/** Collects a bin process's output and kills it with SIGKILL at teardown if still running. */
+function tracked (t: Test, child: ChildProcessWithoutNullStreams): BinProcess {
   let out = ''
   let err = ''
   child.stdout.on('data', (chunk: Buffer) => { out += chunk.toString() })
