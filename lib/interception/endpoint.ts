@@ -64,7 +64,8 @@ export class InterceptionEndpoint {
   readonly #server: Http2SecureServer
   readonly #settings: EndpointSettings
   readonly #alpnProtocols: readonly string[]
-  #injecting: InterceptedTunnel | null = null
+  /** The connection being handed to the server, for its `'session'` listener. */
+  #injecting: { readonly socket: TLSSocket, readonly tunnel: InterceptedTunnel } | null = null
 
   constructor (fastify: FastifyInstance, settings: EndpointSettings) {
     this.#settings = settings
@@ -81,12 +82,10 @@ export class InterceptionEndpoint {
     fastify.addHook('onReady', async () => applyServerLimits(this.#server, fastify.server))
     fastify.addHook('onClose', async () => { this.#server.close() })
     this.#server.on('session', (session: Http2Session) => {
-      if (this.#injecting !== null) rememberInterceptedConnection(session, this.#injecting)
       session.on('error', () => {})
-      // Node's HTTP/2 session ignores the end of its socket's input and waits for a close that
-      // an intercepted tunnel only gets at its idle timeout: a client whose TCP connection has
-      // ended sends no more frames, so the session finishes its open streams and closes.
-      session.socket.once('end', () => { if (!session.closed) session.close() })
+      if (this.#injecting === null) return
+      rememberInterceptedConnection(session, this.#injecting.tunnel)
+      closeWhenClientEnds(session, this.#injecting.socket)
     })
     this.#server.on('connect', countInterceptedRequest)
     attachProxyToServer(this.#server, fastify, settings.pseudonym, { routeRequests: false, firstByteTimeout: null, maxStreamResets: settings.maxStreamResets })
@@ -143,13 +142,36 @@ export class InterceptionEndpoint {
     const internals = socket as unknown as { secureConnecting: boolean, _releaseControl?: () => boolean }
     internals._releaseControl?.()
     internals.secureConnecting = false
-    this.#injecting = tunnel
+    this.#injecting = { socket, tunnel }
     try {
       this.#server.emit('secureConnection', socket)
     } finally {
       this.#injecting = null
     }
   }
+}
+
+/**
+ * Closes an intercepted HTTP/2 connection as soon as its client ends its side (TLS close_notify
+ * or TCP FIN): its open streams are reset and what they forward is aborted, as Go's HTTP/2
+ * server does for a client that disconnects (and Node's HTTP/1.1 server for a client that ends
+ * its side). Such a client sends no more frames, not even the WINDOW_UPDATE a response larger
+ * than its window needs.
+ *
+ * Neither Node's HTTP/2 session (it ignores the end of its socket's input) nor its graceful
+ * close can be relied on here. A client that resets its connection right after its close_notify
+ * (Go's Transport discarding a spare connection: close_notify, then a close with the proxy's
+ * session ticket unread) makes the proxy's next write fail, and Node 20's TLS layer keeps that
+ * write pending for ever without reporting an error: the session then waits for it, its streams
+ * never finish, and the tunnel and its slots would be held until the idle timeout. Destroying
+ * the TLS socket closes the tunnel's connection under it.
+ */
+function closeWhenClientEnds (session: Http2Session, socket: TLSSocket): void {
+  socket.once('end', () => {
+    // A GOAWAY if the connection still takes it; the socket is closed either way.
+    session.destroy()
+    socket.destroy()
+  })
 }
 
 /** A stream transport whose errors end in its close, which is all the tunnel reports. */

@@ -131,3 +131,71 @@ export function http2Request (session: ClientHttp2Session, headers: OutgoingHttp
     if (body !== undefined) stream.end(body)
   })
 }
+
+/** A client TLS connection inside a tunnel that can drop the tunnel the way Go's Transport drops a spare connection. */
+export interface DroppableTls {
+  readonly tls: TLSSocket
+  /**
+   * Sends TLS close_notify (anything held back first) and resets the tunnel's TCP connection:
+   * right behind it (`'reset'`, Go's close with the proxy's bytes unread), or once a FIN has
+   * gone out (`'fin-then-reset'`, Go's close followed by the kernel's answer to the proxy's next
+   * bytes). Either way the proxy's next write on the tunnel (its session ticket, its HTTP/2
+   * SETTINGS or GOAWAY, a response) fails.
+   */
+  drop (how?: 'reset' | 'fin-then-reset'): void
+}
+
+/**
+ * Runs a client TLS handshake inside `tunnel` (like {@link startInnerTls} over
+ * {@link tunnelTransport}) through a transport that can reset the tunnel's connection right
+ * behind the client's last bytes, as Go's Transport does when it closes a connection it no
+ * longer needs (close_notify, then a close with the proxy's bytes unread, which resets it).
+ * With `holdFinished`, what the client sends after its ClientHello (the end of its handshake)
+ * is held back until `drop()`, so the proxy reads the end of the handshake, the close_notify and
+ * the reset together, however its process (the bin's, say) is scheduled. That needs TLS 1.3
+ * (what Node's client and the proxy agree on), where the client's handshake is done without the
+ * proxy reading its Finished.
+ */
+export async function startDroppableTls (tunnel: OpenTunnel, options: InnerTlsOptions & { holdFinished?: boolean }): Promise<DroppableTls> {
+  const { socket, rest } = tunnel
+  const held: Buffer[] = []
+  let writes = 0
+  let dropping = false
+  let finFirst = false
+  const transport = new Duplex({
+    read () { socket.resume() },
+    write (chunk: Buffer, _encoding, callback) {
+      if (dropping || (options.holdFinished === true && writes++ > 0)) held.push(chunk)
+      else socket.write(chunk)
+      callback()
+    },
+    final (callback) {
+      if (held.length > 0) socket.write(Buffer.concat(held.splice(0)))
+      if (finFirst) {
+        // Reset only once the FIN is out: libuv refuses to reset a socket while it shuts down.
+        socket.once('finish', () => socket.resetAndDestroy())
+        socket.end()
+      } else {
+        socket.resetAndDestroy()
+      }
+      callback()
+    },
+    destroy (error, callback) {
+      if (!socket.destroyed) socket.destroy()
+      callback(error)
+    }
+  })
+  if (rest.length > 0) transport.push(rest)
+  socket.on('data', (chunk: Buffer) => { if (!transport.push(chunk)) socket.pause() })
+  socket.once('end', () => transport.push(null))
+  const tls = await startInnerTls(transport, options)
+  return {
+    tls,
+    drop (how = 'reset') {
+      // The close_notify is held too, and goes out with what follows it.
+      dropping = true
+      finFirst = how === 'fin-then-reset'
+      tls.end()
+    }
+  }
+}
