@@ -1,5 +1,6 @@
 import { test } from 'tap'
 import { closedPort } from './helpers/closed-port'
+import { startTcpDestination } from './helpers/tcp-destination'
 import { installMetrics } from './helpers/metric-reader'
 import { startProxy } from './helpers/servers'
 import { basic, openTunnel, rawExchange } from './helpers/raw-client'
@@ -44,6 +45,24 @@ test('Metrics: forward_proxy.auth.failures counts the brute-force guard\'s 429 a
     '{"forward_proxy.auth.reason":"invalid_credentials"}': 1,
     '{"forward_proxy.auth.reason":"rate_limited"}': 1
   })
+})
+
+test('Metrics: a user\'s own limits (maxConcurrentTunnels, requestsPerMinute) answer 429 without counting as authentication failures', async (t) => {
+  const installed = installMetrics(t)
+  const destination = await startTcpDestination(t)
+  const proxy = await startProxy(t, { auth: { users: { agent: { password: 'pw', maxConcurrentTunnels: 1, requestsPerMinute: 3 } } } })
+  const auth = { 'Proxy-Authorization': basic('agent', 'pw') }
+  const held = await openTunnel(proxy.port, `127.0.0.1:${destination.port}`, auth)
+  t.teardown(() => { held.socket.destroy() })
+  const overTunnels = await openTunnel(proxy.port, `127.0.0.1:${destination.port}`, auth)
+  overTunnels.socket.destroy()
+  const third = await openTunnel(proxy.port, `127.0.0.1:${destination.port}`, auth)
+  third.socket.destroy()
+  const overRate = await openTunnel(proxy.port, `127.0.0.1:${destination.port}`, auth)
+  overRate.socket.destroy()
+  t.same([held.status, overTunnels.status, third.status, overRate.status], [200, 429, 429, 429])
+  t.match(overRate.head, /details="request rate limit of this user reached"/)
+  t.same(await installed.sums('forward_proxy.auth.failures'), {}, 'no authentication failure counted')
 })
 
 test('Metrics: forward_proxy.policy.refusals counts 403 refusals by reason: host, port, address (an IP literal and a name resolving to loopback) and filter', async (t) => {

@@ -301,3 +301,6 @@ export function policyRefusal (reason: PolicyRefusalReason, error: ProxyError): 
 export function policyRefusalReasonOf (error: ProxyError): PolicyRefusalReason | undefined {
   return reasons.get(error) ?? (error.errorType === 'destination_ip_prohibited' ? 'address' : undefined)
 }
+
+/** The `details` of the authentication guard's 429 (`auth.failureLimit`), which the metrics count apart. */
+export const AUTH_LOCKOUT_DETAILS = 'too many failed authentication attempts'

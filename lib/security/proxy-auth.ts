@@ -5,7 +5,7 @@ import basicAuth from '@fastify/basic-auth'
 import type { FastifyInstance, onRequestHookHandler } from 'fastify'
 import { createHash, timingSafeEqual } from 'node:crypto'
 import type { ForwardProxyCredentialCheck, ForwardProxyUser, ForwardProxyUserEntry } from '../../types/user'
-import { ProxyError } from '../protocol/errors'
+import { AUTH_LOCKOUT_DETAILS, ProxyError } from '../protocol/errors'
 
 /** The `Proxy-Authenticate` challenge for a realm. */
 export function proxyAuthenticateChallenge (realm: string): string {
@@ -35,7 +35,7 @@ export async function registerProxyAuthentication (
       // The TCP peer, never a forwarded-for header the client could write itself.
       const client = request.raw.socket.remoteAddress ?? ''
       if (limiter !== null && !await limiter.admit(client)) {
-        throw new ProxyError('http_request_denied', 'Too many failed proxy authentication attempts.', { status: 429, details: 'too many failed authentication attempts' })
+        throw new ProxyError('http_request_denied', 'Too many failed proxy authentication attempts.', { status: 429, details: AUTH_LOCKOUT_DETAILS })
       }
       let verdict: boolean | ForwardProxyUser
       try {

@@ -12,6 +12,7 @@ import {
   type UpDownCounter
 } from '@opentelemetry/api'
 import {
+  AUTH_LOCKOUT_DETAILS,
   isProxyError,
   type ProxyError,
   type ProxyErrorType,
@@ -249,8 +250,8 @@ export function recordProxyFailure (error: ProxyError, original: unknown): void 
     instruments.authFailures.add(1, attributesOf(AUTH_FAILURE_REASON_ATTRIBUTE, isProxyError(original) ? 'invalid_credentials' : 'missing_or_malformed'))
     return
   }
-  // The brute-force guard's answer (auth.failureLimit): the only 429 the proxy makes.
-  if (error.status === 429) {
+  // The brute-force guard's answer (auth.failureLimit); a user's own limits answer 429 too.
+  if (error.status === 429 && error.details === AUTH_LOCKOUT_DETAILS) {
     instruments.authFailures.add(1, attributesOf(AUTH_FAILURE_REASON_ATTRIBUTE, 'rate_limited'))
     return
   }
