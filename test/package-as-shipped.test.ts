@@ -10,6 +10,7 @@ import { makeInterceptionPki } from './helpers/interception-pki'
 import { startTlsOrigin } from './helpers/intercepting-proxy'
 import { basic, rawExchange } from './helpers/raw-client'
 import { childEnv } from './helpers/child-node'
+import { packInto } from './helpers/package-tarball'
 
 const ROOT = join(__dirname, '..')
 const run = promisify(execFile)
@@ -21,12 +22,7 @@ file.setTimeout(240_000)
 async function pack (t: Test): Promise<{ files: string[], tarball: string, directory: string }> {
   const directory = mkdtempSync(join(tmpdir(), 'ffp-pack-'))
   t.teardown(() => rmSync(directory, { recursive: true, force: true }))
-  const { stdout } = await run('npm', ['pack', '--json', '--pack-destination', directory], { cwd: ROOT, maxBuffer: 64 * 1024 * 1024 })
-  // prepack's build output precedes the JSON on stdout.
-  const manifest = JSON.parse(stdout.slice(stdout.indexOf('\n[') + 1)) as Array<{ filename: string, files: Array<{ path: string }> }>
-  const entry = manifest[0]
-  if (entry === undefined) throw new Error('npm pack printed no package')
-  return { files: entry.files.map((file) => file.path), tarball: join(directory, entry.filename), directory }
+  return { ...await packInto(directory), directory }
 }
 
 /** GitHub's heading anchors: lower case, punctuation dropped, spaces to hyphens. */

@@ -17,7 +17,7 @@ import { randomBytes } from 'node:crypto'
 import { t as file, test, type Test } from 'tap'
 import { ProxyAgent, request } from 'undici'
 import { childEnv } from '../helpers/child-node'
-import { listeningUrls, type BinProcess } from '../helpers/cli-bin'
+import { listeningUrls, outputOf, type BinProcess } from '../helpers/cli-bin'
 import { connectHttp2Listener } from '../helpers/cli-http2'
 import { openInterceptedTls } from '../helpers/intercepted-client'
 import { startTlsOrigin, type SeenRequest, type TlsOrigin } from '../helpers/intercepting-proxy'
@@ -26,8 +26,8 @@ import { basic, openTunnel, rawExchange } from '../helpers/raw-client'
 import { startOrigin, startSentinel, type EchoedRequest, type Origin, type Sentinel } from '../helpers/servers'
 import { acceptKey, readFrames, startWebSocketOrigin, textFrame, type WebSocketOrigin } from '../helpers/websocket-origin'
 import { within } from '../helpers/within'
+import { packInto } from '../helpers/package-tarball'
 
-const ROOT = join(__dirname, '..', '..')
 const run = promisify(execFile)
 
 // npm pack builds the package (prepack: tsc) and npm install downloads from the registry.
@@ -134,16 +134,6 @@ function scratchEnv (): NodeJS.ProcessEnv {
   delete env.npm_config_prefix
   env.PATH = `${dirname(process.execPath)}${delimiter}${env.PATH ?? ''}`
   return env
-}
-
-/** `npm pack` of the repository (prepack builds it) into `directory`: the tarball's path and its file list. */
-async function packInto (directory: string, env: NodeJS.ProcessEnv): Promise<{ tarball: string, files: string[] }> {
-  const { stdout } = await run('npm', ['pack', '--json', '--pack-destination', directory], { cwd: ROOT, env, maxBuffer: 64 * 1024 * 1024 })
-  // prepack's build output precedes the JSON on stdout.
-  const manifest = JSON.parse(stdout.slice(stdout.indexOf('\n[') + 1)) as Array<{ filename: string, files: Array<{ path: string }> }>
-  const entry = manifest[0]
-  if (entry === undefined) throw new Error('npm pack printed no package')
-  return { tarball: join(directory, entry.filename), files: entry.files.map((packed) => packed.path) }
 }
 
 function lockfilesIn (directory: string): string[] {
@@ -266,23 +256,19 @@ async function startPluginApp (t: Test, scratch: Scratch, context: Context): Pro
  */
 function spawnInScratch (t: Test, scratch: Scratch, command: string, args: string[]): BinProcess {
   const child = spawn(command, args, { cwd: scratch.directory, env: scratch.env, detached: true })
-  let out = ''
-  let err = ''
-  child.stdout.on('data', (chunk: Buffer) => { out += chunk.toString() })
-  child.stderr.on('data', (chunk: Buffer) => { err += chunk.toString() })
-  const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)))
+  const spawned = outputOf(child)
   t.teardown(async () => {
     const group = child.pid
     if (group === undefined) return
     if (child.exitCode === null && child.signalCode === null) {
       signalGroup(group, 'SIGTERM')
       const kill = setTimeout(() => signalGroup(group, 'SIGKILL'), 5_000)
-      await exited
+      await spawned.exited
       clearTimeout(kill)
     }
     signalGroup(group, 'SIGKILL')
   })
-  return { child, stdout: () => out, stderr: () => err, exited }
+  return spawned
 }
 
 /** Signals every process of a group; a group that has already gone is fine. */

@@ -32,14 +32,19 @@ export function runBuiltBin (t: Test, args: string[], env: Record<string, string
   return tracked(t, spawn(process.execPath, [BUILT_BIN, ...args], { cwd: ROOT, env: childEnv({ FORWARD_PROXY_CONFIG: undefined, ...env }) }))
 }
 
-/** Collects a bin process's output and kills it with SIGKILL at teardown if still running. */
+/** Kills a bin process with SIGKILL at teardown if still running; its output as {@link outputOf}. */
 function tracked (t: Test, child: ChildProcessWithoutNullStreams): BinProcess {
+  t.teardown(() => { if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL') })
+  return outputOf(child)
+}
+
+/** A spawned process with its output collected from now on, and its exit. */
+export function outputOf (child: ChildProcessWithoutNullStreams): BinProcess {
   let out = ''
   let err = ''
   child.stdout.on('data', (chunk: Buffer) => { out += chunk.toString() })
   child.stderr.on('data', (chunk: Buffer) => { err += chunk.toString() })
   const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)))
-  t.teardown(() => { if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL') })
   return { child, stdout: () => out, stderr: () => err, exited }
 }
 
