@@ -47,7 +47,7 @@ test('built bin: a user\'s tunnel limit and request rate, a placeholder refused 
       ca: { cert: pki.operatorCa.certPath, key: pki.operatorCa.certPath.replace(/\.pem$/, '.key') },
       trustedDestinationCa: pki.destinationCa.certPath
     },
-    secrets: { api: { env: 'FFP_TEST_BUILT_TOKEN', hosts: ['127.0.0.1'], placeholder: PLACEHOLDER } },
+    secrets: { api: { env: 'FFP_TEST_BUILT_TOKEN', hosts: [`127.0.0.1:${tlsOrigin.port}`, `127.0.0.1:${plainOrigin.port}`], placeholder: PLACEHOLDER } },
     metrics: { port: 0 },
     log: { level: 'info' }
   }))

@@ -46,11 +46,11 @@ test('bin: a secret read from an environment variable is injected inside interce
   const origin = await startTlsOrigin(t, pki)
   const plainOrigin: Origin = await startOrigin(t)
   const file = join(t.testdir(), 'proxy.json')
-  writeFileSync(file, JSON.stringify(configWithSecret(pki, { env: 'FFP_TEST_API_TOKEN', hosts: ['127.0.0.1'] })))
+  writeFileSync(file, JSON.stringify(configWithSecret(pki, { env: 'FFP_TEST_API_TOKEN', hosts: [`127.0.0.1:${origin.port}`] })))
   const bin = runBin(t, ['--config', file], { FFP_TEST_API_TOKEN: SECRET })
   const [url] = await listeningUrls(bin)
   const proxy = `http://127.0.0.1:${portOf(url)}`
-  t.match(bin.stdout(), /secrets: api \(\$FFP_TEST_API_TOKEN, for 127\.0\.0\.1, placeholder ffp_placeholder_api_[0-9a-f]{16}\)/, 'the start-up summary names the secret and where it comes from')
+  t.match(bin.stdout(), /secrets: api \(\$FFP_TEST_API_TOKEN, for 127\.0\.0\.1:\d+, placeholder ffp_placeholder_api_[0-9a-f]{16}\)/, 'the start-up summary names the secret and where it comes from')
 
   const intercepted = await curl('curl', ['-sS', '--proxy', proxy, '--cacert', pki.operatorCa.certPath, `https://127.0.0.1:${origin.port}/v1/me`])
   t.equal(intercepted.stdout, 'ok')
@@ -72,7 +72,7 @@ test('bin: a placeholder the client sends is replaced for the secret\'s hosts, w
   const pki = await makeInterceptionPki(t)
   const origin = await startTlsOrigin(t, pki)
   const file = join(t.testdir(), 'proxy.json')
-  const config = configWithSecret(pki, { env: 'FFP_TEST_API_TOKEN', hosts: ['127.0.0.1'], placeholder: 'PLACEHOLDER_API' }) as Record<string, unknown>
+  const config = configWithSecret(pki, { env: 'FFP_TEST_API_TOKEN', hosts: [`127.0.0.1:${origin.port}`], placeholder: 'PLACEHOLDER_API' }) as Record<string, unknown>
   writeFileSync(file, JSON.stringify({ ...config, headers: undefined, interception: { ...(config.interception as object), hosts: ['localhost'] } }))
   const bin = runBin(t, ['--config', file], { FFP_TEST_API_TOKEN: SECRET })
   const [url] = await listeningUrls(bin)
@@ -95,7 +95,7 @@ test('bin: users with their own policy (the configuration contract): a user limi
   const pki = await makeInterceptionPki(t)
   const origin = await startTlsOrigin(t, pki)
   const file = join(t.testdir(), 'proxy.json')
-  const config = configWithSecret(pki, { env: 'FFP_TEST_API_TOKEN', hosts: ['127.0.0.1'], placeholder: 'PLACEHOLDER_API' }) as Record<string, unknown>
+  const config = configWithSecret(pki, { env: 'FFP_TEST_API_TOKEN', hosts: [`127.0.0.1:${origin.port}`], placeholder: 'PLACEHOLDER_API' }) as Record<string, unknown>
   writeFileSync(file, JSON.stringify({
     ...config,
     headers: undefined,
@@ -112,7 +112,7 @@ test('bin: users with their own policy (the configuration contract): a user limi
     .then((result) => result.stdout, (error: { stdout?: string }) => error.stdout ?? '')
   t.match(await through('agent-7:pw7', `https://127.0.0.1:${origin.port}/a`), /\r\nHTTP\/2 200 /)
   t.match(await through('alice:s3cret', `https://127.0.0.1:${origin.port}/b`), /\r\nHTTP\/2 200 /, 'a string user may use every secret')
-  t.match(await through('agent-8:pw8', `https://127.0.0.1:${origin.port}/c`), /details="secret not allowed for this destination"/, 'a user whose secrets do not list it is refused')
+  t.match(await through('agent-8:pw8', `https://127.0.0.1:${origin.port}/c`), /details="secret not granted to this user"/, 'a user whose secrets do not list it is refused')
   t.match(await through('agent-7:pw7', `https://localhost:${origin.port}/d`), /^HTTP\/1\.1 403 [^]*details="host not allowed for this user"/, 'agent-7 reaches only its allowedHosts')
   t.same(origin.seen, [`Bearer ${SECRET}`, `Bearer ${SECRET}`], 'only the allowed requests reached the destination, with the value')
   t.match(bin.stdout(), /authentication: on \(Basic, 3 users\)/)

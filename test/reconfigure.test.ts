@@ -76,7 +76,7 @@ test('reconfigure: secrets apply to the next request (a new value for the same p
   const proxy = await startProxy(t, secret('value-one-1234'))
   const plain = await get(proxy.port, `http://127.0.0.1:${origin.port}/x`, { 'X-Key': 'PLACEHOLDER_API' })
   t.equal(plain.status, 403, 'toward a host the secret is not granted')
-  proxy.app.forwardProxy.reconfigure({ ...secret('value-two-1234'), secrets: [{ name: 'api', value: 'value-two-1234', hosts: ['127.0.0.1'], placeholder: 'PLACEHOLDER_API' }] })
+  proxy.app.forwardProxy.reconfigure({ ...secret('value-two-1234'), secrets: [{ name: 'api', value: 'value-two-1234', hosts: [`127.0.0.1:${origin.port}`], placeholder: 'PLACEHOLDER_API' }] })
   const again = await get(proxy.port, `http://127.0.0.1:${origin.port}/x`, { 'X-Key': 'PLACEHOLDER_API' })
   t.match(again.text, /details="credentials are not sent over plain http"/, 'now granted to 127.0.0.1, still never in clear')
   t.equal(origin.requests.length, 0)

@@ -14,7 +14,7 @@ test('a secret granted to api.example.test reaches that host only: evil-api.exam
   const origin = await startTlsOrigin(t, pki)
   const proxy = await startInterceptingProxy(t, pki, {
     proxy: {
-      secrets: [{ name: 'api', value: VALUE, hosts: ['api.example.test'], placeholder: PLACEHOLDER }],
+      secrets: [{ name: 'api', value: VALUE, hosts: [`api.example.test:${origin.port}`], placeholder: PLACEHOLDER }],
       // Every name is the loopback origin, so only the grant decides what happens.
       resolver: async (): Promise<ResolvedAddress[]> => [{ address: '127.0.0.1', family: 4 }]
     },

@@ -29,7 +29,11 @@ test('Secrets: bad entries of the secrets option are refused at registration, na
     ['secrets[0].value', [{ ...good, value: `${VALUE} with spaces` }]],
     ['secrets[0].value', [{ ...good, value: `${VALUE}\r\nX-Injected: 1` }]],
     ['secrets[0].hosts', [{ ...good, hosts: [] }]],
-    ['secrets[0].hosts', [{ ...good, hosts: ['exa mple.com'] }]],
+    ['secrets[0].hosts[0]', [{ ...good, hosts: ['exa mple.com'] }]],
+    ['secrets[0].hosts[1]', [{ ...good, hosts: ['api.example.com', 'api.example.com:0'] }]],
+    ['secrets[0].hosts[0]', [{ ...good, hosts: ['api.example.com:65536'] }]],
+    ['secrets[0].hosts[0]', [{ ...good, hosts: ['[::1]:x'] }]],
+    ['secrets[0].hosts[0]', [{ ...good, hosts: [443] }]],
     ['secrets[0].placeholder', [{ ...good, placeholder: 'a b c d e f g' }]],
     ['secrets[0].placeholder', [{ ...good, placeholder: 'short' }]],
     ['secrets[0].env', [{ ...good, env: 'X' }]],
@@ -47,5 +51,6 @@ test('Secrets: bad entries of the secrets option are refused at registration, na
   }
   t.equal(await registrationError([good, { name: 'b', value: `${VALUE}-b`, hosts: ['*'], placeholder: 'PLACEHOLDER_B' }]), undefined, 'valid secrets register')
   t.equal(await registrationError([]), undefined, 'an empty list is no secrets')
+  t.equal(await registrationError([{ ...good, hosts: ['api.example.com:8443', '*.example.com:443', '[::1]:8443', '::1', '10.0.0.0/8', '127.0.0.1:1'] }]), undefined, 'hosts with and without a port register')
   t.equal(await registrationError([{ name: 'vault', hosts: ['*'], source: { getValue: async () => VALUE } }]), undefined, 'a source instead of a value registers')
 })

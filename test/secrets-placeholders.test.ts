@@ -38,7 +38,7 @@ async function setUp (t: Test, options: { handler?: (req: IncomingMessage, res: 
   const log = capturedLog()
   const proxy = await startInterceptingProxy(t, pki, {
     server: { logger: log.logger },
-    proxy: { secrets: [{ name: 'api', value: VALUE, hosts: ['127.0.0.1'], placeholder: PLACEHOLDER, ...options.secret }], ...options.proxy },
+    proxy: { secrets: [{ name: 'api', value: VALUE, hosts: [`127.0.0.1:${origin.port}`], placeholder: PLACEHOLDER, ...options.secret }], ...options.proxy },
     interception: { certificateProvider: staticProvider(pki), selector: { shouldIntercept: (_request, destination) => destination.host === 'localhost' } }
   })
   return { pki, origin, proxy, log }
@@ -107,7 +107,7 @@ test('Secrets 4: a placeholder toward a host the secret is not granted, or from 
   const limited = await openInterceptedTls(t, setup.proxy.port, granted, { ca: setup.pki.operatorCa.cert }, { 'Proxy-Authorization': basic('limited', 'pw') })
   const notForUser = await rawTlsExchange(limited, `GET /mine HTTP/1.1\r\nHost: ${granted}\r\nX-Key: ${PLACEHOLDER}\r\nConnection: close\r\n\r\n`)
   t.equal(notForUser.status, 403, 'a user whose secrets do not list it cannot use it, even toward its host')
-  t.match(notForUser.head, /details="secret not allowed for this destination"/)
+  t.match(notForUser.head, /details="secret not granted to this user"/)
 
   const allowed = await openInterceptedTls(t, setup.proxy.port, granted, { ca: setup.pki.operatorCa.cert }, full)
   t.equal((await rawTlsExchange(allowed, `GET /mine HTTP/1.1\r\nHost: ${granted}\r\nX-Key: ${PLACEHOLDER}\r\nConnection: close\r\n\r\n`)).status, 200, 'a user without a secrets list may use every secret')
@@ -119,8 +119,8 @@ test('Secrets 4: a placeholder toward a host the secret is not granted, or from 
 })
 
 test('Secrets 3/4: over plain http:// a placeholder is never replaced: 403, with "credentials are not sent over plain http" toward a granted host; nothing is sent', async (t) => {
-  const setup = await setUp(t)
   const plain = await startOrigin(t)
+  const setup = await setUp(t, { secret: { hosts: [`127.0.0.1:${plain.port}`] } })
   const toGranted = await rawExchange(setup.proxy.port, `GET http://127.0.0.1:${plain.port}/p?k=${PLACEHOLDER} HTTP/1.1\r\nHost: 127.0.0.1:${plain.port}\r\nConnection: close\r\n\r\n`)
   t.equal(toGranted.status, 403)
   t.match(toGranted.text, /details="credentials are not sent over plain http"/)
@@ -193,7 +193,7 @@ test('Secrets 3: a WebSocket upgrade inside the tunnel gets its placeholders rep
   const pki = await makeInterceptionPki(t)
   const origin = await startWebSocketOrigin(t, pki, 0)
   const proxy = await startInterceptingProxy(t, pki, {
-    proxy: { secrets: [{ name: 'api', value: VALUE, hosts: ['127.0.0.1'], placeholder: PLACEHOLDER }] },
+    proxy: { secrets: [{ name: 'api', value: VALUE, hosts: [`127.0.0.1:${origin.port}`], placeholder: PLACEHOLDER }] },
     interception: { certificateProvider: staticProvider(pki) }
   })
   const target = `127.0.0.1:${origin.port}`

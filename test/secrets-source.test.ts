@@ -20,7 +20,7 @@ async function setUp (t: Test, source: ForwardProxySecretSource, handler?: (req:
   const log = capturedLog()
   const proxy = await startInterceptingProxy(t, pki, {
     server: { logger: log.logger },
-    proxy: { secrets: [{ name: 'vault', source, hosts: ['127.0.0.1'], placeholder: PLACEHOLDER }] },
+    proxy: { secrets: [{ name: 'vault', source, hosts: [`127.0.0.1:${origin.port}`], placeholder: PLACEHOLDER }] },
     interception: { certificateProvider: staticProvider(pki) }
   })
   const agent = new ProxyAgent({ uri: proxy.url, requestTls: { ca: pki.operatorCa.cert } })

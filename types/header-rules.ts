@@ -8,7 +8,11 @@
 export interface ForwardProxyHeaderRule {
   /** Host patterns the rule applies to: `example.com`, `*.example.com`, `*`, IP literals. */
   readonly hosts: readonly string[]
-  /** Request headers set (replacing any the client sent), e.g. an injected `Authorization`. */
+  /**
+   * Request headers set (replacing any the client sent), e.g. an injected `Authorization`. To
+   * inject a secret, write its placeholder: it is replaced as the request leaves, checked like a
+   * client's (granted host and port, the user's `secrets`, TLS only).
+   */
   readonly set?: Readonly<Record<string, string>>
   /** Request headers removed before the request leaves, e.g. `Cookie`. */
   readonly remove?: readonly string[]

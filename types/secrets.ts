@@ -18,7 +18,11 @@ export interface ForwardProxySecret {
   readonly value?: string
   /** Where the value comes from instead (a vault, a KMS): asked when a request needs it. */
   readonly source?: ForwardProxySecretSource
-  /** Host patterns the value may be sent to, as in `destinations.allowedHosts`. */
+  /**
+   * Where the value may be sent: host patterns as in `destinations.allowedHosts`, each with an
+   * optional port (`api.example.com:8443`, `[::1]:8443`). An entry without a port means port
+   * 443 only.
+   */
   readonly hosts: readonly string[]
   /**
    * What clients send instead of the value: 8 to 128 letters, digits, `.`, `-`, `_` or `~`, so

@@ -86,7 +86,7 @@ export function pluginOptionsFromConfig (config: ProxyServerConfig): ForwardProx
     ...(config.propagateTraceContext === undefined ? {} : { propagateTraceContext: config.propagateTraceContext }),
     ...(config.via === undefined ? {} : { via: config.via }),
     ...(config.upstreamProxies === undefined ? {} : { upstreamProxies: upstreamProxiesOption(config.upstreamProxies) }),
-    ...(config.headers === undefined || config.headers.length === 0 ? {} : { transforms: [createHeaderRulesTransform(resolveSecretReferences(config.headers, secretValues))] }),
+    ...(config.headers === undefined || config.headers.length === 0 ? {} : { transforms: [createHeaderRulesTransform(resolveSecretReferences(config.headers, config.secrets ?? {}))] }),
     ...(config.secrets === undefined ? {} : { secrets: secretsOption(config.secrets, secretValues) })
   }
 }

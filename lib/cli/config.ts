@@ -13,6 +13,7 @@ import { createHeaderRulesTransform } from '../forward/transforms'
 import { createHostListSelector } from '../interception/host-list-selector'
 import { ForwardProxyRuleError } from '../protocol/errors'
 import { canonicalHost, compileHostPattern, parseCidr, type HostPattern } from '../protocol/hosts'
+import { splitSecretHost } from '../security/secrets'
 import type { LogConfig } from './logging'
 import { octalMode, tooOpenKeyFileMode } from '../certificates/pem'
 import { ConfigError, describeSchemaError } from './config-errors'
@@ -318,7 +319,7 @@ export function checkSecretReferences (headers: readonly ForwardProxyHeaderRule[
         if (secret === undefined) {
           throw new ConfigError(`${source}: /headers/${index}/set/${name} names the secret "${secretName}", which /secrets does not define`)
         }
-        const granted = secret.hosts.map(compileHostPattern).filter((pattern): pattern is HostPattern => pattern !== null)
+        const granted = secret.hosts.map((entry) => compileHostPattern(splitSecretHost(entry)?.pattern ?? '')).filter((pattern): pattern is HostPattern => pattern !== null)
         const outside = rule.hosts.find((host) => !granted.some((pattern) => covers(pattern, host)))
         if (outside !== undefined) {
           throw new ConfigError(`${source}: /headers/${index}/set/${name} uses the secret "${secretName}" for "${outside}", a host its /secrets/${secretName}/hosts does not grant`)

@@ -1,11 +1,12 @@
 // Secrets of the configuration file: named credentials read from an environment variable or a
 // file at start-up (never written in the file itself), put into header rules where a value
-// says `{{secret:NAME}}` (config.ts checks, when the file is read, that each such rule only
-// names hosts the secret is granted to), and handed to the plugin for placeholder substitution.
+// says `{{secret:NAME}}` as the secret's placeholder (config.ts checks, when the file is read,
+// that each such rule only names hosts the secret is granted to), and handed to the plugin, which
+// puts values in place of placeholders.
 
 import type { ForwardProxyHeaderRule } from '../../types/header-rules'
 import type { ForwardProxySecret } from '../../types/secrets'
-import { SECRET_VALUE } from '../security/secret-values'
+import { SECRET_VALUE, defaultPlaceholder } from '../security/secret-values'
 import { readPrivateFile, SECRET_REFERENCE, secretReferencesIn, type SecretConfig } from './config'
 import { ConfigError } from './config-errors'
 
@@ -53,15 +54,23 @@ export function secretsOption (secrets: Readonly<Record<string, SecretConfig>>, 
 }
 
 /**
- * The header rules with every `{{secret:NAME}}` replaced by the secret's value. A rule that uses
- * a secret is `tlsOnly`: its headers are sent inside intercepted tunnels only, and a plain
- * `http://` request to its hosts is refused, so a secret never crosses the network in clear.
+ * The header rules with every `{{secret:NAME}}` replaced by the secret's placeholder. The plugin
+ * puts the value in place of the placeholder as the request leaves, checked like a client's
+ * placeholder: only toward a host and port the secret is granted to, only for a user granted
+ * the secret (others get 403 and nothing is sent), only over TLS. A rule that uses a secret is
+ * also `tlsOnly`: a plain `http://` request to its hosts is refused before anything is dialed.
  */
-export function resolveSecretReferences (headers: readonly ForwardProxyHeaderRule[], values: ReadonlyMap<string, string>): ForwardProxyHeaderRule[] {
+export function resolveSecretReferences (headers: readonly ForwardProxyHeaderRule[], secrets: Readonly<Record<string, SecretConfig>>): ForwardProxyHeaderRule[] {
   return headers.map((rule) => {
     const set = rule.set ?? {}
     if (!Object.values(set).some((value) => secretReferencesIn(value).length > 0)) return rule
-    const resolved = Object.fromEntries(Object.entries(set).map(([name, value]) => [name, value.replace(SECRET_REFERENCE, (_match, secretName: string) => values.get(secretName) ?? '')]))
+    const resolved = Object.fromEntries(Object.entries(set).map(([name, value]) => [name, value.replace(SECRET_REFERENCE, (_match, secretName: string) => placeholderOf(secretName, secrets[secretName]))]))
     return { ...rule, set: resolved, tlsOnly: true }
   })
+}
+
+function placeholderOf (name: string, secret: SecretConfig | undefined): string {
+  // checkSecretReferences made sure, when the file was read, that every reference names a secret.
+  if (secret === undefined) throw new ConfigError(`/secrets/${name} is not defined`)
+  return secret.placeholder ?? defaultPlaceholder(name)
 }

@@ -252,7 +252,7 @@ async function shouldInterceptTunnel (
       throw policyRefusal('filter', new ProxyError('http_request_denied', 'The proxy refuses tunnels to this destination.', { details: 'refused by a destination filter' }))
     }
   }
-  if (secrets?.grantsHost(destination.host) === true) return true
+  if (secrets?.grantsDestination(destination.host, destination.port) === true) return true
   const { selector: selectorSource } = interception
   if (selectorSource === null) return false
   const selector = typeof selectorSource === 'function' ? selectorSource(request) : selectorSource

@@ -11,7 +11,7 @@ import { formatAuthority } from '../protocol/hosts'
 import type { AbsoluteTarget, AbsoluteTargetProblem } from '../core/proxy-request'
 import { markForwardedResponse } from './forwarded-response'
 import { buildClientResponseHeaders, type ReceivedHeaders } from './outgoing-head'
-import { prepareOutgoingRequest, type ForwardTarget } from './outgoing-request'
+import { placeSecrets, prepareOutgoingRequest, type ForwardTarget } from './outgoing-request'
 import { transformOutgoingRequest, type HeaderRecord } from './transforms'
 import type { UpstreamProxy } from '../security/upstream-proxy'
 import { Cancellation } from '../security/destination-connector'
@@ -47,9 +47,9 @@ export async function forwardAbsoluteRequest (
 /**
  * Forwards one request to `target` and streams the response back: what leaves is decided by
  * `prepareOutgoingRequest` (loop and policy checks, Max-Forwards when asked, the head built from
- * the request and the application hooks' edits, secrets in place), then one of the
- * `limits.maxConcurrentRequests` slots is taken, the transforms' `transformRequest` run, and the
- * request and its body go over undici (validated TLS for `https`). The response head is
+ * the request and the application hooks' edits), then one of the
+ * `limits.maxConcurrentRequests` slots is taken, the transforms' `transformRequest` run, secrets
+ * are put in place of their placeholders (`placeSecrets`), and the request and its body go over undici (validated TLS for `https`). The response head is
  * filtered the same way and the body gets an inactivity timer (tunnelIdleTimeout for
  * `text/event-stream`, httpActivityTimeout otherwise); both are sent as the reply, the
  * transforms' `transformResponse` running on the head in its onSend hook
@@ -65,22 +65,24 @@ export async function forwardRequest (
   runtime: ProxyRuntime,
   target: ForwardTarget
 ): Promise<void> {
-  const decided = prepareOutgoingRequest(request, runtime, target)
-  // Without secrets nothing is awaited: one turn of the loop less per request.
-  const prepared = decided instanceof Promise ? await decided : decided
+  const prepared = prepareOutgoingRequest(request, runtime, target)
   if (prepared.kind === 'answer-options') {
     reply.code(200).header('proxy-status', runtime.settings.pseudonym).header('content-length', '0').send()
     return
   }
   const { destination, scheme } = target
-  const { path, received, via, transforms } = prepared
+  const { received, via, transforms } = prepared
 
   const departure = watchClientDeparture(reply.raw)
   // A client that left while the app's hooks ran has already had its 'close': dial nothing.
   if (clientGone(reply)) throw clientLeft()
   holdRequestSlot(reply, runtime)
 
-  const headers = await transformOutgoingRequest(transforms, request, destination, prepared, departure)
+  const transformed = await transformOutgoingRequest(transforms, request, destination, prepared, departure)
+  if (departure.aborted) throw clientLeft()
+  const placed = placeSecrets(request, prepared, transformed, target)
+  // Without secrets nothing is awaited: one turn of the loop less per request.
+  const { path, headers } = placed instanceof Promise ? await placed : placed
   if (departure.aborted) throw clientLeft()
 
   const { upstreams } = runtime.connector

@@ -7,7 +7,8 @@ import type { ForwardProxyDestination } from '../../types/destination'
 import type { ForwardProxyRequestTransform } from '../../types/interception'
 import type { ProxyRuntime } from '../core/runtime'
 import { ProxyError } from '../protocol/errors'
-import type { SecretSet } from '../security/secrets'
+import type { SecretRefusal, SecretSet } from '../security/secrets'
+import type { HeaderRecord } from './transforms'
 import { noteSecrets, proxyRequestSpanOf } from '../telemetry/request-telemetry'
 import { buildOutgoingHead, decideMaxForwards, viaListsPseudonym, type ReceivedHeaders } from './outgoing-head'
 
@@ -29,9 +30,9 @@ export interface ForwardTarget {
 /** A request ready for the transforms and then the destination. */
 export interface PreparedRequest {
   readonly kind: 'send'
-  /** Path and query to send, secrets in place. */
+  /** Path and query to send (placeholders still in it). */
   readonly path: string
-  /** Flat name/value pairs to send, secrets in place. */
+  /** Flat name/value pairs to send before the transforms (placeholders still in them). */
   readonly headers: string[]
   /** The request's headers as Node parsed them, before any hook touched them. */
   readonly received: ReceivedHeaders
@@ -49,27 +50,25 @@ export interface PreparedRequest {
 /** What to do with a request: send it, or answer an OPTIONS whose Max-Forwards reached 0. */
 export type OutgoingDecision = PreparedRequest | { readonly kind: 'answer-options' }
 
-const SECRET_REFUSALS = {
+const SECRET_REFUSALS: Readonly<Record<SecretRefusal, string>> = {
   'not-granted': 'secret not allowed for this destination',
+  'user-not-granted': 'secret not granted to this user',
   'plain-http': 'credentials are not sent over plain http',
   trace: 'secrets are not sent in a TRACE'
-} as const
+}
 
 /**
  * Decides what leaves for `target`, in this order: a request whose `Via` already names this
  * proxy is a loop (508 `proxy_loop_detected`); the destination policy and the user's own hosts
  * and request rate; with `applyMaxForwards`, TRACE and OPTIONS at Max-Forwards 0 are answered
  * here (405 for TRACE, an empty 200 for OPTIONS) and above 0 decremented; then the head is built
- * (see `buildOutgoingHead`: hook edits, hop-by-hop removal, Host, Via, trace context) and each
- * secret's value put in place of its placeholder, the secrets named on the access log line.
- * Without secrets it does not wait: one turn of the event loop less per request.
- * @throws ProxyError for a loop, a refused destination or user, a TRACE at 0, and 403
- * `http_request_denied` for a placeholder that may not be sent there (the details say why,
- * never which secret nor its value).
+ * (see `buildOutgoingHead`: hook edits, hop-by-hop removal, Host, Via, trace context). Secrets
+ * are put in place later, after the transforms ({@link placeSecrets}), which see placeholders only.
+ * @throws ProxyError for a loop, a refused destination or user, a TRACE at 0.
  */
-export function prepareOutgoingRequest (request: FastifyRequest, runtime: ProxyRuntime, target: ForwardTarget & { readonly applyMaxForwards: false }): PreparedRequest | Promise<PreparedRequest>
-export function prepareOutgoingRequest (request: FastifyRequest, runtime: ProxyRuntime, target: ForwardTarget): OutgoingDecision | Promise<OutgoingDecision>
-export function prepareOutgoingRequest (request: FastifyRequest, runtime: ProxyRuntime, target: ForwardTarget): OutgoingDecision | Promise<OutgoingDecision> {
+export function prepareOutgoingRequest (request: FastifyRequest, runtime: ProxyRuntime, target: ForwardTarget & { readonly applyMaxForwards: false }): PreparedRequest
+export function prepareOutgoingRequest (request: FastifyRequest, runtime: ProxyRuntime, target: ForwardTarget): OutgoingDecision
+export function prepareOutgoingRequest (request: FastifyRequest, runtime: ProxyRuntime, target: ForwardTarget): OutgoingDecision {
   const { pseudonym, secrets, propagateTraceContext } = runtime.settings
   if (viaListsPseudonym(request.headers.via, pseudonym)) {
     throw new ProxyError('proxy_loop_detected', 'The request has already passed through this proxy.')
@@ -92,24 +91,58 @@ export function prepareOutgoingRequest (request: FastifyRequest, runtime: ProxyR
   const defaultPort = scheme === 'https' ? 443 : 80
   const span = propagateTraceContext ? proxyRequestSpanOf(request) : undefined
   const { headers, received, via } = buildOutgoingHead(request, { destination, defaultPort, maxForwards }, pseudonym, span)
-  const prepared: PreparedRequest = { kind: 'send', path: pathAndQuery, headers, received, via, defaultPort, secrets, transforms: runtime.transforms }
-  return secrets === null ? prepared : placeSecrets(request, secrets, prepared, destination, scheme === 'https')
+  return { kind: 'send', path: pathAndQuery, headers, received, via, defaultPort, secrets, transforms: runtime.transforms }
 }
 
-async function placeSecrets (request: FastifyRequest, secrets: SecretSet, prepared: PreparedRequest, destination: ForwardProxyDestination, overTls: boolean): Promise<PreparedRequest> {
+/** The path and headers that leave, secrets in place. */
+export interface RequestToSend {
+  readonly path: string
+  readonly headers: string[] | HeaderRecord
+}
+
+/**
+ * Puts each secret's value in place of its placeholder in what leaves: the path and the headers
+ * the transforms returned (so a header rule that sets a placeholder injects the secret, checked
+ * like a client's), the secrets named on the access log line. Returns what it was given when
+ * the request has no secrets to check, without waiting.
+ * @throws ProxyError 403 `http_request_denied` for a placeholder that may not be sent there (the
+ * details say why, never which secret nor its value).
+ */
+export function placeSecrets (request: FastifyRequest, prepared: PreparedRequest, headers: string[] | HeaderRecord, target: Pick<ForwardTarget, 'destination' | 'scheme'>): RequestToSend | Promise<RequestToSend> {
+  const { secrets } = prepared
+  if (secrets === null) return { path: prepared.path, headers }
+  return substituteSecrets(request, secrets, { path: prepared.path, headers: Array.isArray(headers) ? headers : flatHeaderList(headers) }, target)
+}
+
+async function substituteSecrets (request: FastifyRequest, secrets: SecretSet, built: { readonly path: string, readonly headers: string[] }, target: Pick<ForwardTarget, 'destination' | 'scheme'>): Promise<RequestToSend> {
+  const { destination } = target
   const result = await secrets.substitute({
     method: request.method,
-    path: prepared.path,
-    headers: prepared.headers,
+    path: built.path,
+    headers: built.headers,
     host: destination.host,
+    port: destination.port,
     user: request.proxyUser,
-    overTls
+    overTls: target.scheme === 'https'
   })
-  if (result.kind === 'none') return prepared
+  if (result.kind === 'none') return built
   if (result.kind === 'refused') {
     noteSecrets(request, [result.secret])
     throw new ProxyError('http_request_denied', 'The request carries a secret placeholder that may not be sent there.', { status: 403, details: SECRET_REFUSALS[result.reason] })
   }
   noteSecrets(request, result.secrets)
-  return { ...prepared, path: result.path, headers: result.headers }
+  return { path: result.path, headers: result.headers }
+}
+
+/** Flat name/value pairs of a header record, repeats in order. */
+export function flatHeaderList (headers: HeaderRecord): string[] {
+  const flat: string[] = []
+  for (const [name, value] of Object.entries(headers)) {
+    if (Array.isArray(value)) {
+      for (const item of value) flat.push(name, item)
+    } else {
+      flat.push(name, value)
+    }
+  }
+  return flat
 }

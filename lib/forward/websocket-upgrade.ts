@@ -10,7 +10,7 @@ import { ProxyError, errorCode, proxyErrorFromNetworkError } from '../protocol/e
 import { relayTunnel } from '../connect/relay'
 import { finishUpgrade } from '../telemetry/request-telemetry'
 import { buildClientResponseHeaders } from './outgoing-head'
-import { prepareOutgoingRequest } from './outgoing-request'
+import { flatHeaderList, placeSecrets, prepareOutgoingRequest } from './outgoing-request'
 import { withInactivityTimeout } from './forward-handler'
 import { connectTls } from './destinations'
 import { Cancellation } from '../security/destination-connector'
@@ -46,8 +46,8 @@ export function upgradeRequestHasBody (received: HeadHeaders): boolean {
 /**
  * Relays a WebSocket upgrade inside an intercepted tunnel (HTTP/1.1 only). The request
  * head is prepared like any forwarded request's (`prepareOutgoingRequest`: loop and policy
- * checks, hooks' edits, hop-by-hop removal, `Host` from the target, `Via`, secrets; then the
- * transforms), then `Connection: Upgrade` and the client's `Upgrade` are added
+ * checks, hooks' edits, hop-by-hop removal, `Host` from the target, `Via`; then the
+ * transforms and secrets), then `Connection: Upgrade` and the client's `Upgrade` are added
  * back. A new TLS connection to the destination is opened through the policy-checked connector
  * and the destination certificate check (`connectTls`, as every in-tunnel request). On a 101 the
  * response head (hop-by-hop removed, `Via` added, transforms run) is written to the client with
@@ -66,14 +66,16 @@ export async function forwardWebSocketUpgrade (
 ): Promise<void> {
   const { limits } = runtime.settings
   const { destination } = target
-  const prepared = await prepareOutgoingRequest(request, runtime, { destination, scheme: 'https', pathAndQuery: target.pathAndQuery, applyMaxForwards: false })
-  const { path, received, via, secrets, transforms } = prepared
+  const prepared = prepareOutgoingRequest(request, runtime, { destination, scheme: 'https', pathAndQuery: target.pathAndQuery, applyMaxForwards: false })
+  const { received, via, secrets, transforms } = prepared
 
   const abort = new Cancellation()
   const onClientClose = (): void => abort.abort()
   client.socket.once('close', onClientClose)
   if (client.socket.destroyed) throw clientLeft()
-  const headers = await transformOutgoingRequest(transforms, request, destination, prepared, abort)
+  const transformed = await transformOutgoingRequest(transforms, request, destination, prepared, abort)
+  if (abort.aborted) throw clientLeft()
+  const { path, headers } = await placeSecrets(request, prepared, transformed, { destination, scheme: 'https' })
   if (abort.aborted) throw clientLeft()
 
   const upgradeValue = firstValue(received.upgrade) ?? 'websocket'
@@ -87,7 +89,7 @@ export async function forwardWebSocketUpgrade (
   const answer = await exchangeUpgradeHead(connection, {
     method: request.method,
     path,
-    headers: [...flatHeaders(headers), 'Connection', 'Upgrade', 'Upgrade', upgradeValue]
+    headers: [...(Array.isArray(headers) ? headers : flatHeaderList(headers)), 'Connection', 'Upgrade', 'Upgrade', upgradeValue]
   }, limits.httpActivityTimeout, abort)
   client.socket.removeListener('close', onClientClose)
 
@@ -139,11 +141,6 @@ function switchingProtocolsHead (headers: HeaderRecord, upgrade: string): string
   }
   lines.push('Connection: Upgrade', `Upgrade: ${upgrade}`)
   return `${lines.join('\r\n')}\r\n\r\n`
-}
-
-function flatHeaders (headers: string[] | HeaderRecord): string[] {
-  if (Array.isArray(headers)) return headers
-  return Object.entries(headers).flatMap(([name, value]) => (Array.isArray(value) ? value : [value]).flatMap((item) => [name, item]))
 }
 
 function tokens (value: string | string[] | undefined): string[] {

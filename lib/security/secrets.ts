@@ -4,8 +4,8 @@
 
 import type { ForwardProxySecretSource } from '../../types/secrets'
 import type { ForwardProxyUser } from '../../types/user'
-import { ForwardProxyOptionsError, ForwardProxyRuleError } from '../protocol/errors'
-import { compileHostPatterns, matchesAny, type HostPattern } from '../protocol/hosts'
+import { ForwardProxyOptionsError } from '../protocol/errors'
+import { compileHostPattern, type HostPattern } from '../protocol/hosts'
 import { PLACEHOLDER, SECRET_NAME, SECRET_VALUE, SecretValue, defaultPlaceholder, percentEncoded } from './secret-values'
 
 interface CompiledSecret {
@@ -14,7 +14,17 @@ interface CompiledSecret {
   readonly placeholder: string
   /** Header names arrive lower-cased. */
   readonly lowerPlaceholder: string
-  readonly hosts: readonly HostPattern[]
+  readonly grants: readonly SecretGrant[]
+}
+
+/** Where a secret may go: a host pattern and one port (443 when the entry names none). */
+interface SecretGrant {
+  readonly pattern: HostPattern
+  readonly port: number
+}
+
+function grants (secret: CompiledSecret, host: string, port: number): boolean {
+  return secret.grants.some((grant) => grant.port === port && grant.pattern.matches(host))
 }
 
 /** One scan of a request: what it found, and (on the second scan) the values to put in. */
@@ -33,6 +43,8 @@ export interface SecretRequest {
   readonly headers: readonly string[]
   /** The destination's canonical host. */
   readonly host: string
+  /** The destination's port: a secret is granted to a host and port. */
+  readonly port: number
   /** The proxy user (its `secrets`, when given, are the only ones it may use). */
   readonly user: ForwardProxyUser | null
   /** True inside an intercepted tunnel (TLS to the destination); false for plain `http://`. */
@@ -44,16 +56,20 @@ export interface SecretRequest {
  * - `none`: no placeholder anywhere; send the request as built;
  * - `substituted`: placeholders replaced; send `path` and `headers`;
  * - `refused`: the request must not leave. `reason` says why: `not-granted` (a secret this
- *   destination or user may not have, or a placeholder in a header name or `Host`),
+ *   destination may not have, or a placeholder in a header name or `Host`), `user-not-granted`
+ *   (a secret the proxy user's `secrets` list leaves out),
  *   `plain-http` (the secret would cross the network in clear), `trace` (a TRACE echoes it).
  */
 export type SecretSubstitution =
   | { readonly kind: 'none' }
   | { readonly kind: 'substituted', readonly path: string, readonly headers: string[], readonly secrets: readonly string[] }
-  | { readonly kind: 'refused', readonly reason: 'not-granted' | 'plain-http' | 'trace', readonly secret: string }
+  | { readonly kind: 'refused', readonly reason: SecretRefusal, readonly secret: string }
+
+/** Why a request carrying a placeholder may not leave (see {@link SecretSubstitution}). */
+export type SecretRefusal = 'not-granted' | 'user-not-granted' | 'plain-http' | 'trace'
 
 class SecretRefused extends Error {
-  constructor (readonly reason: 'not-granted' | 'plain-http' | 'trace', readonly secret: string) {
+  constructor (readonly reason: SecretRefusal, readonly secret: string) {
     super(reason)
   }
 }
@@ -71,9 +87,9 @@ export class SecretSet {
     return this.#secrets.map((secret) => secret.name)
   }
 
-  /** True when a secret is granted to `host` (canonical): tunnels to it are intercepted. */
-  grantsHost (host: string): boolean {
-    return this.#secrets.some((secret) => matchesAny(secret.hosts, host))
+  /** True when a secret is granted to `host` (canonical) and `port`: tunnels to it are intercepted. */
+  grantsDestination (host: string, port: number): boolean {
+    return this.#secrets.some((secret) => grants(secret, host, port))
   }
 
   /**
@@ -143,10 +159,9 @@ export class SecretSet {
    */
   #grant (secret: CompiledSecret, scan: Scan): string {
     const { request } = scan
+    if (!grants(secret, request.host, request.port)) throw new SecretRefused('not-granted', secret.name)
     const userSecrets = request.user?.secrets
-    if (!matchesAny(secret.hosts, request.host) || (userSecrets !== undefined && !userSecrets.includes(secret.name))) {
-      throw new SecretRefused('not-granted', secret.name)
-    }
+    if (userSecrets !== undefined && !userSecrets.includes(secret.name)) throw new SecretRefused('user-not-granted', secret.name)
     if (!request.overTls) throw new SecretRefused('plain-http', secret.name)
     if (request.method === 'TRACE') throw new SecretRefused('trace', secret.name)
     scan.used.add(secret)
@@ -281,12 +296,12 @@ export function compileSecrets (secrets: unknown, option = 'secrets'): SecretSet
     }
   }
   if (entries.length === 0) return null
-  return new SecretSet(entries.map(({ name, value, source, placeholder, hosts }) => ({
+  return new SecretSet(entries.map(({ name, value, source, placeholder, grants }) => ({
     name,
     value: new SecretValue(name, value, source, () => placeholders),
     placeholder,
     lowerPlaceholder: placeholder.toLowerCase(),
-    hosts
+    grants
   })))
 }
 
@@ -295,7 +310,7 @@ interface CheckedSecret {
   readonly value: string | undefined
   readonly source: ForwardProxySecretSource | undefined
   readonly placeholder: string
-  readonly hosts: HostPattern[]
+  readonly grants: SecretGrant[]
 }
 
 function checkSecret (secret: unknown, option: string): CheckedSecret {
@@ -312,13 +327,33 @@ function checkSecret (secret: unknown, option: string): CheckedSecret {
   }
   const chosen = placeholder ?? defaultPlaceholder(name)
   if (typeof chosen !== 'string' || !PLACEHOLDER.test(chosen)) throw new ForwardProxyOptionsError(`${option}.placeholder`, 'must be 8 to 128 letters, digits, ".", "-", "_" or "~"')
-  if (!Array.isArray(hosts) || hosts.length === 0) throw new ForwardProxyOptionsError(`${option}.hosts`, 'must be a non-empty array of host patterns')
-  let patterns: HostPattern[]
-  try {
-    patterns = compileHostPatterns(hosts as string[], `${option}.hosts`)
-  } catch (error) {
-    if (error instanceof ForwardProxyRuleError) throw new ForwardProxyOptionsError(`${option}.hosts`, 'holds an entry that is not a host pattern (example.com, *.example.com, *, an IP literal or a CIDR range)')
-    throw error
+  if (!Array.isArray(hosts) || hosts.length === 0) throw new ForwardProxyOptionsError(`${option}.hosts`, 'must be a non-empty array of host patterns, each with an optional port')
+  const checked = hosts.map((entry: unknown, index) => secretGrant(entry, `${option}.hosts[${index}]`))
+  return { name, value: value as string | undefined, source: source as ForwardProxySecretSource | undefined, placeholder: chosen, grants: checked }
+}
+
+// `[v6]:port`, `[v6]`, `name:port`; more than one colon without brackets is a bare IPv6 literal
+// or range, which names no port.
+const BRACKETED = /^\[([^\]]+)\](?::([0-9]{1,5}))?$/
+const NAME_AND_PORT = /^([^:]+):([0-9]{1,5})$/
+
+/**
+ * Splits one `hosts` entry of a secret into its host pattern text and its port, 443 when it names
+ * none: a grant for `api.example.com` never reaches `api.example.com:8443`, whatever listens
+ * there. Null when the port is not 1 to 65535; the pattern text is not checked here.
+ */
+export function splitSecretHost (entry: string): { readonly pattern: string, readonly port: number } | null {
+  const split = BRACKETED.exec(entry) ?? NAME_AND_PORT.exec(entry)
+  const port = split?.[2] === undefined ? 443 : Number(split[2])
+  if (!(port >= 1 && port <= 65535)) return null
+  return { pattern: split === null ? entry : split[1] as string, port }
+}
+
+function secretGrant (entry: unknown, option: string): SecretGrant {
+  const split = typeof entry === 'string' ? splitSecretHost(entry) : null
+  const pattern = split === null ? null : compileHostPattern(split.pattern)
+  if (split === null || pattern === null) {
+    throw new ForwardProxyOptionsError(option, 'is not a host pattern with an optional port (api.example.com, api.example.com:8443, *.example.com, an IP literal, [::1]:8443 or a CIDR range)')
   }
-  return { name, value: value as string | undefined, source: source as ForwardProxySecretSource | undefined, placeholder: chosen, hosts: patterns }
+  return { pattern, port: split.port }
 }
