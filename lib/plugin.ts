@@ -29,7 +29,8 @@ import { UserPolicy } from './security/user-policy'
 import { transformForwardedResponse } from './forward/forwarded-response'
 import { createDestinationDispatcher, createTlsDestinationDispatcher, createUpstreamDispatcher } from './forward/destinations'
 import { INTERCEPTION_ADDRESS, InterceptionEndpoint } from './interception/endpoint'
-import { decideTunnelInterception } from './connect/tunnel'
+import { decideTunnelInterception, recheckOpenTunnels } from './connect/tunnel'
+import type { Agent } from 'undici'
 import type { TlsInterceptionOptions } from '../types/interception'
 import { ForwardProxyOptionsError } from './protocol/errors'
 
@@ -46,13 +47,21 @@ async function forwardProxyPlugin (fastify: FastifyInstance, options: ForwardPro
     tunnels: new TunnelRegistry(settings.limits.maxConcurrentTunnels),
     userPolicy: new UserPolicy(),
     forwardedRequests: new ConcurrencyLimit(settings.limits.maxConcurrentRequests),
-    dispatcher: createDestinationDispatcher(connector, settings.limits.httpActivityTimeout),
-    tlsDispatcher: createTlsDestinationDispatcher(connector, () => runtime.destinationTls, settings.limits.httpActivityTimeout),
-    upstreamDispatcher: createUpstreamDispatcher(connector, settings.limits.httpActivityTimeout),
+    ...createDispatchers(),
     destinationTls: DEFAULT_DESTINATION_TLS,
     transforms: [...settings.transforms]
   }
   let ready = false
+  // Dispatchers replaced by a reconfiguration, closing once their requests in flight are done.
+  const retiring = new Set<Agent>()
+  function createDispatchers (): Pick<ProxyRuntime, 'dispatcher' | 'tlsDispatcher' | 'upstreamDispatcher'> {
+    // httpActivityTimeout is fixed at registration.
+    return {
+      dispatcher: createDestinationDispatcher(connector, settings.limits.httpActivityTimeout),
+      tlsDispatcher: createTlsDestinationDispatcher(connector, () => runtime.destinationTls, settings.limits.httpActivityTimeout),
+      upstreamDispatcher: createUpstreamDispatcher(connector, settings.limits.httpActivityTimeout)
+    }
+  }
 
   if (!fastify.supportedMethods.includes('CONNECT')) fastify.addHttpMethod('CONNECT')
   addForwardedMethods(fastify)
@@ -95,6 +104,14 @@ async function forwardProxyPlugin (fastify: FastifyInstance, options: ForwardPro
       runtime.transforms = [...next.transforms, ...added]
       runtime.policy = policy
       runtime.settings = next
+      // Pooled connections were dialed under the old policy: new requests dial again.
+      const old = [runtime.dispatcher, runtime.tlsDispatcher, runtime.upstreamDispatcher]
+      Object.assign(runtime, createDispatchers())
+      for (const dispatcher of old) {
+        retiring.add(dispatcher)
+        dispatcher.close().then(() => retiring.delete(dispatcher), () => retiring.delete(dispatcher))
+      }
+      recheckOpenTunnels(runtime)
     }
   }
   rememberProxyRuntime(control, runtime)
@@ -111,7 +128,7 @@ async function forwardProxyPlugin (fastify: FastifyInstance, options: ForwardPro
     ready = true
   })
   fastify.addHook('onClose', async function closeDispatchers () {
-    await Promise.all([runtime.dispatcher.destroy(), runtime.tlsDispatcher.destroy(), runtime.upstreamDispatcher.destroy()])
+    await Promise.all([runtime.dispatcher, runtime.tlsDispatcher, runtime.upstreamDispatcher, ...retiring].map(async (dispatcher) => await dispatcher.destroy()))
   })
 
   await fastify.register(proxyRoutes(runtime))

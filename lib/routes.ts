@@ -14,7 +14,7 @@ import type {
 } from 'fastify'
 import { type IncomingMessage, METHODS } from 'node:http'
 import type { ProxyRuntime } from './core/runtime'
-import { proxyRequestTargetOf, requestTargetAsReceived, type RawRequest } from './core/proxy-request'
+import { interceptedTunnelOf, proxyRequestTargetOf, requestTargetAsReceived, type RawRequest } from './core/proxy-request'
 import { registerProxyAuthentication, proxyAuthenticateChallenge } from './security/proxy-auth'
 import { admitConnect, openConnectTunnel, releaseUnopenedTunnel } from './connect/tunnel'
 import { forwardAbsoluteRequest } from './forward/forward-handler'
@@ -53,7 +53,7 @@ export function proxyRoutes (runtime: ProxyRuntime) {
       done()
     })
     const { auth } = runtime.settings
-    const authenticate = auth === null ? undefined : unlessIntercepted(await registerProxyAuthentication(instance, auth.realm, () => runtime.settings.auth?.check ?? auth.check, auth.failureLimit))
+    const authenticate = auth === null ? undefined : authenticateOrRecheckTunnel(await registerProxyAuthentication(instance, auth.realm, () => runtime.settings.auth?.check ?? auth.check, auth.failureLimit), runtime)
     // Other proxy requests pass without a promise or a turn of the event loop.
     const admit: onRequestHookHandler = function admitProxyConnect (request, reply, done) {
       const target = proxyRequestTargetOf(request.raw)
@@ -128,17 +128,41 @@ function holdForwardedResponseHead (runtime: ProxyRuntime): onSendHookHandler {
 }
 
 /**
- * Requests inside an intercepted tunnel were authorized when the tunnel opened
- * and carry no credentials of their own: authentication is skipped for them.
+ * Authenticates a proxy request, except inside an intercepted tunnel: those requests carry no
+ * credentials of their own, the tunnel's user was authenticated when it opened. After a
+ * reconfiguration, the first request of such a tunnel has that user checked again (the
+ * tunnel's credentials against the users or `validate` now in force, see TunnelGrant), so a
+ * removed user, a changed password or a narrowed policy applies inside tunnels already open; a
+ * user no longer admitted gets 403 and the tunnel is closed once the answer is out. The usual
+ * request passes without a promise.
  */
-function unlessIntercepted (authenticate: onRequestHookHandler): onRequestHookHandler {
+function authenticateOrRecheckTunnel (authenticate: onRequestHookHandler, runtime: ProxyRuntime): onRequestHookHandler {
   return function authenticateProxyRequest (this: FastifyInstance, request, reply, done) {
-    if (proxyRequestTargetOf(request.raw)?.kind === 'intercepted') {
-      done()
-      return
+    const tunnel = interceptedTunnelOf(request.raw)
+    if (tunnel === undefined) return authenticate.call(this, request, reply, done)
+    const refuse = (): void => {
+      closeTunnelAfterAnswer(request, reply)
+      done(new ProxyError('http_request_denied', 'The user of this tunnel is no longer allowed.', { details: 'tunnel user no longer allowed' }))
     }
-    return authenticate.call(this, request, reply, done)
+    const granted = tunnel.grant.stillGranted(runtime.settings)
+    if (granted === true) done()
+    else if (granted === false) refuse()
+    else granted.then((still) => { if (still) done(); else refuse() }, refuse)
   }
+}
+
+/**
+ * Ends the intercepted connection a request came on once its answer is out: an HTTP/2 session
+ * gets GOAWAY (streams in flight finish), an HTTP/1.1 connection is ended after the response.
+ */
+function closeTunnelAfterAnswer (request: FastifyRequest, reply: FastifyReply): void {
+  const raw = request.raw as RawRequest
+  if ('stream' in raw) {
+    raw.stream.session?.close()
+    return
+  }
+  const { socket } = raw
+  reply.raw.once('finish', () => socket.end())
 }
 
 async function handleProxyRequest (request: FastifyRequest, reply: FastifyReply, runtime: ProxyRuntime): Promise<void> {

@@ -40,19 +40,26 @@ const curl = promisify(execFile)
 
 const base = { listen: [{ host: '127.0.0.1', port: 0 }], destinations: LOOPBACK_ORIGINS, log: { level: 'info' } }
 
-test('bin reload (SIGHUP): new users and destinations apply to new requests at once; an open tunnel goes on; a key that needs a restart is named', async (t) => {
+test('bin reload (SIGHUP): new users and destinations apply to new requests at once; a removed user\'s open tunnel is closed, a kept user\'s goes on; a key that needs a restart is named', async (t) => {
   const origin = await startOrigin(t)
   const destination = await startTcpDestination(t)
   const file = join(t.testdir(), 'proxy.json')
-  writeFileSync(file, JSON.stringify({ ...base, users: { alice: 'pw-a' } }))
+  writeFileSync(file, JSON.stringify({ ...base, users: { alice: 'pw-a', carol: 'pw-c' } }))
   const bin = runBin(t, ['--config', file])
   const port = portOf((await listeningUrls(bin))[0] ?? '')
-  const tunnel = await openTunnel(port, `127.0.0.1:${destination.port}`, { 'Proxy-Authorization': basic('alice', 'pw-a') })
+  const tunnel = await openTunnel(port, `127.0.0.1:${destination.port}`, { 'Proxy-Authorization': basic('carol', 'pw-c') })
   t.teardown(() => { tunnel.socket.destroy() })
   t.equal(tunnel.status, 200)
   const upstream = await destination.nextConnection()
+  const removed = await openTunnel(port, `127.0.0.1:${destination.port}`, { 'Proxy-Authorization': basic('alice', 'pw-a') })
+  t.teardown(() => { removed.socket.destroy() })
+  t.equal(removed.status, 200)
+  const removedUpstream = await destination.nextConnection()
+  const removedClosed = new Promise<void>((resolve) => removed.socket.once('close', () => resolve()))
+  const removedUpstreamEnded = new Promise<void>((resolve) => removedUpstream.once('end', () => resolve()))
+  removedUpstream.resume()
 
-  writeFileSync(file, JSON.stringify({ ...base, listen: [{ host: '127.0.0.1', port: 1 }], users: { bob: 'pw-b' }, destinations: { ...LOOPBACK_ORIGINS, deniedHosts: ['localhost'] } }))
+  writeFileSync(file, JSON.stringify({ ...base, listen: [{ host: '127.0.0.1', port: 1 }], users: { bob: 'pw-b', carol: 'pw-c' }, destinations: { ...LOOPBACK_ORIGINS, deniedHosts: ['localhost'] } }))
   bin.child.kill('SIGHUP')
   await printed(bin, /"msg":"configuration reloaded"/)
   const [restart] = await printed(bin, /configuration key \\"listen\\" changed: restart the proxy to apply it/)
@@ -61,7 +68,10 @@ test('bin reload (SIGHUP): new users and destinations apply to new requests at o
   t.equal((await get(port, `http://127.0.0.1:${origin.port}/b`, 'bob', 'pw-b')).status, 200, 'the new user is accepted')
   t.equal((await get(port, `http://localhost:${origin.port}/c`, 'bob', 'pw-b')).status, 403, 'the new destinations apply')
   await echoesThrough(tunnel.socket, upstream, 'ping')
-  t.pass('the tunnel opened before the reload still relays')
+  t.pass('the tunnel of a user the reload kept still relays')
+  await removedClosed
+  await removedUpstreamEnded
+  t.pass('the removed user\'s tunnel was closed, both sides')
 })
 
 test('bin reload: a file that fails validation changes nothing: one error line, the process keeps serving with the old configuration', async (t) => {
@@ -191,9 +201,12 @@ test('reload: which keys apply at once and which need a restart (kept at their c
   t.same(effective.interception, { ...current.interception, hosts: ['b.example'] }, 'interception hosts apply, its CA does not')
   t.same(effective.limits, { firstByteTimeout: 5000, maxConcurrentTunnels: 20 })
   t.same(effective.users, { b: 'y' })
-  const withoutUsers = splitRestartKeys(current, parseConfig({ ...base }, 'proxy.json', '/etc/proxy'))
-  t.ok(withoutUsers.restartNeeded.includes('users') && withoutUsers.restartNeeded.includes('interception'), 'turning authentication or interception off needs a restart')
-  t.same(withoutUsers.effective.users, { a: 'x' }, 'the users stay until then: a reload never opens the proxy')
+  const withoutInterception = splitRestartKeys(current, parseConfig({ ...base, users: { a: 'x' } }, 'proxy.json', '/etc/proxy'))
+  t.ok(withoutInterception.restartNeeded.includes('interception'), 'turning interception off needs a restart')
+  t.throws(() => splitRestartKeys(current, parseConfig({ ...base, users: {} }, 'proxy.json', '/etc/proxy')), /^\/users: a reload cannot remove every user \(that would open the proxy\); nothing was applied/, 'users: {} is refused whole: a reload never opens the proxy')
+  t.throws(() => splitRestartKeys(current, parseConfig({ ...base }, 'proxy.json', '/etc/proxy')), /a reload cannot remove every user/, 'nor does a file without users')
+  const open = parseConfig({ ...base }, 'proxy.json', '/etc/proxy')
+  t.throws(() => splitRestartKeys(open, current), /^\/users: a reload cannot turn authentication on; nothing was applied/)
 })
 
 test('bin reload: a file the plugin refuses after the checks of the file passed (a user\'s host pattern) changes nothing, interception.hosts included: the next tunnel is still opaque', async (t) => {

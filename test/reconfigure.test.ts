@@ -16,17 +16,17 @@ function tagging (tag: string): ForwardProxyRequestTransform {
   return { transformRequest (_request, _destination, outgoing) { outgoing.headers['x-tag'] = [...[outgoing.headers['x-tag'] ?? []].flat(), tag] } }
 }
 
-test('reconfigure: users, destinations, limits and the transforms option apply to new requests at once; an open tunnel goes on; addTransform transforms are kept', async (t) => {
+test('reconfigure: users, destinations, limits and the transforms option apply to new requests at once; a kept user\'s open tunnel goes on; addTransform transforms are kept', async (t) => {
   const origin = await startOrigin(t)
   const destination = await startTcpDestination(t)
-  const first: ForwardProxyOptions = { destinations: LOOPBACK_TEST_POLICY, auth: { users: { old: 'pw' } }, transforms: [tagging('option-1')] }
+  const first: ForwardProxyOptions = { destinations: LOOPBACK_TEST_POLICY, auth: { users: { old: 'pw', keeper: 'pw3' } }, transforms: [tagging('option-1')] }
   const app = Fastify()
   await app.register(forwardProxy, first)
   app.forwardProxy.addTransform(tagging('added'))
   await app.listen({ port: 0, host: '127.0.0.1' })
   t.teardown(() => app.close())
   const proxy = { app, port: (app.server.address() as AddressInfo).port }
-  const open = await openTunnel(proxy.port, `127.0.0.1:${destination.port}`, { 'Proxy-Authorization': basic('old', 'pw') })
+  const open = await openTunnel(proxy.port, `127.0.0.1:${destination.port}`, { 'Proxy-Authorization': basic('keeper', 'pw3') })
   t.teardown(() => { open.socket.destroy() })
   t.equal(open.status, 200)
   const upstream = await destination.nextConnection()
@@ -35,7 +35,7 @@ test('reconfigure: users, destinations, limits and the transforms option apply t
 
   proxy.app.forwardProxy.reconfigure({
     destinations: { ...LOOPBACK_TEST_POLICY, deniedHosts: ['localhost'] },
-    auth: { users: { new: 'pw2' } },
+    auth: { users: { new: 'pw2', keeper: 'pw3' } },
     limits: { maxConcurrentTunnels: 1 },
     transforms: [tagging('option-2')]
   })

@@ -41,8 +41,12 @@ export interface ForwardProxyControl {
   /**
    * Replaces the options at run time, given whole as at registration: authentication users or
    * `validate`, destinations, limits, the `transforms` option, secrets, the resolver and
-   * `propagateTraceContext` apply to every new request and tunnel at once; open tunnels and
-   * requests in flight go on as they began. Transforms added with `addTransform` or by
+   * `propagateTraceContext` apply to every new request and tunnel at once, and to what is open:
+   * the next request inside an intercepted tunnel has the tunnel's user checked again (its
+   * credentials against the users or `validate` now in force; a user no longer admitted gets
+   * 403 and the tunnel closes), open opaque tunnels whose user or destination is no longer
+   * admitted are closed, and pooled connections to destinations are not reused. Requests in
+   * flight finish under the settings they began with. Transforms added with `addTransform` or by
    * tlsInterception are kept. Counts (open tunnels, each user's tunnels and request rate)
    * carry over. Fixed at registration: `via`, turning `auth` on or off, `auth.realm`,
    * `auth.failureLimit`, `limits.httpActivityTimeout`, `limits.firstByteTimeout` and

@@ -7,6 +7,7 @@ import { stat } from 'node:fs/promises'
 import type { FastifyBaseLogger } from 'fastify'
 import { isDeepStrictEqual } from 'node:util'
 import type { ProxyServerConfig } from './config'
+import { ConfigError } from './config-errors'
 
 /** What a reload applies to: the running server's current configuration and how to change it. */
 export interface ReloadTarget {
@@ -27,7 +28,10 @@ const RESTART_LIMITS = ['httpActivityTimeout', 'firstByteTimeout', 'maxStreamRes
  * Splits a newly read configuration into what applies now and what needs a restart: returns
  * `next` with every restart-only key set back to its `current` value, and the names of those
  * that differ (`listen`, `interception.ca`, `limits.firstByteTimeout`, ...). Interception's
- * `hosts` apply now; turning interception or authentication on or off needs a restart.
+ * `hosts` apply now; turning interception on or off needs a restart.
+ * @throws ConfigError, nothing applied, for a file that turns authentication on or off (`users`
+ * emptied or added): a reload must never open the proxy, nor half-apply a file written for one
+ * with authentication.
  */
 export function splitRestartKeys (current: ProxyServerConfig, next: ProxyServerConfig): { effective: ProxyServerConfig, restartNeeded: string[] } {
   const restartNeeded: string[] = []
@@ -55,10 +59,13 @@ export function splitRestartKeys (current: ProxyServerConfig, next: ProxyServerC
     }
     effective.interception = { ...current.interception, hosts }
   }
-  if (hasUsers(current) !== hasUsers(next)) {
-    restartNeeded.push('users')
-    if (current.users === undefined) Reflect.deleteProperty(effective, 'users')
-    else effective.users = current.users
+  // Refused whole rather than half-applied: the rest of such a file was written for a proxy with
+  // (or without) authentication, and keeping the old users while applying it would be neither.
+  if (hasUsers(current) && !hasUsers(next)) {
+    throw new ConfigError('/users: a reload cannot remove every user (that would open the proxy); nothing was applied. Restart the proxy to turn authentication off')
+  }
+  if (!hasUsers(current) && hasUsers(next)) {
+    throw new ConfigError('/users: a reload cannot turn authentication on; nothing was applied. Restart the proxy to apply it')
   }
   return { effective, restartNeeded }
 }

@@ -12,6 +12,8 @@ import { ObjectSlot } from '../core/object-slot'
 import { ProxyError, policyRefusal } from '../protocol/errors'
 import { Cancellation, connectToDestination } from '../security/destination-connector'
 import type { SecretSet } from '../security/secrets'
+import { TunnelGrant } from '../security/tunnel-grant'
+import { userRecheckOf } from '../security/proxy-auth'
 import { http1ConnectContextOf, type Http1ConnectContext } from './listener'
 import type { ForwardProxyCertificateProvider } from '../../types/interception'
 import {
@@ -64,7 +66,8 @@ export async function admitConnect (request: FastifyRequest, reply: FastifyReply
   }
   // Tracked from now on, so closing the server also ends a CONNECT still deciding, resolving or dialing.
   runtime.tunnels.track(client.closable)
-  tunnelAdmissions.set(request.raw, { client, destination, release, stopReleasingOnGone: client.onGone(release) })
+  const grant = new TunnelGrant(request.proxyUser, runtime.settings, userRecheckOf(request, () => runtime.settings.auth?.check ?? null))
+  tunnelAdmissions.set(request.raw, { client, destination, grant, release, stopReleasingOnGone: client.onGone(release) })
 }
 
 /**
@@ -125,7 +128,7 @@ export async function openConnectTunnel (request: FastifyRequest, reply: Fastify
   const admission = tunnelAdmissions.get(request.raw)
   if (admission === undefined) throw new Error('CONNECT handler reached without admission')
   // From here the handler gives the slot back: when the tunnel closes, or on a failure.
-  const { client, destination, release } = admission
+  const { client, destination, grant, release } = admission
   admission.stopReleasingOnGone()
   if (client.gone) {
     release()
@@ -185,7 +188,7 @@ export async function openConnectTunnel (request: FastifyRequest, reply: Fastify
     endpoint.accept({
       client: client.intercept(),
       destination,
-      user: request.proxyUser,
+      grant,
       clientAddress: request.raw.socket?.remoteAddress,
       traceContext: tunnelTraceContextOf(request),
       provider,
@@ -197,6 +200,15 @@ export async function openConnectTunnel (request: FastifyRequest, reply: Fastify
   }
   upstream.on('error', () => {})
   runtime.tunnels.track(upstream)
+  const opened = upstream
+  runtime.tunnels.trackRevocable({
+    grant,
+    destination,
+    close () {
+      request.log.info({ tunnel: `${destination.host}:${destination.port}` }, 'tunnel closed: its user or destination is no longer allowed')
+      opened.destroy()
+    }
+  }, upstream)
   const kind: TunnelKind = client.http2 ? 'http2' : 'opaque'
   countRequestOutcome('connect', 'tunnel')
   const recordClose = recordTunnelOpen(kind, client.http2)
@@ -270,6 +282,8 @@ function certificateProviderFor (request: FastifyRequest, interception: Intercep
 interface TunnelAdmission {
   readonly client: TunnelClient
   readonly destination: ForwardProxyDestination
+  /** Who may use the tunnel, as admitted here. */
+  readonly grant: TunnelGrant
   /** Gives the tunnel slot back; does nothing the second time. */
   readonly release: () => void
   /** Stops giving the slot back when the client leaves (the handler has taken it over). */
@@ -385,4 +399,31 @@ function resetStream (stream: ServerHttp2Stream, code: number): void {
   if (stream.closed) return
   if (!stream.writableEnded) stream.write(Buffer.alloc(0))
   stream.close(code)
+}
+
+/**
+ * Checks every open opaque tunnel against the configuration now in force (after a
+ * reconfiguration): its user again (the credentials it opened with, against the users or
+ * `validate` in force), then the destination policy and the user's hosts for its destination.
+ * A tunnel that no longer passes is closed; intercepted tunnels are checked per request instead.
+ */
+export function recheckOpenTunnels (runtime: ProxyRuntime): void {
+  for (const tunnel of runtime.tunnels.revocable) {
+    const close = (): void => tunnel.close()
+    const decide = (granted: boolean): void => {
+      if (!granted || !stillAdmitted(runtime, tunnel.grant, tunnel.destination)) close()
+    }
+    const granted = tunnel.grant.stillGranted(runtime.settings)
+    if (typeof granted === 'boolean') decide(granted)
+    else granted.then(decide, close)
+  }
+}
+
+function stillAdmitted (runtime: ProxyRuntime, grant: TunnelGrant, destination: ForwardProxyDestination): boolean {
+  try {
+    runtime.policy.checkDestination(destination)
+    return runtime.userPolicy.allowsHost(grant.user, destination)
+  } catch {
+    return false
+  }
 }

@@ -12,6 +12,7 @@ import type { ForwardProxyUser } from '../../types/user'
 import { canonicalHost, isEquivalentAuthority } from '../protocol/hosts'
 import { ProxyError } from '../protocol/errors'
 import { ObjectSlot } from './object-slot'
+import type { TunnelGrant } from '../security/tunnel-grant'
 
 /** A raw request as either Node server hands it to Fastify. */
 export type RawRequest = IncomingMessage | Http2ServerRequest
@@ -127,8 +128,11 @@ export function proxyDestinationOf (req: RawRequest): ForwardProxyDestination | 
 export interface InterceptedTunnel {
   /** `request.interception` of every request inside (one frozen object per tunnel). */
   readonly interception: ForwardProxyInterception
-  /** The user who opened the tunnel (`request.proxyUser` inside), or null without auth. */
-  readonly user: ForwardProxyUser | null
+  /**
+   * Who may use the tunnel: the user who opened it (`request.proxyUser` inside, null without
+   * auth), checked again for the first request after each reconfiguration.
+   */
+  readonly grant: TunnelGrant
   /** The address of the client that opened the tunnel, for the access log of requests inside. */
   readonly clientAddress: string | undefined
   /** The tunnel's trace context: the parent of the spans of requests inside that bring none. */
@@ -173,7 +177,7 @@ export function decorateProxyUser (fastify: FastifyInstance): void {
   fastify.decorateRequest('proxyUser', {
     getter (this: { raw: object }): ForwardProxyUser | null {
       if (assigned.has(this)) return assigned.get(this) ?? null
-      return interceptedTunnelOf(this.raw)?.user ?? null
+      return interceptedTunnelOf(this.raw)?.grant.user ?? null
     },
     setter (this: object, user: ForwardProxyUser | null) {
       assigned.set(this, user)

@@ -22,7 +22,7 @@ import type { DestinationConnectorSettings } from '../security/destination-conne
 import type { UserPolicy } from '../security/user-policy'
 import type { ForwardProxyControl } from '../../types/control'
 import type { ForwardProxyDestination } from '../../types/destination'
-import type { ForwardProxyUser } from '../../types/user'
+import type { TunnelGrant } from '../security/tunnel-grant'
 
 /** Everything one registration of the proxy shares between its parts. */
 export interface ProxyRuntime {
@@ -41,12 +41,16 @@ export interface ProxyRuntime {
   readonly userPolicy: UserPolicy
   /** Forwarded requests in flight (`http://` and inside intercepted tunnels), against `limits.maxConcurrentRequests`. */
   readonly forwardedRequests: ConcurrencyLimit
-  /** Carries requests to `http://` destinations. */
-  readonly dispatcher: Agent
-  /** Carries requests to `https://` destinations (inside intercepted tunnels), reading `destinationTls` on every connect. */
-  readonly tlsDispatcher: Agent
-  /** Carries `http://` requests in absolute form to upstream proxies (`upstreamProxies`). */
-  readonly upstreamDispatcher: Agent
+  /**
+   * Carries requests to `http://` destinations. Replaced by `reconfigure` (the old one closes
+   * once its requests in flight are done), so no pooled connection outlives the policy it was
+   * dialed under: read it at the time of use.
+   */
+  dispatcher: Agent
+  /** Carries requests to `https://` destinations (inside intercepted tunnels), reading `destinationTls` on every connect; replaced like `dispatcher`. */
+  tlsDispatcher: Agent
+  /** Carries `http://` requests in absolute form to upstream proxies (`upstreamProxies`); replaced like `dispatcher`. */
+  upstreamDispatcher: Agent
   /**
    * How `https://` destinations are validated. Defaults to Node's trust store and only
    * error-free certificates; the tlsInterception plugin replaces it at registration.
@@ -155,6 +159,7 @@ export interface ClientTransport {
 export class TunnelRegistry {
   readonly #slots: ConcurrencyLimit
   readonly #open = new Set<Duplex>()
+  readonly #revocable = new Set<RevocableTunnel>()
 
   constructor (maxConcurrentTunnels: number) {
     this.#slots = new ConcurrencyLimit(maxConcurrentTunnels)
@@ -185,6 +190,17 @@ export class TunnelRegistry {
     }
   }
 
+  /** Keeps an open opaque tunnel for {@link TunnelRegistry.revocable} until `closedBy` closes. */
+  trackRevocable (tunnel: RevocableTunnel, closedBy: Duplex): void {
+    this.#revocable.add(tunnel)
+    closedBy.once('close', () => this.#revocable.delete(tunnel))
+  }
+
+  /** The open opaque tunnels, for checking them again after a reconfiguration. */
+  get revocable (): Iterable<RevocableTunnel> {
+    return [...this.#revocable]
+  }
+
   /**
    * Destroys every tracked tunnel stream (server shutdown). The HTTP/2 session an HTTP/2 tunnel
    * ran on is closed gracefully too (GOAWAY: its other streams finish, no new ones open): it
@@ -199,6 +215,14 @@ export class TunnelRegistry {
     }
     this.#open.clear()
   }
+}
+
+/** An open opaque tunnel as a reconfiguration sees it. */
+export interface RevocableTunnel {
+  readonly grant: TunnelGrant
+  readonly destination: ForwardProxyDestination
+  /** Closes the tunnel (both sides). */
+  readonly close: () => void
 }
 
 /**
@@ -240,8 +264,8 @@ export class ConcurrencyLimit {
 export interface AcceptedTunnel {
   readonly client: InterceptedClient
   readonly destination: ForwardProxyDestination
-  /** The user who opened the tunnel; `request.proxyUser` of every request inside. */
-  readonly user: ForwardProxyUser | null
+  /** Who may use the tunnel: `request.proxyUser` of every request inside, checked again after a reconfiguration. */
+  readonly grant: TunnelGrant
   /** The client's address, for the access log of requests inside. */
   readonly clientAddress: string | undefined
   /** The CONNECT's trace context, parent of the spans of requests inside that bring none. */

@@ -115,7 +115,7 @@ export class InterceptionEndpoint {
     transport.once('close', () => tunnel.onClose(transport.summary))
     const state: InterceptedTunnel = {
       interception: Object.freeze({ destination: tunnel.destination }),
-      user: tunnel.user,
+      grant: tunnel.grant,
       clientAddress: tunnel.clientAddress,
       traceContext: tunnel.traceContext
     }

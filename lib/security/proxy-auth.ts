@@ -2,10 +2,11 @@
 // per-address failure limit.
 
 import basicAuth from '@fastify/basic-auth'
-import type { FastifyInstance, onRequestHookHandler } from 'fastify'
+import type { FastifyInstance, FastifyRequest, onRequestHookHandler } from 'fastify'
 import { createHash, timingSafeEqual } from 'node:crypto'
 import type { ForwardProxyCredentialCheck, ForwardProxyUser, ForwardProxyUserEntry } from '../../types/user'
 import { AUTH_LOCKOUT_DETAILS, ProxyError } from '../protocol/errors'
+import type { UserRecheck } from './tunnel-grant'
 
 /** The `Proxy-Authenticate` challenge for a realm. */
 export function proxyAuthenticateChallenge (realm: string): string {
@@ -50,9 +51,31 @@ export async function registerProxyAuthentication (
         throw new ProxyError('proxy_authentication_required', 'Proxy authentication failed.', { details: 'invalid credentials' })
       }
       request.proxyUser = verdict === true ? { name: username } : verdict
+      credentialsOf.set(request, { username, password })
     }
   })
   return instance.basicAuth
+}
+
+// What each authenticated request passed with, so that a tunnel it opens can be checked again
+// after a reconfiguration. Kept only as long as the request object lives (the tunnel's).
+const credentialsOf = new WeakMap<FastifyRequest, { readonly username: string, readonly password: string }>()
+
+/**
+ * How to check again, against `currentCheck()` (the users or `validate` in force at the time),
+ * the credentials `request` was authenticated with; null for a request that was not
+ * authenticated here.
+ */
+export function userRecheckOf (request: FastifyRequest, currentCheck: () => ForwardProxyCredentialCheck | null): UserRecheck | null {
+  const credentials = credentialsOf.get(request)
+  if (credentials === undefined) return null
+  const { username, password } = credentials
+  return async () => {
+    const check = currentCheck()
+    if (check === null) return false
+    const verdict = await check(username, password, request)
+    return verdict === false ? false : verdict === true ? { name: username } : verdict
+  }
 }
 
 // Compared against when the user name is unknown, so an unknown name costs the same as a wrong password.

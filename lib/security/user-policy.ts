@@ -67,10 +67,16 @@ export class UserPolicy {
     const { allowedHosts, requestsPerMinute } = user
     if (allowedHosts === undefined && requestsPerMinute === undefined) return
     this.#checkFields(user)
-    if (allowedHosts !== undefined && !matchesAny(this.#patternsOf(allowedHosts), destination.host)) {
+    if (!this.allowsHost(user, destination)) {
       throw new ProxyError('http_request_denied', 'This user may not reach that destination host.', { details: 'host not allowed for this user' })
     }
     if (requestsPerMinute !== undefined) this.#count(user.name, requestsPerMinute)
+  }
+
+  /** True when `user` (null: no authentication) may reach `destination`'s host by its `allowedHosts`. */
+  allowsHost (user: ForwardProxyUser | null, destination: ForwardProxyDestination): boolean {
+    const allowedHosts = user?.allowedHosts
+    return allowedHosts === undefined || (Array.isArray(allowedHosts) && matchesAny(this.#patternsOf(allowedHosts), destination.host))
   }
 
   /**

@@ -63,7 +63,7 @@ export function beginProxyRequest (request: FastifyRequest): void {
     kind: target.kind,
     destination: destination === undefined ? undefined : `${destination.host}:${destination.port}`,
     clientAddress,
-    tunnelUser: tunnel === undefined ? undefined : (tunnel.user?.name ?? null),
+    tunnelUser: tunnel === undefined ? undefined : (tunnel.grant.user?.name ?? null),
     span,
     errorType: undefined,
     bytesIn: 0,
