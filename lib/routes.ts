@@ -20,13 +20,14 @@ import { admitConnect, openConnectTunnel, releaseUnopenedTunnel } from './connec
 import { forwardAbsoluteRequest } from './forward/forward-handler'
 import { forwardInterceptedRequest, inTunnelUpgradeOf } from './interception/endpoint'
 import { forwardWebSocketUpgrade } from './forward/websocket-upgrade'
-import { beginProxyRequest, finishProxyRequest, noteProxyErrorType } from './telemetry/request-telemetry'
+import { beginProxyRequest, finishProxyRequest, noteProxyErrorType, scrubbedSecretsOf } from './telemetry/request-telemetry'
 import { ProxyError, isProxyError } from './protocol/errors'
 import { sendProxyError } from './protocol/error-responses'
 import type { ResolvedProxySettings } from './core/options'
 import { recordProxyFailure } from './telemetry/metrics'
 import { certificateErrorHint } from './forward/destinations'
-import { discardForwardedResponse, isForwardedBody, isForwardedReply, replaceReplyHeaders, replyHeaderRecord } from './forward/forwarded-response'
+import { discardForwardedResponse, isForwardedBody, isForwardedReply, replyHeaderRecord, responseScrubberOf } from './forward/forwarded-response'
+import { scrubReplyHeaders } from './forward/scrubbed-response'
 import { HOP_BY_HOP, hopByHopNamesOfObject } from './forward/outgoing-head'
 
 /**
@@ -76,7 +77,7 @@ export function proxyRoutes (runtime: ProxyRuntime) {
         done()
       },
       // Route-level hooks run after the application's: this one has the last word on the head.
-      onSend: holdForwardedResponseHead(runtime),
+      onSend: holdForwardedResponseHead,
       // Returning the reply tells Fastify the response is under way (it may still be streaming).
       handler: async (request: FastifyRequest, reply: FastifyReply) => {
         await handleProxyRequest(request, reply, runtime)
@@ -92,39 +93,35 @@ export function proxyRoutes (runtime: ProxyRuntime) {
  * held to the rules of the destination's own head: hop-by-hop names and the names a
  * `Connection` header lists are removed whoever set them (a hook's `Connection` would otherwise
  * override the client's `Connection: close`), a secret's value in any header becomes its
- * placeholder, and a `Content-Length` no longer describes a body a hook replaced, so it is
+ * placeholder (in names and values, with the scrubber the request was given: a value rotated
+ * while it was in flight is still found), and a `Content-Length` no longer describes a body a hook replaced, so it is
  * removed (Fastify sets it again for a string or buffer, a stream goes chunked).
  */
-function holdForwardedResponseHead (runtime: ProxyRuntime): onSendHookHandler {
-  return function holdForwardedResponseHead (_request, reply, payload, done) {
-    if (!isForwardedReply(reply)) {
-      done(null, payload)
-      return
-    }
-    // An empty list of values writes no field. Not reply.removeHeader: it also removes the name
-    // from the raw response, which tells Node never to write its own Connection,
-    // Content-Length or Transfer-Encoding (the client's Connection: close would go unsaid).
-    // The names a Connection header lists are only looked for when there is one (rarely): the
-    // usual response costs ten lookups here.
-    if (reply.hasHeader('connection') || reply.hasHeader('proxy-connection')) {
-      const dropped = hopByHopNamesOfObject(replyHeaderRecord(reply))
-      for (const name of Object.keys(reply.getHeaders())) {
-        if (dropped.has(name)) reply.header(name, [])
-      }
-    } else {
-      for (const name of HOP_BY_HOP) {
-        if (reply.hasHeader(name)) reply.header(name, [])
-      }
-    }
-    // A body a hook replaced: HEAD, 204 and 304 answers have none, and keep the destination's length.
-    if (payload != null && !isForwardedBody(reply, payload) && reply.hasHeader('content-length')) reply.header('content-length', [])
-    const { secrets } = runtime.settings
-    if (secrets !== null) {
-      const headers = replyHeaderRecord(reply)
-      if (secrets.scrubResponseHeaders(headers).length > 0) replaceReplyHeaders(reply, headers)
-    }
+const holdForwardedResponseHead: onSendHookHandler = function holdForwardedResponseHead (request, reply, payload, done) {
+  if (!isForwardedReply(reply)) {
     done(null, payload)
+    return
   }
+  // An empty list of values writes no field. Not reply.removeHeader: it also removes the name
+  // from the raw response, which tells Node never to write its own Connection,
+  // Content-Length or Transfer-Encoding (the client's Connection: close would go unsaid).
+  // The names a Connection header lists are only looked for when there is one (rarely): the
+  // usual response costs ten lookups here.
+  if (reply.hasHeader('connection') || reply.hasHeader('proxy-connection')) {
+    const dropped = hopByHopNamesOfObject(replyHeaderRecord(reply))
+    for (const name of Object.keys(reply.getHeaders())) {
+      if (dropped.has(name)) reply.header(name, [])
+    }
+  } else {
+    for (const name of HOP_BY_HOP) {
+      if (reply.hasHeader(name)) reply.header(name, [])
+    }
+  }
+  // A body a hook replaced: HEAD, 204 and 304 answers have none, and keep the destination's length.
+  if (payload != null && !isForwardedBody(reply, payload) && reply.hasHeader('content-length')) reply.header('content-length', [])
+  const scrubber = responseScrubberOf(reply)
+  if (scrubber !== null) scrubReplyHeaders(reply, scrubber, scrubbedSecretsOf(request))
+  done(null, payload)
 }
 
 /**

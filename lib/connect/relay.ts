@@ -30,6 +30,11 @@ export interface TunnelRelayOptions {
    * one, the destination is piped to the client.
    */
   readonly reader?: DestinationReader
+  /**
+   * What the destination's bytes go through before they reach the client (a WebSocket relay's
+   * scrubber); its failure tears the tunnel down as a destination failure. Not with `reader`.
+   */
+  readonly downstream?: Duplex
 }
 
 /**
@@ -73,7 +78,16 @@ export function relayTunnel (client: TunnelClientStreams, destination: Socket, o
   input.pipe(destination, { end: false })
   input.once('end', () => setImmediate(() => { if (!destination.destroyed) destination.end() }))
   const countDown = (count: number): void => { bytesDown += count; idleTimer.refresh() }
-  if (options.reader === undefined) {
+  const { downstream } = options
+  if (downstream !== undefined) {
+    destination.on('data', (chunk: Buffer) => countDown(chunk.length))
+    destination.pipe(downstream).pipe(output)
+    downstream.on('error', () => {
+      if (reason === 'closed') reason = 'destination-error'
+      abort(destination)
+      abortClient()
+    })
+  } else if (options.reader === undefined) {
     destination.on('data', (chunk: Buffer) => countDown(chunk.length))
     destination.pipe(output)
   } else {

@@ -10,12 +10,13 @@ import { ProxyError, errorCode, proxyErrorFromNetworkError } from '../protocol/e
 import { formatAuthority } from '../protocol/hosts'
 import type { AbsoluteTarget, AbsoluteTargetProblem } from '../core/proxy-request'
 import { markForwardedResponse } from './forwarded-response'
+import { scrubbedBody } from './scrubbed-response'
 import { buildClientResponseHeaders, type ReceivedHeaders } from './outgoing-head'
 import { placeSecrets, prepareOutgoingRequest, type ForwardTarget } from './outgoing-request'
 import { transformOutgoingRequest, type HeaderRecord } from './transforms'
 import type { UpstreamProxy } from '../security/upstream-proxy'
 import { Cancellation } from '../security/destination-connector'
-import { bodyByteCountsOf } from '../telemetry/request-telemetry'
+import { bodyByteCountsOf, scrubbedSecretsOf } from '../telemetry/request-telemetry'
 
 const TARGET_PROBLEMS: Record<AbsoluteTargetProblem, string> = {
   'https-scheme': 'https:// targets must use CONNECT.',
@@ -82,7 +83,7 @@ export async function forwardRequest (
   if (departure.aborted) throw clientLeft()
   const placed = placeSecrets(request, prepared, transformed, target)
   // Without secrets nothing is awaited: one turn of the loop less per request.
-  const { path, headers } = placed instanceof Promise ? await placed : placed
+  const { path, headers, scrubber } = placed instanceof Promise ? await placed : placed
   if (departure.aborted) throw clientLeft()
 
   const { upstreams } = runtime.connector
@@ -112,16 +113,26 @@ export async function forwardRequest (
     ? runtime.settings.limits.tunnelIdleTimeout
     : runtime.settings.limits.httpActivityTimeout
   // The response transforms, the application's onSend hooks and the proxy route's last one
-  // (which scrubs secrets) run on this head before it is written.
-  reply.code(response.statusCode).headers(buildClientResponseHeaders(response.headers, via))
+  // (which scrubs secrets from the head) run on this head before it is written.
+  const head = buildClientResponseHeaders(response.headers, via)
   if (request.method === 'HEAD' || response.statusCode === 204 || response.statusCode === 304) {
     response.body.resume()
-    markForwardedResponse(reply, { body: null, destination, transforms, cancellation: departure })
+    reply.code(response.statusCode).headers(head)
+    markForwardedResponse(reply, { body: null, destination, transforms, cancellation: departure, scrubber })
     reply.send()
     return
   }
-  const responseBody = withInactivityTimeout(response.body, idleTimeout, (bytes) => { counts.bytesOut += bytes })
-  markForwardedResponse(reply, { body: responseBody, destination, transforms, cancellation: departure })
+  let responseBody = withInactivityTimeout(response.body, idleTimeout, (bytes) => { counts.bytesOut += bytes })
+  if (scrubber !== null) {
+    try {
+      responseBody = scrubbedBody(responseBody, head, scrubber, scrubbedSecretsOf(request))
+    } catch (error) {
+      response.body.destroy()
+      throw error
+    }
+  }
+  reply.code(response.statusCode).headers(head)
+  markForwardedResponse(reply, { body: responseBody, destination, transforms, cancellation: departure, scrubber })
   reply.send(responseBody)
 }
 

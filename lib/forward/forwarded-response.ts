@@ -6,6 +6,7 @@ import type { Readable } from 'node:stream'
 import type { ForwardProxyDestination } from '../../types/destination'
 import type { ForwardProxyRequestTransform } from '../../types/interception'
 import { ObjectSlot } from '../core/object-slot'
+import type { SecretScrubber } from '../security/secret-scrubber'
 import { transformIncomingResponse, type HeaderRecord, type TransformCancellation } from './transforms'
 
 /** What the forwarding handler leaves on a reply that carries a destination's response. */
@@ -18,6 +19,8 @@ export interface ForwardedResponse {
   readonly transforms: readonly ForwardProxyRequestTransform[]
   /** Aborts when the client leaves; the transforms' signal. */
   readonly cancellation: TransformCancellation
+  /** Finds secret values in the head (the body is scrubbed already); null when none can be there. */
+  readonly scrubber: SecretScrubber | null
 }
 
 // A property of the reply, not a WeakMap from reply to body: that map cost about 40 µs of CPU per
@@ -27,6 +30,11 @@ const forwardedResponses = new ObjectSlot<ForwardedResponse | undefined>('forwar
 /** Marks `reply` as carrying a destination's response, just before the handler sends it. */
 export function markForwardedResponse (reply: FastifyReply, forwarded: ForwardedResponse): void {
   forwardedResponses.set(reply, forwarded)
+}
+
+/** The scrubber of the forwarded response `reply` carries, or null (none, or not a forwarded response). */
+export function responseScrubberOf (reply: FastifyReply): SecretScrubber | null {
+  return forwardedResponses.get(reply)?.scrubber ?? null
 }
 
 /** True when `reply` carries a destination's response (not an error answer, a tunnel or the application's own route). */

@@ -8,6 +8,7 @@ import type { ForwardProxyRequestTransform } from '../../types/interception'
 import type { ProxyRuntime } from '../core/runtime'
 import { ProxyError } from '../protocol/errors'
 import type { SecretRefusal, SecretSet } from '../security/secrets'
+import type { SecretScrubber } from '../security/secret-scrubber'
 import type { HeaderRecord } from './transforms'
 import { noteSecrets, proxyRequestSpanOf } from '../telemetry/request-telemetry'
 import { buildOutgoingHead, decideMaxForwards, viaListsPseudonym, type ReceivedHeaders } from './outgoing-head'
@@ -94,23 +95,30 @@ export function prepareOutgoingRequest (request: FastifyRequest, runtime: ProxyR
   return { kind: 'send', path: pathAndQuery, headers, received, via, defaultPort, secrets, transforms: runtime.transforms }
 }
 
-/** The path and headers that leave, secrets in place. */
+/** The path and headers that leave, secrets in place, and how to scrub the response. */
 export interface RequestToSend {
   readonly path: string
   readonly headers: string[] | HeaderRecord
+  /**
+   * Finds secret values in the response (head and body) and puts placeholders back; null when
+   * no secret is granted to the destination and none was put in the request.
+   */
+  readonly scrubber: SecretScrubber | null
 }
 
 /**
  * Puts each secret's value in place of its placeholder in what leaves: the path and the headers
  * the transforms returned (so a header rule that sets a placeholder injects the secret, checked
- * like a client's), the secrets named on the access log line. Returns what it was given when
- * the request has no secrets to check, without waiting.
+ * like a client's), the secrets named on the access log line. Toward a destination some secret
+ * is granted to, the response gets a scrubber, and the request asks for an unencoded body
+ * (`Accept-Encoding: identity`) so that its bytes can be searched. Returns what it was given
+ * when the request has no secrets to check, without waiting.
  * @throws ProxyError 403 `http_request_denied` for a placeholder that may not be sent there (the
  * details say why, never which secret nor its value).
  */
 export function placeSecrets (request: FastifyRequest, prepared: PreparedRequest, headers: string[] | HeaderRecord, target: Pick<ForwardTarget, 'destination' | 'scheme'>): RequestToSend | Promise<RequestToSend> {
   const { secrets } = prepared
-  if (secrets === null) return { path: prepared.path, headers }
+  if (secrets === null) return { path: prepared.path, headers, scrubber: null }
   return substituteSecrets(request, secrets, { path: prepared.path, headers: Array.isArray(headers) ? headers : flatHeaderList(headers) }, target)
 }
 
@@ -125,13 +133,26 @@ async function substituteSecrets (request: FastifyRequest, secrets: SecretSet, b
     user: request.proxyUser,
     overTls: target.scheme === 'https'
   })
-  if (result.kind === 'none') return built
   if (result.kind === 'refused') {
     noteSecrets(request, [result.secret])
     throw new ProxyError('http_request_denied', 'The request carries a secret placeholder that may not be sent there.', { status: 403, details: SECRET_REFUSALS[result.reason] })
   }
-  noteSecrets(request, result.secrets)
-  return { path: result.path, headers: result.headers }
+  const sent = result.kind === 'none' ? built : { path: result.path, headers: result.headers }
+  if (result.kind === 'substituted') noteSecrets(request, result.secrets)
+  const scrubber = result.kind === 'none'
+    ? secrets.scrubberFor(destination.host, destination.port)
+    : secrets.scrubberFor(destination.host, destination.port, result.given, result.produced)
+  return { path: sent.path, headers: scrubber === null ? sent.headers : withHeader(sent.headers, 'accept-encoding', 'identity'), scrubber }
+}
+
+/** Flat `headers` with `name` (lower case) set to `value` alone. */
+function withHeader (headers: readonly string[], name: string, value: string): string[] {
+  const out: string[] = []
+  for (let i = 0; i + 1 < headers.length; i += 2) {
+    if ((headers[i] as string).toLowerCase() !== name) out.push(headers[i] as string, headers[i + 1] as string)
+  }
+  out.push(name, value)
+  return out
 }
 
 /** Flat name/value pairs of a header record, repeats in order. */

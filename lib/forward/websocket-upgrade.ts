@@ -8,7 +8,10 @@ import type { ForwardProxyDestination } from '../../types/destination'
 import type { ProxyRuntime } from '../core/runtime'
 import { ProxyError, errorCode, proxyErrorFromNetworkError } from '../protocol/errors'
 import { relayTunnel } from '../connect/relay'
-import { finishUpgrade } from '../telemetry/request-telemetry'
+import { finishUpgrade, scrubbedSecretsOf } from '../telemetry/request-telemetry'
+import { scrubbedBody, scrubHeaders } from './scrubbed-response'
+import { createWebSocketScrubStream } from './websocket-scrub'
+import type { Readable } from 'node:stream'
 import { buildClientResponseHeaders } from './outgoing-head'
 import { flatHeaderList, placeSecrets, prepareOutgoingRequest } from './outgoing-request'
 import { withInactivityTimeout } from './forward-handler'
@@ -67,7 +70,7 @@ export async function forwardWebSocketUpgrade (
   const { limits } = runtime.settings
   const { destination } = target
   const prepared = prepareOutgoingRequest(request, runtime, { destination, scheme: 'https', pathAndQuery: target.pathAndQuery, applyMaxForwards: false })
-  const { received, via, secrets, transforms } = prepared
+  const { received, via, transforms } = prepared
 
   const abort = new Cancellation()
   const onClientClose = (): void => abort.abort()
@@ -75,8 +78,11 @@ export async function forwardWebSocketUpgrade (
   if (client.socket.destroyed) throw clientLeft()
   const transformed = await transformOutgoingRequest(transforms, request, destination, prepared, abort)
   if (abort.aborted) throw clientLeft()
-  const { path, headers } = await placeSecrets(request, prepared, transformed, { destination, scheme: 'https' })
+  const placed = await placeSecrets(request, prepared, transformed, { destination, scheme: 'https' })
   if (abort.aborted) throw clientLeft()
+  const { path, scrubber } = placed
+  // Compressed frames could hide a value: the scrubber must read every message as sent.
+  const headers = scrubber === null ? placed.headers : withoutExtensions(placed.headers)
 
   const upgradeValue = firstValue(received.upgrade) ?? 'websocket'
   const connection = await connectTls(destination, runtime.connector, runtime.destinationTls)
@@ -104,7 +110,8 @@ export async function forwardWebSocketUpgrade (
     upstream.destroy()
     throw error
   }
-  secrets?.scrubResponseHeaders(head.headers)
+  const found = scrubbedSecretsOf(request)
+  if (scrubber !== null) scrubHeaders(head.headers, scrubber, found)
 
   if (client.socket.destroyed) {
     upstream.destroy()
@@ -114,13 +121,16 @@ export async function forwardWebSocketUpgrade (
   if (answer.kind === 'switched' && head.statusCode === 101) {
     if (answer.socket.destroyed) throw new ProxyError('connection_terminated', 'The destination closed the connection after its 101.')
     reply.hijack()
-    const switchedTo = firstValue(answer.response.headers.upgrade) ?? upgradeValue
+    const echoed = firstValue(answer.response.headers.upgrade) ?? upgradeValue
+    const switchedTo = scrubber === null ? echoed : scrubber.scrubText(echoed, found)
     client.socket.write(switchingProtocolsHead(head.headers, switchedTo))
-    if (answer.head.length > 0) client.socket.write(answer.head)
+    const downstream = scrubber === null ? undefined : createWebSocketScrubStream(() => scrubber.chunkScrubber(found))
+    if (answer.head.length > 0) (downstream ?? client.socket).write(answer.head)
     if (client.head.length > 0) answer.socket.write(client.head)
     relayTunnel({ input: client.socket, output: client.socket }, answer.socket, {
       idleTimeout: limits.tunnelIdleTimeout,
-      onClose: (summary) => finishUpgrade(request, reply, summary)
+      onClose: (summary) => finishUpgrade(request, reply, summary),
+      ...(downstream === undefined ? {} : { downstream })
     })
     return
   }
@@ -130,8 +140,31 @@ export async function forwardWebSocketUpgrade (
     reply.code(head.statusCode).headers(head.headers).send()
     return
   }
+  const body = withInactivityTimeout(answer.response, limits.httpActivityTimeout)
+  if (scrubber === null) {
+    reply.code(head.statusCode).headers(head.headers)
+    reply.send(body)
+    return
+  }
+  let scrubbed: Readable
+  try {
+    scrubbed = scrubbedBody(body, head.headers, scrubber, found)
+  } catch (error) {
+    answer.response.destroy()
+    throw error
+  }
   reply.code(head.statusCode).headers(head.headers)
-  reply.send(withInactivityTimeout(answer.response, limits.httpActivityTimeout))
+  reply.send(scrubbed)
+}
+
+/** `headers` without `Sec-WebSocket-Extensions`: no extension (permessage-deflate) is offered. */
+function withoutExtensions (headers: string[] | HeaderRecord): string[] {
+  const flat = Array.isArray(headers) ? headers : flatHeaderList(headers)
+  const kept: string[] = []
+  for (let i = 0; i + 1 < flat.length; i += 2) {
+    if ((flat[i] as string).toLowerCase() !== 'sec-websocket-extensions') kept.push(flat[i] as string, flat[i + 1] as string)
+  }
+  return kept
 }
 
 function switchingProtocolsHead (headers: HeaderRecord, upgrade: string): string {

@@ -24,6 +24,7 @@ export const PROXY_ERROR_STATUS = {
   connection_limit_reached: 503,
   http_response_timeout: 504,
   http_response_header_section_size: 502,
+  http_response_content_coding: 502,
   http_protocol_error: 502,
   tls_protocol_error: 502,
   tls_certificate_error: 502,

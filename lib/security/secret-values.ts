@@ -35,18 +35,18 @@ export class SecretValue {
   readonly #source: ForwardProxySecretSource | undefined
   /** Every placeholder of the set: a value must hold none. */
   readonly #placeholders: () => readonly string[]
-  #known: { readonly value: string, readonly encoded: string, readonly expiresAt: number } | undefined
+  #known: { readonly value: string, readonly expiresAt: number } | undefined
   #pending: Promise<string> | undefined
 
   constructor (name: string, fixed: string | undefined, source: ForwardProxySecretSource | undefined, placeholders: () => readonly string[]) {
     this.#name = name
     this.#source = source
     this.#placeholders = placeholders
-    if (fixed !== undefined) this.#known = { value: fixed, encoded: percentEncoded(fixed), expiresAt: Infinity }
+    if (fixed !== undefined) this.#known = { value: fixed, expiresAt: Infinity }
   }
 
-  /** The value and its percent-encoded form when one is known (for scrubbing responses). */
-  get known (): { readonly value: string, readonly encoded: string } | undefined {
+  /** The value when one is known (for scrubbing responses), expired or not. */
+  get known (): { readonly value: string } | undefined {
     return this.#known
   }
 
@@ -75,7 +75,7 @@ export class SecretValue {
       throw unavailable(this.#name, 'its source gave a value that is not 8 to 4096 visible ASCII characters without a placeholder')
     }
     if (typeof maxAge !== 'number' || !(maxAge >= 0)) throw unavailable(this.#name, 'its source gave a maxAge that is not a number of milliseconds')
-    this.#known = { value, encoded: percentEncoded(value), expiresAt: Date.now() + maxAge }
+    this.#known = { value, expiresAt: Date.now() + maxAge }
     return value
   }
 }

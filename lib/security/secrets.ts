@@ -1,12 +1,14 @@
 // Secrets clients never hold: the placeholders clients send are replaced by the real values on
 // requests to the hosts a secret is granted to; a request carrying a placeholder anywhere else is
-// refused; a value a destination echoes in a response header goes back to its placeholder.
+// refused; a value a destination sends back, in any form the scrubber knows, goes back to its
+// placeholder.
 
 import type { ForwardProxySecretSource } from '../../types/secrets'
 import type { ForwardProxyUser } from '../../types/user'
 import { ForwardProxyOptionsError } from '../protocol/errors'
 import { compileHostPattern, type HostPattern } from '../protocol/hosts'
 import { PLACEHOLDER, SECRET_NAME, SECRET_VALUE, SecretValue, defaultPlaceholder, percentEncoded } from './secret-values'
+import { createSecretScrubber, type ExactForm, type ScrubbedSecret, type SecretScrubber } from './secret-scrubber'
 
 interface CompiledSecret {
   readonly name: string
@@ -23,6 +25,9 @@ interface SecretGrant {
   readonly port: number
 }
 
+// Scrubbers kept per secret set; a value rotated often leaves old ones, dropped past this count.
+const MAX_KEPT_SCRUBBERS = 64
+
 function grants (secret: CompiledSecret, host: string, port: number): boolean {
   return secret.grants.some((grant) => grant.port === port && grant.pattern.matches(host))
 }
@@ -32,6 +37,8 @@ interface Scan {
   readonly request: SecretRequest
   readonly used: Set<CompiledSecret>
   readonly values: ReadonlyMap<CompiledSecret, string> | null
+  /** Texts built from the client's while putting values in (second scan). */
+  readonly produced: ExactForm[]
 }
 
 /** A request as {@link SecretSet.substitute} sees it: after the outgoing head was built. */
@@ -62,7 +69,17 @@ export interface SecretRequest {
  */
 export type SecretSubstitution =
   | { readonly kind: 'none' }
-  | { readonly kind: 'substituted', readonly path: string, readonly headers: string[], readonly secrets: readonly string[] }
+  | {
+    readonly kind: 'substituted'
+    readonly path: string
+    readonly headers: string[]
+    /** Names of the secrets put in. */
+    readonly secrets: readonly string[]
+    /** The values put in, for scrubbing the response with them (see {@link SecretSet.scrubberFor}). */
+    readonly given: readonly ScrubbedSecret[]
+    /** Texts the proxy built from the client's (a re-encoded `Basic` credential) and what they replaced. */
+    readonly produced: readonly ExactForm[]
+  }
   | { readonly kind: 'refused', readonly reason: SecretRefusal, readonly secret: string }
 
 /** Why a request carrying a placeholder may not leave (see {@link SecretSubstitution}). */
@@ -77,6 +94,8 @@ class SecretRefused extends Error {
 /** The compiled `secrets` option of one registration. */
 export class SecretSet {
   readonly #secrets: readonly CompiledSecret[]
+  /** Compiled scrubbers by the names and values they find. */
+  readonly #scrubbers = new Map<string, SecretScrubber>()
 
   constructor (secrets: readonly CompiledSecret[]) {
     this.#secrets = secrets
@@ -103,7 +122,7 @@ export class SecretSet {
    * @throws ProxyError 500 when a secret's source fails.
    */
   async substitute (request: SecretRequest): Promise<SecretSubstitution> {
-    const found: Scan = { request, used: new Set(), values: null }
+    const found: Scan = { request, used: new Set(), values: null, produced: [] }
     try {
       this.#scanHeaders(found)
       this.#scanPath(found)
@@ -114,43 +133,47 @@ export class SecretSet {
     if (found.used.size === 0) return { kind: 'none' }
     const values = new Map<CompiledSecret, string>()
     for (const secret of found.used) values.set(secret, await secret.value.get())
-    const filled: Scan = { request, used: new Set(), values }
+    const filled: Scan = { request, used: new Set(), values, produced: [] }
     const headers = this.#scanHeaders(filled)
     const path = this.#scanPath(filled)
-    return { kind: 'substituted', path: path ?? request.path, headers: headers ?? [...request.headers], secrets: [...found.used].map((secret) => secret.name) }
+    return {
+      kind: 'substituted',
+      path: path ?? request.path,
+      headers: headers ?? [...request.headers],
+      secrets: [...found.used].map((secret) => secret.name),
+      given: [...values].map(([secret, value]) => ({ name: secret.name, value, placeholder: secret.placeholder })),
+      produced: filled.produced
+    }
   }
 
   /**
-   * Replaces every secret value (as is, or percent-encoded) in response header values by its
-   * placeholder, in place: a destination that echoes a credential (in a `Location`, a debug
-   * header) never hands it to the client. Returns the names of the secrets it found.
+   * The scrubber for the response to one request toward `host` (canonical) and `port`: it finds
+   * every form of the values of the secrets granted there (those known: given in the options,
+   * or fetched from a source and not expired), of the values this request was `given` (so a
+   * value rotated while the request was in flight is still found), and the exact texts the
+   * proxy `produced` from the client's (a `Basic` credential it re-encoded), each replaced by
+   * what the client sent. Null when there is nothing to look for: a destination no secret is
+   * granted to pays nothing. Scrubbers are compiled once per set of granted values and shared.
    */
-  scrubResponseHeaders (headers: Record<string, string | string[] | undefined>): string[] {
-    const found = new Set<string>()
-    for (const [name, value] of Object.entries(headers)) {
-      if (value === undefined) continue
-      if (Array.isArray(value)) {
-        headers[name] = value.map((item) => this.#scrub(item, found))
-      } else {
-        headers[name] = this.#scrub(value, found)
-      }
-    }
-    return [...found]
-  }
-
-  #scrub (value: string, found: Set<string>): string {
-    let scrubbed = value
+  scrubberFor (host: string, port: number, given: readonly ScrubbedSecret[] = [], produced: readonly ExactForm[] = []): SecretScrubber | null {
+    const granted: ScrubbedSecret[] = []
     for (const secret of this.#secrets) {
       const known = secret.value.known
-      if (known === undefined) continue
-      for (const form of [known.value, known.encoded]) {
-        if (scrubbed.includes(form)) {
-          scrubbed = scrubbed.split(form).join(secret.placeholder)
-          found.add(secret.name)
-        }
-      }
+      if (known !== undefined && grants(secret, host, port)) granted.push({ name: secret.name, value: known.value, placeholder: secret.placeholder })
     }
-    return scrubbed
+    for (const secret of given) {
+      if (!granted.some((other) => other.name === secret.name && other.value === secret.value)) granted.push(secret)
+    }
+    if (granted.length === 0) return null
+    const key = granted.map((secret) => `${secret.name}\u0000${secret.value}`).join('\u0000')
+    let scrubber = this.#scrubbers.get(key)
+    if (scrubber === undefined) {
+      // Rotated values leave their old scrubbers behind: keep a handful, not every one.
+      if (this.#scrubbers.size >= MAX_KEPT_SCRUBBERS) this.#scrubbers.clear()
+      scrubber = createSecretScrubber(granted)
+      this.#scrubbers.set(key, scrubber)
+    }
+    return produced.length === 0 ? scrubber : scrubber.withExactForms(produced)
   }
 
   /**
@@ -202,7 +225,12 @@ export class SecretSet {
       if (basic !== null) {
         const decoded = Buffer.from(basic[2] as string, 'base64').toString('latin1')
         const substituted = this.#replaceIn(decoded, scan)
-        if (substituted !== decoded) replaced = `${basic[1] as string}${Buffer.from(substituted, 'latin1').toString('base64')}`
+        if (substituted !== decoded) {
+          const encoded = Buffer.from(substituted, 'latin1').toString('base64')
+          replaced = `${basic[1] as string}${encoded}`
+          const secret = this.#secrets.find((candidate) => decoded.includes(candidate.placeholder))
+          if (scan.values !== null && secret !== undefined) scan.produced.push({ text: encoded, replacement: basic[2] as string, secret: secret.name })
+        }
       }
     }
     return replaced

@@ -31,6 +31,8 @@ interface RequestTelemetry {
   bytesOut: number
   /** Names of the secrets the request used or was refused for (never their values). */
   secrets: readonly string[] | undefined
+  /** Names of the secrets whose values were found in the response and replaced. */
+  scrubbed: Set<string> | undefined
 }
 
 const telemetry = new ObjectSlot<RequestTelemetry>('telemetry')
@@ -68,7 +70,8 @@ export function beginProxyRequest (request: FastifyRequest): void {
     errorType: undefined,
     bytesIn: 0,
     bytesOut: 0,
-    secrets: undefined
+    secrets: undefined,
+    scrubbed: undefined
   })
 }
 
@@ -97,6 +100,17 @@ export function noteProxyErrorType (request: FastifyRequest, errorType: string):
 export function noteSecrets (request: FastifyRequest, names: readonly string[]): void {
   const state = telemetry.get(request.raw)
   if (state !== undefined) state.secrets = names
+}
+
+/**
+ * Where the response scrubber of a request adds the names of the secrets it found (named on
+ * the access log line as `scrubbed`); a throwaway set for a request without telemetry.
+ */
+export function scrubbedSecretsOf (request: FastifyRequest): Set<string> {
+  const state = telemetry.get(request.raw)
+  if (state === undefined) return new Set()
+  state.scrubbed ??= new Set()
+  return state.scrubbed
 }
 
 /** Where a forwarded request's body bytes are counted, for its access log line. */
@@ -239,6 +253,7 @@ function logAccess (request: FastifyRequest, reply: FastifyReply, state: Request
       bytesIn: outcome.bytesIn,
       bytesOut: outcome.bytesOut,
       secrets: state?.secrets,
+      scrubbed: state?.scrubbed === undefined || state.scrubbed.size === 0 ? undefined : [...state.scrubbed],
       durationMs: Math.round(reply.elapsedTime * 1000) / 1000
     }
   }, message)
