@@ -6,6 +6,7 @@ import { startInterceptingProxy, startTlsOrigin } from './helpers/intercepting-p
 import { openTunnel } from './helpers/raw-client'
 import { eventually } from './helpers/eventually'
 import { startOpensslEstResponder } from './helpers/openssl-est-responder'
+import { expectNothingDialedBefore } from './helpers/nothing-dialed'
 
 const PASSWORD = 'allowlist-secret-93be'
 
@@ -33,7 +34,7 @@ test('EST allowlist refusal: the responder answers 403, getCertificate rejects, 
   // The proxy's handshake_failure alert, whichever way the client's OpenSSL spells it.
   t.match(error?.code, HANDSHAKE_FAILURE_ALERT, 'no certificate, no handshake (no fallback)')
   await eventually(() => proxy.app.forwardProxy.activeTunnels === 0)
-  t.equal(origin.requests.length, 0)
+  await expectNothingDialedBefore(t, origin.accepts, 'nothing was forwarded')
 
   const line = logs.find((entry) => entry.includes('certificate provider failed'))
   t.ok(line, 'the failure is logged')

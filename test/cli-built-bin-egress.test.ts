@@ -14,6 +14,7 @@ import { openInterceptedTls, rawTlsExchange } from './helpers/intercepted-client
 import { basic, openTunnel, rawExchange, type OpenTunnel } from './helpers/raw-client'
 import { startOrigin } from './helpers/servers'
 import { startTcpDestination } from './helpers/tcp-destination'
+import { expectNothingDialedBefore } from './helpers/nothing-dialed'
 
 const ROOT = join(__dirname, '..')
 const SECRET = 'sk-built/5e2a+7c1d=9f3b8a6e'
@@ -76,7 +77,7 @@ test('built bin: a user\'s tunnel limit and request rate, a placeholder refused 
   const plain = await forward('/plain', `X-Key: ${PLACEHOLDER}\r\n`)
   t.equal(plain.status, 403)
   t.match(plain.text, /proxy-status: fastify-forward-proxy; error=http_request_denied; details="credentials are not sent over plain http"/i)
-  t.equal(plainOrigin.requests.length, 0, 'nothing reached the plain origin')
+  await expectNothingDialedBefore(t, plainOrigin.accepts, 'nothing reached the plain origin')
 
   // 2: inside an intercepted tunnel to a granted host the placeholder becomes the value.
   connects++

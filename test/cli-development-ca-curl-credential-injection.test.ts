@@ -7,6 +7,7 @@ import { listeningUrls, runBin } from './helpers/cli-bin'
 import { portOf } from './helpers/cli-server'
 import { makeInterceptionPki } from './helpers/interception-pki'
 import { startHttpsOrigin } from './helpers/https-destination'
+import { expectNothingDialedBefore } from './helpers/nothing-dialed'
 
 const curl = promisify(execFile)
 const TOKEN = 'Bearer development-ca-token'
@@ -36,10 +37,12 @@ test('bin: curl trusting only the development CA path the server printed gets th
   t.equal(origin.requests[0]?.headers.authorization, TOKEN, 'the credential was injected inside the decrypted tunnel')
   t.equal(origin.requests[0]?.headers.cookie, undefined, 'the cookie was removed')
   t.equal(origin.requests[0]?.headers['proxy-authorization'], undefined)
+  const dialedBefore = origin.accepts.accepted
 
   const untrusted = await curl('curl', ['-sS', '--proxy', proxy, '--cacert', pki.destinationCa.certPath, `https://127.0.0.1:${origin.port}/v1/me`]).then(() => undefined, (error: { stderr: string }) => error)
   t.match(untrusted?.stderr, /SSL certificate problem|certificate verify failed/, 'the leaf is refused by a client that does not trust the development CA')
-  t.equal(origin.requests.length, 1, 'and nothing reached the origin')
+  t.equal(origin.requests.length, 1)
+  await expectNothingDialedBefore(t, origin.accepts, 'and nothing reached the origin', { after: dialedBefore })
   bin.child.kill('SIGTERM')
   t.equal(await bin.exited, 0)
 })

@@ -11,6 +11,7 @@ import { fixtureDirectory, makeCa, type CaFixture } from './helpers/ca-fixtures'
 import { listeningUrls, runBin } from './helpers/cli-bin'
 import { LOOPBACK_ORIGINS, portOf, startConfiguredServer } from './helpers/cli-server'
 import { makeInterceptionPki, type InterceptionPki } from './helpers/interception-pki'
+import { expectNothingDialedBefore, logAccepts, type AcceptLog } from './helpers/nothing-dialed'
 
 const curl = promisify(execFile)
 const EST_PASSWORD = 'est-password-5d21c7'
@@ -43,15 +44,16 @@ async function startEstService (t: Test, directory: string): Promise<EstFixture>
 }
 
 /** An HTTPS origin on 127.0.0.1 with a certificate of the destination CA; records request headers. */
-async function startHttpsOrigin (t: Test, pki: InterceptionPki): Promise<{ port: number, seen: Array<Record<string, string | string[] | undefined>> }> {
+async function startHttpsOrigin (t: Test, pki: InterceptionPki): Promise<{ port: number, seen: Array<Record<string, string | string[] | undefined>>, accepts: AcceptLog }> {
   const seen: Array<Record<string, string | string[] | undefined>> = []
   const origin: Server = createServer({ cert: pki.originLeaf.cert, key: pki.originLeaf.key }, (req, res) => {
     seen.push(req.headers)
     res.end('behind EST-issued leaves')
   })
+  const accepts = logAccepts(origin, 'requests')
   await new Promise<void>((resolve) => origin.listen(0, '127.0.0.1', resolve))
   t.teardown(() => new Promise<void>((resolve) => { origin.closeAllConnections(); origin.close(() => resolve()) }))
-  return { port: (origin.address() as AddressInfo).port, seen }
+  return { port: (origin.address() as AddressInfo).port, seen, accepts }
 }
 
 test('server: interception.est from the configuration file: curl trusting only the EST CA gets a leaf the EST service enrolled once, and credentials are injected', async (t) => {
@@ -107,7 +109,7 @@ test('server: an EST service refusing the proxy fails the intercepted handshake 
   const failed = await curl('curl', ['-sS', '--proxy', url ?? '', '--cacert', est.ca.certPath, `https://127.0.0.1:${origin.port}/`]).then(() => null, (error: { code: number }) => error)
   t.equal(failed?.code, 35, 'curl: the TLS handshake inside the tunnel failed (CURLE_SSL_CONNECT_ERROR)')
   t.same(est.enrollments, ['/.well-known/est/simpleenroll 401'], 'the proxy asked the EST service, which refused it')
-  t.equal(origin.seen.length, 0, 'nothing reached the destination')
+  await expectNothingDialedBefore(t, origin.accepts, 'nothing reached the destination')
   await new Promise<void>((resolve) => {
     const check = (): void => { if (bin.stdout().includes('certificate provider failed')) resolve(); else setImmediate(check) }
     check()

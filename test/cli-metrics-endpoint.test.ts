@@ -6,6 +6,7 @@ import { openTunnel, rawExchange } from './helpers/raw-client'
 import { once, startTcpDestination } from './helpers/tcp-destination'
 import { eventually } from './helpers/eventually'
 import { parseConfig } from './helpers/internals'
+import { expectNothingDialedBefore } from './helpers/nothing-dialed'
 
 test('server: "metrics" serves the proxy\'s instruments in the Prometheus text format at GET /metrics on a separate listener (counters _total, units as suffixes, histograms with buckets)', async (t) => {
   const origin = await startOrigin(t)
@@ -53,7 +54,7 @@ test('server: "metrics" serves the proxy\'s instruments in the Prometheus text f
   await post.body.dump()
   const proxied = await rawExchange(portOf(server.metricsUrl), `GET http://127.0.0.1:${origin.port}/ HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n`)
   t.equal(proxied.status, 404, 'the metrics listener is not a proxy')
-  t.equal(origin.requests.length, 0)
+  await expectNothingDialedBefore(t, origin.accepts, 'nothing was forwarded')
   const notTunnel = await rawExchange(portOf(server.metricsUrl), `CONNECT 127.0.0.1:${origin.port} HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n`)
   t.not(notTunnel.status, 200, 'nor a tunnel endpoint')
 

@@ -10,20 +10,22 @@ import { LOOPBACK_ORIGINS, portOf } from './helpers/cli-server'
 import { listeningUrls, runBin } from './helpers/cli-bin'
 import { startOrigin, type Origin } from './helpers/servers'
 import { ConfigError, loadSecrets, parseConfig } from './helpers/internals'
+import { expectNothingDialedBefore, logAccepts, type AcceptLog } from './helpers/nothing-dialed'
 
 const curl = promisify(execFile)
 // Long and distinctive, so a search of every output for it cannot match by chance.
 const SECRET = 'sk-live-7f3c9a1e5b2d4c6f8a0b9e7d5c3a1f2e'
 
-async function startTlsOrigin (t: Test, pki: InterceptionPki): Promise<{ port: number, seen: Array<string | undefined> }> {
+async function startTlsOrigin (t: Test, pki: InterceptionPki): Promise<{ port: number, seen: Array<string | undefined>, accepts: AcceptLog }> {
   const seen: Array<string | undefined> = []
   const origin = createServer({ cert: pki.originLeaf.cert, key: pki.originLeaf.key }, (req, res) => {
     seen.push(req.headers.authorization)
     res.end('ok')
   })
+  const accepts = logAccepts(origin, 'requests')
   await new Promise<void>((resolve) => origin.listen(0, '127.0.0.1', resolve))
   t.teardown(() => new Promise<void>((resolve) => { origin.closeAllConnections(); origin.close(() => resolve()) }))
-  return { port: (origin.address() as AddressInfo).port, seen }
+  return { port: (origin.address() as AddressInfo).port, seen, accepts }
 }
 
 function configWithSecret (pki: InterceptionPki, secret: object): object {
@@ -59,7 +61,7 @@ test('bin: a secret read from an environment variable is injected inside interce
   const plain = await curl('curl', ['-sS', '-i', '--proxy', proxy, `http://127.0.0.1:${plainOrigin.port}/plain`])
   t.match(plain.stdout, /^HTTP\/1\.1 403 /)
   t.match(plain.stdout, /proxy-status: fastify-forward-proxy; error=http_request_denied; details="credentials are not sent over plain http"/i)
-  t.equal(plainOrigin.requests.length, 0, 'nothing reached the destination in clear')
+  await expectNothingDialedBefore(t, plainOrigin.accepts, 'nothing reached the destination in clear')
 
   bin.child.kill('SIGTERM')
   await bin.exited
@@ -80,10 +82,12 @@ test('bin: a placeholder the client sends is replaced for the secret\'s hosts, w
   const granted = await curl('curl', ['-sS', '--proxy', proxy, '--cacert', pki.operatorCa.certPath, '-H', 'Authorization: Bearer PLACEHOLDER_API', `https://127.0.0.1:${origin.port}/v1/me`])
   t.equal(granted.stdout, 'ok')
   t.same(origin.seen, [`Bearer ${SECRET}`], 'the destination got the value')
+  const dialedBefore = origin.accepts.accepted
   const other = await curl('curl', ['-sS', '-i', '--proxy', proxy, '--cacert', pki.operatorCa.certPath, '-H', 'Authorization: Bearer PLACEHOLDER_API', `https://localhost:${origin.port}/steal`])
   t.match(other.stdout, /\r\nHTTP\/2 403 /, 'curl speaks HTTP/2 inside the tunnel')
   t.match(other.stdout, /proxy-status: fastify-forward-proxy; error=http_request_denied; details="secret not allowed for this destination"/i)
-  t.equal(origin.seen.length, 1, 'nothing reached the other host')
+  t.equal(origin.seen.length, 1)
+  await expectNothingDialedBefore(t, origin.accepts, 'nothing reached the other host', { after: dialedBefore })
   bin.child.kill('SIGTERM')
   await bin.exited
   const refusal = bin.stdout().split('\n').find((line) => line.includes('"access"') && line.includes('"status":403'))

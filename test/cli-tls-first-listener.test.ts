@@ -3,6 +3,7 @@ import { connect as tlsConnect } from 'node:tls'
 import { startOrigin } from './helpers/servers'
 import { makeSelfSignedCertificate } from './helpers/tls-fixture'
 import { LOOPBACK_ORIGINS, portOf, startConfiguredServer } from './helpers/cli-server'
+import { expectNothingDialedBefore } from './helpers/nothing-dialed'
 
 test('server: a TLS first listener (Fastify\'s own https server) serves /healthz and CONNECT with proxy auth', async (t) => {
   const origin = await startOrigin(t)
@@ -27,5 +28,6 @@ test('server: a TLS first listener (Fastify\'s own https server) serves /healthz
   const tunnel = await exchange(`CONNECT 127.0.0.1:${origin.port} HTTP/1.1\r\nHost: x\r\nProxy-Authorization: Basic ${credentials}\r\n\r\nGET /first-tls HTTP/1.1\r\nHost: o\r\nConnection: close\r\n\r\n`)
   t.match(tunnel, /^HTTP\/1\.1 200 Connection Established/)
   t.match(tunnel, /"url":"\/first-tls"/)
-  t.equal(origin.requests.length, 1, 'only the authorized tunnel reached the origin')
+  t.equal(origin.requests.length, 1)
+  await expectNothingDialedBefore(t, origin.accepts, 'only the authorized tunnel reached the origin', { after: 1 })
 })

@@ -9,6 +9,7 @@ import { LOOPBACK_ORIGINS, portOf } from './helpers/cli-server'
 import { startOrigin, startProxy } from './helpers/servers'
 import { makeInterceptionPki } from './helpers/interception-pki'
 import { startTlsOrigin } from './helpers/intercepting-proxy'
+import { expectNothingDialedBefore } from './helpers/nothing-dialed'
 
 const curl = promisify(execFile)
 
@@ -54,12 +55,14 @@ test('bin: two bins chained: the file\'s "via" gives each its own pseudonym, so 
   const forwarded = await curl('curl', ['-sS', '-o', '/dev/null', '-w', '%{http_code}', '--proxy', `http://${front}`, `http://127.0.0.1:${origin.port}/chained`])
   t.equal(forwarded.stdout, '200')
   t.equal(origin.requests[0]?.headers.via, '1.1 fastify-forward-proxy, 1.1 corp-egress')
+  const dialedBefore = origin.accepts.accepted
   const sameName = await startBin('same-name', {})
   const looping = await startBin('looping', { upstreamProxies: [{ hosts: ['*'], url: `http://${sameName}` }] })
   const refused = await curl('curl', ['-sS', '-D', '-', '-o', '/dev/null', '--proxy', `http://${looping}`, `http://127.0.0.1:${origin.port}/loop`])
   t.match(refused.stdout, /^HTTP\/1\.1 508 /)
   t.match(refused.stdout, /proxy-status: fastify-forward-proxy; error=proxy_loop_detected/i)
-  t.equal(origin.requests.length, 1, 'the looping request never reached the origin')
+  t.equal(origin.requests.length, 1)
+  await expectNothingDialedBefore(t, origin.accepts, 'the looping request never reached the origin', { after: dialedBefore })
 })
 
 test('bin: "via" must be an HTTP token; a bad one fails start-up naming the key', async (t) => {

@@ -3,6 +3,7 @@ import { connect } from 'node:net'
 import { startOrigin, startProxy, startSentinel } from './helpers/servers'
 import { openTunnel } from './helpers/raw-client'
 import { within } from './helpers/within'
+import { expectNothingDialedBefore } from './helpers/nothing-dialed'
 
 test('SPEC 4.1.1: a CONNECT as the first request gets 200 and relays bytes both ways', async (t) => {
   const origin = await startOrigin(t)
@@ -29,6 +30,6 @@ test('SPEC 4.1.1 / SPEC 7 row 501: a CONNECT after another request on a keep-ali
   const second = text.slice(text.indexOf('first') + 'first'.length)
   t.match(second, /^HTTP\/1\.1 501 Not Implemented\r\n/)
   t.match(second, /Proxy-Status: fastify-forward-proxy; error=http_request_error/)
-  t.equal(sentinel.connections.length, 0)
+  await expectNothingDialedBefore(t, sentinel.accepts, 'the CONNECT target was never dialed')
   t.equal(proxy.app.forwardProxy.activeTunnels, 0)
 })

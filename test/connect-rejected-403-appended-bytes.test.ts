@@ -1,6 +1,7 @@
 import { test } from 'tap'
 import { startOrigin, startProxy } from './helpers/servers'
 import { rawExchange } from './helpers/raw-client'
+import { expectNothingDialedBefore } from './helpers/nothing-dialed'
 
 test('HOSTILE 10: a CONNECT refused by policy (403) with a ClientHello-like payload appended closes without parsing it', async (t) => {
   const origin = await startOrigin(t)
@@ -11,5 +12,5 @@ test('HOSTILE 10: a CONNECT refused by policy (403) with a ClientHello-like payl
   ]))
   t.equal(res.status, 403)
   t.equal(res.text.match(/HTTP\/1\.1 /g)?.length, 1)
-  t.equal(origin.requests.length, 0)
+  await expectNothingDialedBefore(t, origin.accepts, 'the refused CONNECT target was never dialed')
 })

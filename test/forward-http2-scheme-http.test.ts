@@ -5,6 +5,7 @@ import { basic } from './helpers/raw-client'
 import type { OutgoingHttpHeaders } from 'node:http2'
 import { http2Request, type Http2Response } from './helpers/intercepted-client'
 import { LOOPBACK_TEST_POLICY } from './helpers/servers'
+import { expectNothingDialedBefore } from './helpers/nothing-dialed'
 
 test('Issue 22 rule 6: an HTTP/2 request with :scheme http on the TLS listener is forwarded like absolute-form http://: hop-by-hop dropped, Via added both ways, body streamed, Host from :authority', async (t) => {
   const origin = await startOrigin(t, (req, res, body) => {
@@ -44,7 +45,8 @@ test('Issue 22 rule 6: :scheme http requests get the same authentication, policy
   const denied = await http2Request(session, { ':scheme': 'http', ':authority': 'localhost:1', ':path': '/', 'proxy-authorization': basic('alice', 'pw') })
   t.equal(denied.status, 403, 'the destination policy applies')
   t.match(denied.headers['proxy-status'], /error=http_request_denied; details="host not allowed"/)
-  t.equal(origin.requests.length, 1, 'only the authenticated request reached the origin')
+  t.equal(origin.requests.length, 1)
+  await expectNothingDialedBefore(t, origin.accepts, 'only the authenticated request reached the origin', { after: 1 })
 })
 
 test('Issue 22 rule 6: a :scheme http request whose :authority is not a usable host and port gets 400; :scheme https requests still reach the application\'s own routes', async (t) => {

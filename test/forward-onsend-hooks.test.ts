@@ -80,7 +80,7 @@ test('onSend inside an intercepted tunnel: the hook sees request.interception an
   })
   const value = 'sk-onsend-4c1f9e7a2b8d'
   const proxy = await startInterceptingProxy(t, pki, {
-    proxy: { secrets: [{ name: 'api', value, hosts: ['127.0.0.1'], placeholder: 'PLACEHOLDER_ONSEND' }] },
+    proxy: { secrets: [{ name: 'api', value, hosts: [`127.0.0.1:${origin.port}`], placeholder: 'PLACEHOLDER_ONSEND' }] },
     interception: { certificateProvider: staticProvider(pki), selector: { shouldIntercept: () => true } },
     setup: (app: FastifyInstance) => {
       app.addHook('onSend', async (request, reply, payload) => {

@@ -2,6 +2,7 @@ import { test } from 'tap'
 import { startHttp2Proxy } from './helpers/http2-proxy'
 import { startCountingDestination } from './helpers/counting-destination'
 import { FLAG, FRAME, connectRawHttp2, frame, headerBlock, type RawHttp2Connection, type ReceivedFrame } from './helpers/raw-http2'
+import { expectNothingDialedBefore } from './helpers/nothing-dialed'
 
 const PROTOCOL_ERROR = 0x1
 // HPACK static table entries 8 and 12 are ":status 200" and ":status 400"; Node's encoder uses them.
@@ -36,11 +37,16 @@ test('HOSTILE 9, 12: malformed HTTP/2 CONNECT streams (pseudo-headers, framing h
     t.ok('reset' in outcome ? outcome.reset === PROTOCOL_ERROR : outcome.status400, `${name}: ${JSON.stringify(outcome)}`)
     streamId += 2
   }
-  t.equal(destination.accepted, 0, 'no malformed CONNECT was dialed')
   t.equal(connection.goawayCode(), undefined, 'the connection was not torn down')
 
-  connection.socket.write(frame(FRAME.HEADERS, FLAG.END_HEADERS, streamId, headerBlock([[':method', 'CONNECT'], [':authority', authority]])))
-  t.same(await verdict(connection, streamId), { status200: true, status400: false }, 'a valid CONNECT on the same connection gets 200')
+  // A valid CONNECT on the same connection is the probe: the first connection the destination got must be its.
+  await expectNothingDialedBefore(t, destination.accepts, 'no malformed CONNECT was dialed', {
+    send: async (marker) => {
+      connection.socket.write(frame(FRAME.HEADERS, FLAG.END_HEADERS, streamId, headerBlock([[':method', 'CONNECT'], [':authority', authority]])))
+      t.same(await verdict(connection, streamId), { status200: true, status400: false }, 'a valid CONNECT on the same connection gets 200')
+      connection.socket.write(frame(FRAME.DATA, 0, streamId, Buffer.from(marker)))
+    }
+  })
   t.equal(destination.accepted, 1)
   connection.socket.destroy()
 })

@@ -5,6 +5,7 @@ import { startInterceptingProxy, startTlsOrigin, staticProvider } from './helper
 import { http2OverTls, http2Request, openInterceptedTls } from './helpers/intercepted-client'
 import { eventually } from './helpers/eventually'
 import { within } from './helpers/within'
+import { expectNothingDialedBefore } from './helpers/nothing-dialed'
 
 test('attacker\'s review 4: requests inside an intercepted HTTP/2 tunnel count toward limits.maxConcurrentRequests; over it 503 connection_limit_reached, the slot comes back when the response ends', async (t) => {
   const pki = await makeInterceptionPki(t)
@@ -24,7 +25,8 @@ test('attacker\'s review 4: requests inside an intercepted HTTP/2 tunnel count t
   const second = await within(http2Request(session, { ':method': 'GET', ':path': '/second' }), 'the answer to the second request', 5_000)
   t.equal(second.status, 503)
   t.match(String(second.headers['proxy-status']), /error=connection_limit_reached/)
-  t.equal(origin.requests.length, 1, 'the second request did not reach the origin')
+  t.equal(origin.requests.length, 1)
+  await expectNothingDialedBefore(t, origin.accepts, 'the second request did not reach the origin', { after: 1 })
 
   held[0]?.end('released')
   const answered = await within(first, 'the held response', 5_000)

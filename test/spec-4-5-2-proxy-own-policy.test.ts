@@ -2,6 +2,7 @@ import { test } from 'tap'
 import basicAuth from '@fastify/basic-auth'
 import { startOrigin, startProxy } from './helpers/servers'
 import { basic, rawExchange } from './helpers/raw-client'
+import { expectNothingDialedBefore } from './helpers/nothing-dialed'
 
 // SPEC 4.5.2 and 5.4: the proxy runs its own policy (Proxy-Authorization, 407) and is not
 // wrapped in the application's authorization (Authorization, 401), which guards only the
@@ -23,9 +24,11 @@ test('SPEC 4.5.2 / 5.4: the proxy runs its own policy, not the application autho
   t.equal(authorized.status, 200, 'a proxy request with proxy credentials is forwarded, never asked for Authorization')
   t.equal(origin.requests.length, 1)
   t.equal(origin.requests[0]?.url, '/admin')
+  const dialedBefore = origin.accepts.accepted
 
   const unauthorized = await rawExchange(proxy.port, `GET http://127.0.0.1:${origin.port}/admin HTTP/1.1\r\nHost: x\r\nAuthorization: ${basic('admin', 'root')}\r\nConnection: close\r\n\r\n`)
   t.equal(unauthorized.status, 407, 'application credentials do not open the proxy')
   t.match(unauthorized.text, /proxy-authenticate: Basic realm="fastify-forward-proxy"/i)
-  t.equal(origin.requests.length, 1, 'the refused request never reached the destination')
+  t.equal(origin.requests.length, 1)
+  await expectNothingDialedBefore(t, origin.accepts, 'the refused request never reached the destination', { after: dialedBefore })
 })

@@ -7,6 +7,7 @@ import { ProxyAgent, request, type Dispatcher } from 'undici'
 import { createCaCertificateProvider, forwardProxy, tlsInterception, type ForwardProxyOptions, type TlsInterceptionOptions } from '../../lib/index'
 import { makeInterceptionPki, type InterceptionPki } from './interception-pki'
 import { LOOPBACK_TEST_POLICY } from './servers'
+import { logAccepts, type AcceptLog } from './nothing-dialed'
 
 /** What the HTTPS origin saw of one request. */
 export interface HttpsOriginRequest {
@@ -25,6 +26,8 @@ export interface HttpsOrigin {
   port: number
   /** Every request it received, in order. */
   requests: HttpsOriginRequest[]
+  /** The connections it accepted, in order (to prove that nothing dialed it before a probe). */
+  accepts: AcceptLog
 }
 
 /** Starts an HTTPS origin on `host` (default 127.0.0.1), any port, answering `ok <path>`; closed at teardown. */
@@ -37,9 +40,10 @@ export async function startHttpsOrigin (t: Test, options: ServerOptions, host = 
     res.end(`ok ${req.url ?? ''}`)
   })
   server.on('tlsClientError', () => {})
+  const accepts = logAccepts(server, 'requests')
   await new Promise<void>((resolve) => server.listen(0, host, resolve))
   t.teardown(() => new Promise<void>((resolve) => { server.closeAllConnections(); server.close(() => resolve()) }))
-  return { server, port: (server.address() as AddressInfo).port, requests }
+  return { server, port: (server.address() as AddressInfo).port, requests, accepts }
 }
 
 /** The real intercepted path toward one HTTPS destination, and a client that uses it. */

@@ -7,6 +7,7 @@ import type { Test } from 'tap'
 import { forwardProxy, tlsInterception, type ForwardProxyCertificateProvider, type ForwardProxyOptions, type TlsInterceptionOptions } from '../../lib/index'
 import { LOOPBACK_TEST_POLICY } from './servers'
 import type { InterceptionPki } from './interception-pki'
+import { logAccepts, type AcceptLog } from './nothing-dialed'
 
 /** What the HTTPS origin saw of one request. */
 export interface SeenRequest {
@@ -24,6 +25,8 @@ export interface TlsOrigin {
   server: Server
   port: number
   requests: SeenRequest[]
+  /** The connections it accepted, in order (to prove that nothing dialed it before a probe). */
+  accepts: AcceptLog
 }
 
 /**
@@ -44,9 +47,10 @@ export async function startTlsOrigin (t: Test, pki: InterceptionPki, handler?: (
     })
   })
   server.on('tlsClientError', () => {})
+  const accepts = logAccepts(server, 'requests')
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve))
   t.teardown(() => new Promise<void>((resolve) => { server.closeAllConnections(); server.close(() => resolve()) }))
-  return { server, port: (server.address() as AddressInfo).port, requests }
+  return { server, port: (server.address() as AddressInfo).port, requests, accepts }
 }
 
 /** A certificate provider that hands out the test leaf (127.0.0.1, localhost) and records what it was asked for. */

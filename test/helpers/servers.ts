@@ -3,6 +3,7 @@ import { createServer as createNetServer, type AddressInfo, type Server as NetSe
 import Fastify, { type FastifyInstance, type FastifyServerOptions } from 'fastify'
 import type { Test } from 'tap'
 import { forwardProxy, type ForwardProxyOptions } from '../../lib/index'
+import { logAccepts, type AcceptLog } from './nothing-dialed'
 
 /** What the echo origin saw of one request. */
 export interface EchoedRequest {
@@ -19,6 +20,8 @@ export interface Origin {
   port: number
   /** Every request the origin received, in order. */
   requests: EchoedRequest[]
+  /** The connections it accepted, in order (to prove that nothing dialed it before a probe). */
+  accepts: AcceptLog
 }
 
 /**
@@ -39,24 +42,28 @@ export async function startOrigin (t: Test, handler?: (req: IncomingMessage, res
       res.end(JSON.stringify(echoed))
     })
   })
+  const accepts = logAccepts(server, 'requests')
   await new Promise<void>((resolve) => server.listen(0, host, resolve))
   t.teardown(() => new Promise<void>((resolve) => { server.closeAllConnections(); server.close(() => resolve()) }))
-  return { server, port: (server.address() as AddressInfo).port, requests }
+  return { server, port: (server.address() as AddressInfo).port, requests, accepts }
 }
 
 /** A TCP listener that records every connection it gets (to prove nothing was forwarded). */
 export interface Sentinel {
   port: number
   connections: Socket[]
+  /** The connections it accepted, in order, with their bytes (to prove that nothing dialed it before a probe). */
+  accepts: AcceptLog
 }
 
-/** Starts a raw TCP sentinel on `host` (default 127.0.0.1); it never answers. */
+/** Starts a raw TCP sentinel on `host` (default 127.0.0.1); it reads what it gets and never answers. */
 export async function startSentinel (t: Test, host = '127.0.0.1', port = 0): Promise<Sentinel> {
   const connections: Socket[] = []
   const server: NetServer = createNetServer((socket) => { connections.push(socket); socket.on('error', () => {}) })
+  const accepts = logAccepts(server, 'bytes')
   await new Promise<void>((resolve) => server.listen(port, host, resolve))
   t.teardown(() => new Promise<void>((resolve) => { for (const s of connections) s.destroy(); server.close(() => resolve()) }))
-  return { port: (server.address() as AddressInfo).port, connections }
+  return { port: (server.address() as AddressInfo).port, connections, accepts }
 }
 
 /** Proxy options for tests: loopback destinations on any port are allowed unless overridden. */
