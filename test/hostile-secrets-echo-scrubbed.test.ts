@@ -4,7 +4,7 @@
 // and its frames, and after the value rotated while the request was in flight. Every one must
 // come back as the placeholder, never the value, in any form the proxy can recognise.
 import { test, type Test } from 'tap'
-import { gzipSync } from 'node:zlib'
+import { brotliCompressSync, gzipSync } from 'node:zlib'
 import { randomBytes } from 'node:crypto'
 import type { IncomingMessage, ServerResponse } from 'node:http'
 import { createServer as createHttpsServer } from 'node:https'
@@ -55,6 +55,15 @@ function echo (req: IncomingMessage, res: ServerResponse): void {
       // httpbin's /gzip: compressed whatever the request asked for.
       res.setHeader('content-encoding', 'gzip')
       res.end(gzipSync(echoed))
+      return
+    case '/br':
+      res.setHeader('content-encoding', 'br')
+      res.end(brotliCompressSync(echoed))
+      return
+    case '/compress':
+      // A coding the proxy cannot decode: the value could hide in it.
+      res.setHeader('content-encoding', 'compress')
+      res.end(echoed)
       return
     case '/echo-header':
       res.setHeader('x-echo', String(req.headers.authorization))
@@ -128,6 +137,19 @@ test('HOSTILE secrets row 1: a destination echoing request headers into the body
   t.notMatch(gzip.head, /content-encoding/, 'decoded for the scrub, sent unencoded')
   t.same(leaks(gzip.head + gzip.body), [])
   t.match(gzip.body, `"authorization":"Bearer ${PLACEHOLDER}"`)
+})
+
+test('a body from a secret host in a coding the proxy cannot read gets 502 http_response_content_coding, nothing of it sent; br is decoded and scrubbed', async (t) => {
+  const setup = await setUp(t)
+  const refused = await get(setup, '/compress', { authorization: `Bearer ${PLACEHOLDER}` })
+  t.equal(refused.status, 502)
+  t.match(refused.head, /error=http_response_content_coding; details=\\"content coding not readable for scrubbing\\"/)
+  t.same(leaks(refused.head + refused.body), [])
+  t.notMatch(refused.body, /authorization/, 'none of the destination\'s body was sent')
+  const brotli = await get(setup, '/br', { authorization: `Bearer ${PLACEHOLDER}` })
+  t.equal(brotli.status, 200)
+  t.same(leaks(brotli.head + brotli.body), [])
+  t.match(brotli.body, `"authorization":"Bearer ${PLACEHOLDER}"`)
 })
 
 test('HOSTILE secrets row 1 over HTTP/2 inside the tunnel: the echoed body gives back the placeholder', async (t) => {
