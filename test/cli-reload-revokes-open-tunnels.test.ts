@@ -4,7 +4,7 @@
 import { test } from 'tap'
 import { writeFileSync } from 'node:fs'
 import { join } from 'node:path'
-import { makeInterceptionPki } from './helpers/interception-pki'
+import { interceptionConfig, makeInterceptionPki } from './helpers/interception-pki'
 import { LOOPBACK_ORIGINS, portOf } from './helpers/cli-server'
 import { listeningUrls, runBin, type BinProcess } from './helpers/cli-bin'
 import { startTlsOrigin } from './helpers/intercepting-proxy'
@@ -34,11 +34,7 @@ test('bin reload: removing an agent revokes its open intercepted HTTP/2 tunnel a
   const config = (users: Record<string, unknown>): string => JSON.stringify({
     listen: [{ host: '127.0.0.1', port: 0 }],
     destinations: LOOPBACK_ORIGINS,
-    interception: {
-      hosts: ['127.0.0.1'],
-      ca: { cert: pki.operatorCa.certPath, key: pki.operatorCa.certPath.replace(/\.pem$/, '.key') },
-      trustedDestinationCa: pki.destinationCa.certPath
-    },
+    interception: interceptionConfig(pki, ['127.0.0.1']),
     users,
     secrets: { one: { env: 'FFP_TEST_ONE', hosts: [`127.0.0.1:${origin.port}`], placeholder: PLACEHOLDER } },
     log: { level: 'info' }

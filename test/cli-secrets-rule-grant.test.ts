@@ -4,7 +4,7 @@
 import { test } from 'tap'
 import { writeFileSync } from 'node:fs'
 import { join } from 'node:path'
-import { makeInterceptionPki } from './helpers/interception-pki'
+import { interceptionConfig, makeInterceptionPki } from './helpers/interception-pki'
 import { LOOPBACK_ORIGINS, portOf } from './helpers/cli-server'
 import { listeningUrls, runBin } from './helpers/cli-bin'
 import { startTlsOrigin } from './helpers/intercepting-proxy'
@@ -23,11 +23,7 @@ test('bin: a header rule using a secret the user is not granted gets 403 with no
   writeFileSync(file, JSON.stringify({
     listen: [{ host: '127.0.0.1', port: 0 }],
     destinations: LOOPBACK_ORIGINS,
-    interception: {
-      hosts: ['127.0.0.1'],
-      ca: { cert: pki.operatorCa.certPath, key: pki.operatorCa.certPath.replace(/\.pem$/, '.key') },
-      trustedDestinationCa: pki.destinationCa.certPath
-    },
+    interception: interceptionConfig(pki, ['127.0.0.1']),
     users: {
       agent: { password: 'agent-pw', secrets: ['one'] },
       twin: { password: 'twin-pw', secrets: ['one', 'two'] },

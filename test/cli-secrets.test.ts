@@ -5,7 +5,7 @@ import { createServer } from 'node:https'
 import type { AddressInfo } from 'node:net'
 import { join } from 'node:path'
 import { promisify } from 'node:util'
-import { makeInterceptionPki, type InterceptionPki } from './helpers/interception-pki'
+import { interceptionConfig, makeInterceptionPki, type InterceptionPki } from './helpers/interception-pki'
 import { LOOPBACK_ORIGINS, portOf } from './helpers/cli-server'
 import { listeningUrls, runBin } from './helpers/cli-bin'
 import { startOrigin, type Origin } from './helpers/servers'
@@ -32,11 +32,7 @@ function configWithSecret (pki: InterceptionPki, secret: object): object {
   return {
     listen: [{ host: '127.0.0.1', port: 0 }],
     destinations: LOOPBACK_ORIGINS,
-    interception: {
-      hosts: ['127.0.0.1'],
-      ca: { cert: pki.operatorCa.certPath, key: pki.operatorCa.certPath.replace(/\.pem$/, '.key') },
-      trustedDestinationCa: pki.destinationCa.certPath
-    },
+    interception: interceptionConfig(pki, ['127.0.0.1']),
     secrets: { api: secret },
     headers: [{ hosts: ['127.0.0.1'], set: { Authorization: 'Bearer {{secret:api}}' } }],
     log: { level: 'info' }
