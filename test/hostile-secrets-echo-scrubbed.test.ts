@@ -4,6 +4,7 @@
 // and its frames, and after the value rotated while the request was in flight. Every one must
 // come back as the placeholder, never the value, in any form the proxy can recognise.
 import { test, type Test } from 'tap'
+import * as zlib from 'node:zlib'
 import { brotliCompressSync, gzipSync } from 'node:zlib'
 import { randomBytes } from 'node:crypto'
 import type { IncomingMessage, ServerResponse } from 'node:http'
@@ -42,6 +43,8 @@ function leaks (text: string): string[] {
   return FORMS.filter((form) => text.includes(form)).concat(text.toLowerCase().includes(TOKEN_VALUE) ? [TOKEN_VALUE] : [])
 }
 
+const { zstdCompressSync } = zlib as { zstdCompressSync?: (data: string) => Buffer }
+
 /** The destination: echoes what it got in every way a hostile client could ask for. */
 function echo (req: IncomingMessage, res: ServerResponse): void {
   const url = new URL(req.url ?? '/', 'https://origin.test')
@@ -59,6 +62,11 @@ function echo (req: IncomingMessage, res: ServerResponse): void {
     case '/br':
       res.setHeader('content-encoding', 'br')
       res.end(brotliCompressSync(echoed))
+      return
+    case '/zstd':
+      // Node 22.15 and later read zstd; Node 20 cannot, and must refuse it.
+      res.setHeader('content-encoding', 'zstd')
+      res.end(zstdCompressSync === undefined ? echoed : zstdCompressSync(echoed))
       return
     case '/compress':
       // A coding the proxy cannot decode: the value could hide in it.
@@ -139,13 +147,16 @@ test('HOSTILE secrets row 1: a destination echoing request headers into the body
   t.match(gzip.body, `"authorization":"Bearer ${PLACEHOLDER}"`)
 })
 
-test('a body from a secret host in a coding the proxy cannot read gets 502 http_response_content_coding, nothing of it sent; br is decoded and scrubbed', async (t) => {
+test('a body from a secret host in a coding the proxy cannot read gets 502 http_response_content_coding, nothing of it sent; br and (on Node 22.15+) zstd are decoded and scrubbed', async (t) => {
   const setup = await setUp(t)
   const refused = await get(setup, '/compress', { authorization: `Bearer ${PLACEHOLDER}` })
   t.equal(refused.status, 502)
   t.match(refused.head, /error=http_response_content_coding; details=\\"content coding not readable for scrubbing\\"/)
   t.same(leaks(refused.head + refused.body), [])
   t.notMatch(refused.body, /authorization/, 'none of the destination\'s body was sent')
+  const zstd = await get(setup, '/zstd', { authorization: `Bearer ${PLACEHOLDER}` })
+  t.equal(zstd.status, zstdCompressSync === undefined ? 502 : 200, 'zstd is decoded where Node can, refused where it cannot')
+  t.same(leaks(zstd.head + zstd.body), [])
   const brotli = await get(setup, '/br', { authorization: `Bearer ${PLACEHOLDER}` })
   t.equal(brotli.status, 200)
   t.same(leaks(brotli.head + brotli.body), [])
