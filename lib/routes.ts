@@ -20,8 +20,8 @@ import { admitConnect, openConnectTunnel, releaseUnopenedTunnel } from './connec
 import { forwardAbsoluteRequest } from './forward/forward-handler'
 import { forwardInterceptedRequest, inTunnelUpgradeOf } from './interception/endpoint'
 import { forwardWebSocketUpgrade } from './forward/websocket-upgrade'
-import { beginProxyRequest, finishProxyRequest, noteProxyErrorType, scrubbedSecretsOf } from './telemetry/request-telemetry'
-import { ProxyError, isProxyError } from './protocol/errors'
+import { beginProxyRequest, finishProxyRequest, noteProxyError, scrubbedSecretsOf } from './telemetry/request-telemetry'
+import { ProxyError, isProxyError, refusedBy } from './protocol/errors'
 import { sendProxyError } from './protocol/error-responses'
 import type { ResolvedProxySettings } from './core/options'
 import { recordProxyFailure } from './telemetry/metrics'
@@ -139,7 +139,7 @@ function authenticateOrRecheckTunnel (authenticate: onRequestHookHandler, runtim
     if (tunnel === undefined) return authenticate.call(this, request, reply, done)
     const refuse = (): void => {
       closeTunnelAfterAnswer(request, reply)
-      done(new ProxyError('http_request_denied', 'The user of this tunnel is no longer allowed.', { details: 'tunnel user no longer allowed' }))
+      done(refusedBy('auth', new ProxyError('http_request_denied', 'The user of this tunnel is no longer allowed.', { details: 'tunnel user no longer allowed' })))
     }
     const granted = tunnel.grant.stillGranted(runtime.settings)
     if (granted === true) done()
@@ -233,7 +233,7 @@ export function createProxyErrorHandler (settings: ResolvedProxySettings) {
     const proxyError = toProxyError(error)
     logProxyError(request, proxyError)
     recordProxyFailure(proxyError, error)
-    noteProxyErrorType(request, proxyError.errorType)
+    noteProxyError(request, proxyError)
     if (reply.raw.headersSent) {
       // The head is out: the only honest signal left is an aborted message.
       reply.raw.destroy()

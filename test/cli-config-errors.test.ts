@@ -29,7 +29,7 @@ test('config: wrong types say what is expected', async (t) => {
 
 test('config: user names cannot hold a colon and passwords cannot be empty', async (t) => {
   t.throws(() => parse({ users: { 'a:b': 'pw' } }), { message: /proxy\.json: \/users: key "a:b" is not allowed/ })
-  t.throws(() => parse({ users: { alice: '' } }), { message: 'proxy.json: /users/alice must be a non-empty string (the password) or an object { "password", and optionally "allowedHosts" (host patterns), "secrets" (secret names), "maxConcurrentTunnels", "requestsPerMinute" (positive integers) }' })
+  t.throws(() => parse({ users: { alice: '' } }), { message: 'proxy.json: /users/alice must be a non-empty string (the password) or an object { "password", and optionally "allowedHosts" (host patterns), "secrets" (secret names), "maxConcurrentTunnels", "requestsPerMinute" (positive integers), "mode" ("enforce" or "report") }' })
 })
 
 test('config: an unknown key is refused and named', async (t) => {

@@ -13,7 +13,7 @@ export interface ForwardProxyAuthOptions {
   /**
    * Fixed users: name to password (compared in constant time), or to an entry with the
    * password and the user's own policy (`allowedHosts`, `secrets`, `maxConcurrentTunnels`,
-   * `requestsPerMinute`).
+   * `requestsPerMinute`, `mode`).
    */
   users?: Readonly<Record<string, string | ForwardProxyUserEntry>>
   /** Custom credential check (database, LDAP, ...). */
@@ -49,6 +49,17 @@ export interface ResolvedAddress {
 export type ForwardProxyResolver = (hostname: string, signal: AbortSignal) => Promise<ResolvedAddress[]>
 
 /**
+ * How a host list is applied: `enforce` refuses what it does not allow; `report` lets it through
+ * and logs what enforcement would have refused (`access.decision` `would-deny`, with the
+ * `reason` and `rule` it would have been refused with), to roll a new list out safely. Report
+ * mode covers host lists only (a user's `allowedHosts`, `destinations.allowedHosts` and
+ * `deniedHosts`): ports, the address ranges behind `allowPrivateNetworks`, limits, rates,
+ * authentication and secret grants are enforced whatever the mode, and a secret is never put in
+ * a request that enforcement would have refused (403 instead).
+ */
+export type ForwardProxyPolicyMode = 'enforce' | 'report'
+
+/**
  * Destination policy. Secure by default: ports 80 and 443 only, and no
  * loopback, private, link-local, CGNAT, multicast, unspecified or reserved addresses, checked
  * after DNS resolution on every connect.
@@ -67,6 +78,12 @@ export interface ForwardProxyDestinationOptions {
    * they fall in a special-purpose range. Default `[]`.
    */
   allowedNetworks?: readonly string[]
+  /**
+   * `report` forwards what `allowedHosts` and `deniedHosts` would refuse, and logs it as
+   * `would-deny` (see {@link ForwardProxyPolicyMode}); ports and address ranges stay enforced.
+   * Default `'enforce'`.
+   */
+  mode?: ForwardProxyPolicyMode
 }
 
 /** Limits and timeouts. All durations in milliseconds. */

@@ -1,4 +1,5 @@
 import type { FastifyRequest } from 'fastify'
+import type { ForwardProxyPolicyMode } from './options'
 
 /**
  * The authenticated proxy user: the one who sent valid `Proxy-Authorization` credentials.
@@ -29,6 +30,14 @@ export interface ForwardProxyUser {
    * it 429 `http_request_denied` with `Retry-After`. Omitted: no limit.
    */
   requestsPerMinute?: number
+  /**
+   * `report` forwards a request or tunnel that this user's `allowedHosts` would refuse and logs
+   * it as `would-deny` (`access.rule` `users.<name>.allowedHosts`), to try a list before
+   * enforcing it; a placeholder in such a request is refused (403), never replaced. Its other
+   * limits, the destination policy and secret grants are enforced as always (see
+   * {@link ForwardProxyPolicyMode}). Omitted: `'enforce'`.
+   */
+  mode?: ForwardProxyPolicyMode
 }
 
 /**

@@ -70,7 +70,8 @@ function portNumber (text: string): number {
 /**
  * The human-readable lines printed on start: where it listens and with which HTTP versions
  * (`https://127.0.0.1:8443 (HTTP/1.1 + HTTP/2)`), whether authentication is on
- * (user count only, never a password), the destination policy, the limits, and interception;
+ * (user count only, never a password, and the users whose `allowedHosts` only report), the
+ * destination policy (and whether its host lists only report), the limits, and interception;
  * with a development CA (`developmentCa`), a warning, its path and how clients trust it; the
  * Prometheus endpoint's URL (`metricsUrl`) when there is one.
  */
@@ -82,12 +83,14 @@ export function startupSummary (config: ProxyServerConfig, urls: readonly string
     ? 'private networks ALLOWED'
     : `private networks refused${(d.allowedNetworks ?? []).length > 0 ? ` except ${(d.allowedNetworks ?? []).join(', ')}` : ''}`
   const denied = (d.deniedHosts ?? []).length > 0 ? `; denied hosts ${(d.deniedHosts ?? []).join(', ')}` : ''
+  const reporting = d.mode === 'report' ? ' (report mode: host lists logged as would-deny, not enforced)' : ''
+  const reportingUsers = Object.entries(config.users ?? {}).filter(([, entry]) => typeof entry === 'object' && entry.mode === 'report').map(([name]) => name)
   const limits = { ...DEFAULT_LIMITS, ...config.limits }
   return [
     'fastify-forward-proxy',
     ...urls.map((url, i) => `  listening on ${url} (${config.listen[i]?.http2 === true ? 'HTTP/1.1 + HTTP/2' : 'HTTP/1.1'})`),
-    users > 0 ? `  authentication: on (Basic, ${users} user${users === 1 ? '' : 's'})` : '  authentication: OFF (anyone who can reach a listener can use the proxy)',
-    `  destinations: hosts ${(d.allowedHosts ?? ['*']).join(', ')}${denied}; ${ports}; ${networks}`,
+    users > 0 ? `  authentication: on (Basic, ${users} user${users === 1 ? '' : 's'})${reportingUsers.length > 0 ? `; allowedHosts in report mode for ${reportingUsers.join(', ')}` : ''}` : '  authentication: OFF (anyone who can reach a listener can use the proxy)',
+    `  destinations: hosts ${(d.allowedHosts ?? ['*']).join(', ')}${denied}${reporting}; ${ports}; ${networks}`,
     `  limits: ${limits.maxConcurrentTunnels} tunnels, ${limits.maxConcurrentRequests} forwarded requests in flight, tunnel idle ${limits.tunnelIdleTimeout} ms, http activity ${limits.httpActivityTimeout} ms, connect ${limits.connectTimeout} ms, first byte ${limits.firstByteTimeout} ms, ${limits.maxStreamResets} HTTP/2 stream resets per 10 s`,
     config.interception === undefined ? '  interception: off' : interceptionLine(config.interception, developmentCa),
     ...(developmentCa === undefined ? [] : developmentCaNotice(developmentCa)),

@@ -37,7 +37,7 @@ export const CONFIG_SCHEMA = {
       // Basic credentials are "name:password", so a name cannot hold a colon.
       propertyNames: { minLength: 1, pattern: '^[^:]*$' },
       additionalProperties: {
-        description: 'a non-empty string (the password) or an object { "password", and optionally "allowedHosts" (host patterns), "secrets" (secret names), "maxConcurrentTunnels", "requestsPerMinute" (positive integers) }',
+        description: 'a non-empty string (the password) or an object { "password", and optionally "allowedHosts" (host patterns), "secrets" (secret names), "maxConcurrentTunnels", "requestsPerMinute" (positive integers), "mode" ("enforce" or "report") }',
         oneOf: [
           { type: 'string', minLength: 1 },
           {
@@ -49,7 +49,8 @@ export const CONFIG_SCHEMA = {
               allowedHosts: { type: 'array', items: { type: 'string', minLength: 1 } },
               secrets: { type: 'array', items: { type: 'string', minLength: 1 } },
               maxConcurrentTunnels: { type: 'integer', minimum: 1 },
-              requestsPerMinute: { type: 'integer', minimum: 1 }
+              requestsPerMinute: { type: 'integer', minimum: 1 },
+              mode: { enum: ['enforce', 'report'] }
             }
           }
         ]
@@ -83,7 +84,9 @@ export const CONFIG_SCHEMA = {
           ]
         },
         allowPrivateNetworks: { type: 'boolean' },
-        allowedNetworks: { type: 'array', items: { type: 'string', minLength: 1 } }
+        allowedNetworks: { type: 'array', items: { type: 'string', minLength: 1 } },
+        // "report": allowedHosts and deniedHosts log what they would refuse instead of refusing it.
+        mode: { enum: ['enforce', 'report'] }
       }
     },
     limits: {

@@ -9,6 +9,7 @@ import { CONFIG_SCHEMA } from './config-schema'
 import type { ForwardProxyHeaderRule } from '../../types/header-rules'
 import type { ForwardProxyClientProtocols } from '../../types/interception'
 import type { ForwardProxyUserEntry } from '../../types/user'
+import type { ForwardProxyPolicyMode } from '../../types/options'
 import { createHeaderRulesTransform } from '../forward/transforms'
 import { createHostListSelector } from '../interception/host-list-selector'
 import { ForwardProxyRuleError } from '../protocol/errors'
@@ -42,6 +43,8 @@ export interface ProxyServerConfig {
     allowedPorts?: number[] | '*'
     allowPrivateNetworks?: boolean
     allowedNetworks?: string[]
+    /** `report`: `allowedHosts` and `deniedHosts` log what they would refuse instead of refusing it. */
+    mode?: ForwardProxyPolicyMode
   }
   limits?: { maxConcurrentTunnels?: number, tunnelIdleTimeout?: number, httpActivityTimeout?: number, connectTimeout?: number, firstByteTimeout?: number, maxConcurrentRequests?: number, maxStreamResets?: number }
   interception?: InterceptionConfig

@@ -9,7 +9,7 @@ import type { ForwardProxyDestination } from '../../types/destination'
 import type { ProxyRuntime, InterceptionRuntime, InterceptedClient } from '../core/runtime'
 import type { ConnectRequestTarget, RawRequest } from '../core/proxy-request'
 import { ObjectSlot } from '../core/object-slot'
-import { ProxyError, policyRefusal } from '../protocol/errors'
+import { ProxyError, policyRefusal, refusedBy } from '../protocol/errors'
 import { Cancellation, connectToDestination } from '../security/destination-connector'
 import type { SecretSet } from '../security/secrets'
 import { TunnelGrant } from '../security/tunnel-grant'
@@ -22,7 +22,7 @@ import {
   recordTunnelOpen,
   type TunnelKind
 } from '../telemetry/metrics'
-import { finishAbandonedConnect, finishTunnel, tunnelTraceContextOf } from '../telemetry/request-telemetry'
+import { finishAbandonedConnect, finishTunnel, noteDialed, noteReportedRefusal, tunnelTraceContextOf } from '../telemetry/request-telemetry'
 import { createDestinationReader, type TunnelRelayOptions, relayTunnel } from './relay'
 
 /**
@@ -48,14 +48,17 @@ export async function admitConnect (request: FastifyRequest, reply: FastifyReply
   if (destination === null) {
     throw new ProxyError('http_request_error', 'The CONNECT target must be host:port with a port from 1 to 65535.', { details: 'bad CONNECT target' })
   }
-  runtime.policy.checkDestination(destination)
-  runtime.userPolicy.admitRequest(request.proxyUser, destination)
+  // Both run: the user's request is counted against its rate even when the policy reports.
+  const reportedByPolicy = runtime.policy.checkDestination(destination)
+  const reportedByUser = runtime.userPolicy.admitRequest(request.proxyUser, destination)
+  const reported = reportedByPolicy ?? reportedByUser
+  if (reported !== null) noteReportedRefusal(request, reported)
 
   const releaseUserTunnel = runtime.userPolicy.reserveTunnel(request.proxyUser)
   const releaseTunnel = runtime.tunnels.tryReserve()
   if (releaseTunnel === null) {
     releaseUserTunnel()
-    throw new ProxyError('connection_limit_reached', 'The proxy has reached its tunnel limit; try again later.')
+    throw refusedBy('limits.maxConcurrentTunnels', new ProxyError('connection_limit_reached', 'The proxy has reached its tunnel limit; try again later.'))
   }
   let released = false
   const release = (): void => {
@@ -155,6 +158,7 @@ export async function openConnectTunnel (request: FastifyRequest, reply: Fastify
       // onread option: those keep piping.
       reader = client.http2 || upstreamProxy?.protocol === 'https:' ? undefined : createDestinationReader()
       upstream = await connectToDestination(destination, runtime.connector, clientGone, reader?.onread, upstreamProxy)
+      noteDialed(request, upstream)
     }
   } catch (error) {
     release()
@@ -261,7 +265,7 @@ async function shouldInterceptTunnel (
 ): Promise<boolean> {
   for (const filter of interception.settings.destinationFilters) {
     if (await filter.allowTunnel(request, destination, clientGone.signal) !== true) {
-      throw policyRefusal('filter', new ProxyError('http_request_denied', 'The proxy refuses tunnels to this destination.', { details: 'refused by a destination filter' }))
+      throw policyRefusal('filter', refusedBy('destinationFilters', new ProxyError('http_request_denied', 'The proxy refuses tunnels to this destination.', { details: 'refused by a destination filter' })))
     }
   }
   if (secrets?.grantsDestination(destination.host, destination.port) === true) return true
@@ -404,7 +408,8 @@ function resetStream (stream: ServerHttp2Stream, code: number): void {
 /**
  * Checks every open opaque tunnel against the configuration now in force (after a
  * reconfiguration): its user again (the credentials it opened with, against the users or
- * `validate` in force), then the destination policy and the user's hosts for its destination.
+ * `validate` in force), then the destination policy and the user's hosts for its destination
+ * (a host list in report mode closes nothing).
  * A tunnel that no longer passes is closed; intercepted tunnels are checked per request instead.
  */
 export function recheckOpenTunnels (runtime: ProxyRuntime): void {
@@ -422,7 +427,7 @@ export function recheckOpenTunnels (runtime: ProxyRuntime): void {
 function stillAdmitted (runtime: ProxyRuntime, grant: TunnelGrant, destination: ForwardProxyDestination): boolean {
   try {
     runtime.policy.checkDestination(destination)
-    return runtime.userPolicy.allowsHost(grant.user, destination)
+    return runtime.userPolicy.admitsOpenTunnel(grant.user, destination)
   } catch {
     return false
   }

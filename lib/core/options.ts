@@ -19,6 +19,7 @@ import {
 import { systemResolver, type DestinationPolicySettings } from '../security/destination-policy'
 import { compileSecrets, type SecretSet } from '../security/secrets'
 import { checkUserPolicyFields } from '../security/user-policy'
+import { isPolicyMode, POLICY_MODE_PROBLEM } from '../security/report-mode'
 import { compileUpstreamProxies, type UpstreamRoutes } from '../security/upstream-proxy'
 import { ForwardProxyOptionsError } from '../protocol/errors'
 import { DEFAULT_PSEUDONYM } from '../protocol/error-responses'
@@ -58,11 +59,11 @@ const KNOWN_KEYS: Record<string, readonly string[]> = {
   '': ['auth', 'destinations', 'limits', 'via', 'resolver', 'transforms', 'secrets', 'upstreamProxies', 'propagateTraceContext'],
   auth: ['realm', 'users', 'validate', 'failureLimit'],
   'auth.failureLimit': ['maxFailures', 'window'],
-  destinations: ['allowedHosts', 'deniedHosts', 'allowedPorts', 'allowPrivateNetworks', 'allowedNetworks'],
+  destinations: ['allowedHosts', 'deniedHosts', 'allowedPorts', 'allowPrivateNetworks', 'allowedNetworks', 'mode'],
   limits: ['maxConcurrentTunnels', 'tunnelIdleTimeout', 'httpActivityTimeout', 'connectTimeout', 'firstByteTimeout', 'maxConcurrentRequests', 'maxStreamResets']
 }
 
-const USER_ENTRY_KEYS: readonly string[] = ['password', 'allowedHosts', 'secrets', 'maxConcurrentTunnels', 'requestsPerMinute']
+const USER_ENTRY_KEYS: readonly string[] = ['password', 'allowedHosts', 'secrets', 'maxConcurrentTunnels', 'requestsPerMinute', 'mode']
 
 // Fastify passes its own keys (prefix, logLevel, ...) to every plugin; they are not ours to judge.
 export const FASTIFY_REGISTER_KEYS = new Set(['prefix', 'logLevel', 'logSerializers'])
@@ -191,6 +192,7 @@ function resolveDestinations (destinations: ForwardProxyOptions['destinations'])
   rejectUnknownKeys('destinations', value)
   const allowPrivateNetworks = value.allowPrivateNetworks ?? false
   if (typeof allowPrivateNetworks !== 'boolean') throw new ForwardProxyOptionsError('destinations.allowPrivateNetworks', 'must be a boolean')
+  if (!isPolicyMode(value.mode)) throw new ForwardProxyOptionsError('destinations.mode', POLICY_MODE_PROBLEM)
   return {
     allowedHosts: compilePatterns('destinations.allowedHosts', value.allowedHosts ?? ['*']),
     deniedHosts: compilePatterns('destinations.deniedHosts', value.deniedHosts ?? []),
@@ -200,7 +202,8 @@ function resolveDestinations (destinations: ForwardProxyOptions['destinations'])
       const range = typeof text === 'string' ? parseCidr(text) : null
       if (range === null) throw new ForwardProxyOptionsError(`destinations.allowedNetworks[${index}]`, `is not a CIDR range or IP address: ${String(text)}`)
       return range
-    })
+    }),
+    reportHosts: value.mode === 'report'
   }
 }
 

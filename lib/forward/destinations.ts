@@ -2,7 +2,7 @@
 // the checked connector, and the destination TLS errors.
 
 import { isIPv6, isIP, type Socket } from 'node:net'
-import { Agent, type buildConnector } from 'undici'
+import { Agent, Client, Pool, type Dispatcher, type buildConnector } from 'undici'
 import {
   connect as tlsConnect,
   type DetailedPeerCertificate,
@@ -15,6 +15,8 @@ import { canonicalHost, formatAuthority } from '../protocol/hosts'
 import { ProxyError, isProxyError, errorCode } from '../protocol/errors'
 import type { ForwardProxyDestination } from '../../types/destination'
 import type { DestinationTlsSettings } from '../core/interception-options'
+import { carryDialedAddress } from '../security/dialed-address'
+import type { ForwardNotes, PooledConnection } from '../telemetry/request-telemetry'
 
 /** The host undici asks a connector for, canonical; it hands IPv6 literals over without brackets. */
 function hostOf (options: buildConnector.Options): string | null {
@@ -24,10 +26,55 @@ function hostOf (options: buildConnector.Options): string | null {
 /**
  * The Agent every forwarding dispatcher uses around its own `connect`: keep-alive connections
  * reused per origin for 4 s, the response head within `httpActivityTimeout`. Body inactivity is
- * timed by the forwarder, which knows whether the body is an event stream.
+ * timed by the forwarder, which knows whether the body is an event stream. Each pooled
+ * connection is a {@link TrackedConnection}, so a request knows which one it went on.
  */
 function forwardingAgent (connect: buildConnector.connector, httpActivityTimeout: number): Agent {
-  return new Agent({ connect, headersTimeout: httpActivityTimeout, bodyTimeout: 0, keepAliveTimeout: 4_000, maxHeaderSize: 64 * 1024 })
+  return new Agent({
+    connect,
+    headersTimeout: httpActivityTimeout,
+    bodyTimeout: 0,
+    keepAliveTimeout: 4_000,
+    maxHeaderSize: 64 * 1024,
+    factory: (origin, options) => new Pool(origin, { ...options, factory: trackedConnection })
+  })
+}
+
+/**
+ * One pooled connection to a destination (an undici Client, which holds one socket at a time and
+ * serves one request at a time on it) that remembers the socket of its last dial, and notes
+ * itself on each request it is given: a request whose `opaque` is its {@link ForwardNotes} gets
+ * `pooledOn` set to it, so its access line names the address of the connection it went on,
+ * reused or new. Costs a property check per request; nothing is allocated.
+ */
+class TrackedConnection extends Client implements PooledConnection {
+  /** The socket of this connection's last dial: the one its requests go on until it closes. */
+  lastDialed: object | undefined = undefined
+
+  override dispatch (options: Dispatcher.DispatchOptions, handler: Dispatcher.DispatchHandler): boolean {
+    const notes = (options as { opaque?: unknown }).opaque
+    if (isForwardNotes(notes)) notes.pooledOn = this
+    return super.dispatch(options, handler)
+  }
+}
+
+function isForwardNotes (value: unknown): value is ForwardNotes {
+  return typeof value === 'object' && value !== null && 'pooledOn' in value
+}
+
+/** The Pool's factory of {@link TrackedConnection}s: each wraps the Pool's `connect` to see its sockets. */
+function trackedConnection (origin: URL, options: object): Dispatcher {
+  const { connect } = options as { connect: buildConnector.connector }
+  const connection: TrackedConnection = new TrackedConnection(origin, {
+    ...options,
+    connect: (connectOptions, callback) => {
+      connect(connectOptions, (...result) => {
+        if (result[1] !== null) connection.lastDialed = result[1]
+        callback(...result)
+      })
+    }
+  })
+  return connection
 }
 
 /**
@@ -130,7 +177,9 @@ export async function connectTls (
   const upstream = await connector.upstreams?.routeFor(destination, null, 'tunnel') ?? null
   const socket = await connectToDestination(destination, connector, undefined, undefined, upstream)
   const remaining = Math.max(1, connector.connectTimeout - (Date.now() - started))
-  return await handshake(socket, destination, settings, remaining)
+  const secured = await handshake(socket, destination, settings, remaining)
+  carryDialedAddress(secured, socket)
+  return secured
 }
 
 function handshake (socket: Socket, destination: ForwardProxyDestination, settings: DestinationTlsSettings, timeout: number): Promise<TLSSocket> {

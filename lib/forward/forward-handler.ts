@@ -6,7 +6,7 @@ import type { FastifyReply, FastifyRequest } from 'fastify'
 import { Transform, type Readable } from 'node:stream'
 import { Http2ServerRequest } from 'node:http2'
 import type { ProxyRuntime } from '../core/runtime'
-import { ProxyError, errorCode, proxyErrorFromNetworkError } from '../protocol/errors'
+import { ProxyError, errorCode, proxyErrorFromNetworkError, refusedBy } from '../protocol/errors'
 import { formatAuthority } from '../protocol/hosts'
 import type { AbsoluteTarget, AbsoluteTargetProblem } from '../core/proxy-request'
 import { markForwardedResponse } from './forwarded-response'
@@ -16,7 +16,7 @@ import { placeSecrets, prepareOutgoingRequest, type ForwardTarget } from './outg
 import { transformOutgoingRequest, type HeaderRecord } from './transforms'
 import type { UpstreamProxy } from '../security/upstream-proxy'
 import { Cancellation } from '../security/destination-connector'
-import { bodyByteCountsOf, scrubbedSecretsOf } from '../telemetry/request-telemetry'
+import { forwardNotesOf, scrubbedSecretsOf } from '../telemetry/request-telemetry'
 
 const TARGET_PROBLEMS: Record<AbsoluteTargetProblem, string> = {
   'https-scheme': 'https:// targets must use CONNECT.',
@@ -89,17 +89,21 @@ export async function forwardRequest (
   const { upstreams } = runtime.connector
   // No await without upstream proxies: one turn of the loop less per request.
   const upstreamProxy = scheme === 'http' && upstreams != null ? await upstreams.routeFor(destination, request, 'http') : null
-  const counts = bodyByteCountsOf(request)
+  const counts = forwardNotesOf(request)
   const body = hasBody(request, received) ? countedBody(request.raw, (bytes) => { counts.bytesIn += bytes }, runtime.settings.limits.httpActivityTimeout) : null
   const authority = formatAuthority(destination.host, destination.port)
   const sent = upstreamProxy === null
-    ? (scheme === 'https' ? runtime.tlsDispatcher : runtime.dispatcher).request({ origin: `${scheme}://${authority}`, path, method: request.method, headers, body, signal: departure })
+    // `opaque`: the dispatcher notes there which pooled connection it gave the request to.
+    ? (scheme === 'https' ? runtime.tlsDispatcher : runtime.dispatcher).request({ origin: `${scheme}://${authority}`, path, method: request.method, headers, body, signal: departure, opaque: counts })
     // Absolute form to the upstream proxy, with its own credentials.
     : runtime.upstreamDispatcher.request({ origin: `${upstreamProxy.protocol}//${upstreamProxy.label}`, path: `http://${authority}${path}`, method: request.method, headers: withUpstreamAuthorization(headers, upstreamProxy), body, signal: departure })
   const response = await sent.catch((error: unknown) => {
     const mapped = fromDispatchError(error)
     throw upstreamProxy === null || mapped.nextHop !== undefined ? mapped : new ProxyError(mapped.errorType, mapped.message, { status: mapped.status, ...(mapped.details === undefined ? {} : { details: mapped.details }), nextHop: upstreamProxy.label, cause: error })
   })
+  // The connection the response came on: a reused one reports the address it was dialed to. Read
+  // now, before the pool can give that connection's slot to a new dial.
+  counts.dialed = counts.pooledOn?.lastDialed
   if (upstreamProxy !== null && response.statusCode === 407) {
     // The upstream wants credentials this proxy does not have; passed on, the 407 would read as
     // this proxy asking the client for its own.
@@ -143,7 +147,7 @@ export async function forwardRequest (
 function holdRequestSlot (reply: FastifyReply, runtime: ProxyRuntime): void {
   const release = runtime.forwardedRequests.tryReserve()
   if (release === null) {
-    throw new ProxyError('connection_limit_reached', 'The proxy has reached its limit of forwarded requests in flight; try again later.')
+    throw refusedBy('limits.maxConcurrentRequests', new ProxyError('connection_limit_reached', 'The proxy has reached its limit of forwarded requests in flight; try again later.'))
   }
   reply.raw.once('close', release)
 }

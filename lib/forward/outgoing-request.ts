@@ -6,11 +6,12 @@ import type { FastifyRequest } from 'fastify'
 import type { ForwardProxyDestination } from '../../types/destination'
 import type { ForwardProxyRequestTransform } from '../../types/interception'
 import type { ProxyRuntime } from '../core/runtime'
-import { ProxyError } from '../protocol/errors'
+import { ProxyError, refusedBy } from '../protocol/errors'
 import type { SecretRefusal, SecretSet } from '../security/secrets'
 import type { SecretScrubber } from '../security/secret-scrubber'
 import type { HeaderRecord } from './transforms'
-import { noteSecrets, proxyRequestSpanOf } from '../telemetry/request-telemetry'
+import { noteReportedRefusal, noteSecrets, proxyRequestSpanOf } from '../telemetry/request-telemetry'
+import type { ReportedRefusal } from '../security/report-mode'
 import { buildOutgoingHead, decideMaxForwards, viaListsPseudonym, type ReceivedHeaders } from './outgoing-head'
 
 /** Where a forwarded request (or WebSocket upgrade) goes. */
@@ -46,12 +47,17 @@ export interface PreparedRequest {
   readonly secrets: SecretSet | null
   /** The transforms this request and its response run through. */
   readonly transforms: readonly ForwardProxyRequestTransform[]
+  /**
+   * What a host list in report mode would have refused, when one would have: the request goes
+   * on, but no secret is put in it (a placeholder gets 403).
+   */
+  readonly reported: ReportedRefusal | null
 }
 
 /** What to do with a request: send it, or answer an OPTIONS whose Max-Forwards reached 0. */
 export type OutgoingDecision = PreparedRequest | { readonly kind: 'answer-options' }
 
-const SECRET_REFUSALS: Readonly<Record<SecretRefusal, string>> = {
+const SECRET_REFUSALS: Readonly<Record<Exclude<SecretRefusal, 'reported-host'>, string>> = {
   'not-granted': 'secret not allowed for this destination',
   'user-not-granted': 'secret not granted to this user',
   'plain-http': 'credentials are not sent over plain http',
@@ -59,9 +65,24 @@ const SECRET_REFUSALS: Readonly<Record<SecretRefusal, string>> = {
 }
 
 /**
+ * The `details` and the rule of a placeholder refused for `reason`: the secret's hosts, the
+ * user's secrets, the secret's own protections (TLS only, no TRACE), or the host list in report
+ * mode that would have refused the request (named as enforcement would have named it).
+ */
+function secretRefusal (reason: SecretRefusal, secret: string, user: string | undefined, reported: ReportedRefusal | null): { details: string, rule: string } {
+  switch (reason) {
+    case 'not-granted': return { details: SECRET_REFUSALS[reason], rule: `secrets.${secret}.hosts` }
+    case 'user-not-granted': return { details: SECRET_REFUSALS[reason], rule: `users.${user ?? ''}.secrets` }
+    case 'reported-host': return { details: `secret not sent: ${reported?.reason ?? 'host not allowed'} (report mode)`, rule: reported?.rule ?? 'destinations.allowedHosts' }
+    default: return { details: SECRET_REFUSALS[reason], rule: `secrets.${secret}` }
+  }
+}
+
+/**
  * Decides what leaves for `target`, in this order: a request whose `Via` already names this
  * proxy is a loop (508 `proxy_loop_detected`); the destination policy and the user's own hosts
- * and request rate; with `applyMaxForwards`, TRACE and OPTIONS at Max-Forwards 0 are answered
+ * and request rate (what a host list in report mode would refuse goes on, noted for the access
+ * line and kept in `reported`); with `applyMaxForwards`, TRACE and OPTIONS at Max-Forwards 0 are answered
  * here (405 for TRACE, an empty 200 for OPTIONS) and above 0 decremented; then the head is built
  * (see `buildOutgoingHead`: hook edits, hop-by-hop removal, Host, Via, trace context). Secrets
  * are put in place later, after the transforms ({@link placeSecrets}), which see placeholders only.
@@ -75,8 +96,11 @@ export function prepareOutgoingRequest (request: FastifyRequest, runtime: ProxyR
     throw new ProxyError('proxy_loop_detected', 'The request has already passed through this proxy.')
   }
   const { destination, scheme, pathAndQuery } = target
-  runtime.policy.checkDestination(destination)
-  runtime.userPolicy.admitRequest(request.proxyUser, destination)
+  // Both run: the user's request is counted against its rate even when the policy reports.
+  const reportedByPolicy = runtime.policy.checkDestination(destination)
+  const reportedByUser = runtime.userPolicy.admitRequest(request.proxyUser, destination)
+  const reported = reportedByPolicy ?? reportedByUser
+  if (reported !== null) noteReportedRefusal(request, reported)
 
   let maxForwards: string | undefined | 'as-received' = 'as-received'
   if (target.applyMaxForwards) {
@@ -92,7 +116,7 @@ export function prepareOutgoingRequest (request: FastifyRequest, runtime: ProxyR
   const defaultPort = scheme === 'https' ? 443 : 80
   const span = propagateTraceContext ? proxyRequestSpanOf(request) : undefined
   const { headers, received, via } = buildOutgoingHead(request, { destination, defaultPort, maxForwards }, pseudonym, span)
-  return { kind: 'send', path: pathAndQuery, headers, received, via, defaultPort, secrets, transforms: runtime.transforms }
+  return { kind: 'send', path: pathAndQuery, headers, received, via, defaultPort, secrets, transforms: runtime.transforms, reported }
 }
 
 /** The path and headers that leave, secrets in place, and how to scrub the response. */
@@ -112,17 +136,19 @@ export interface RequestToSend {
  * like a client's), the secrets named on the access log line. Toward a destination some secret
  * is granted to, the response gets a scrubber, and the request asks for an unencoded body
  * (`Accept-Encoding: identity`) so that its bytes can be searched. Returns what it was given
- * when the request has no secrets to check, without waiting.
+ * when the request has no secrets to check, without waiting. A request a host list in report
+ * mode would have refused carries no secret: a placeholder its destination is granted is
+ * refused too.
  * @throws ProxyError 403 `http_request_denied` for a placeholder that may not be sent there (the
  * details say why, never which secret nor its value).
  */
 export function placeSecrets (request: FastifyRequest, prepared: PreparedRequest, headers: string[] | HeaderRecord, target: Pick<ForwardTarget, 'destination' | 'scheme'>): RequestToSend | Promise<RequestToSend> {
   const { secrets } = prepared
   if (secrets === null) return { path: prepared.path, headers, scrubber: null }
-  return substituteSecrets(request, secrets, { path: prepared.path, headers: Array.isArray(headers) ? headers : flatHeaderList(headers) }, target)
+  return substituteSecrets(request, secrets, { path: prepared.path, headers: Array.isArray(headers) ? headers : flatHeaderList(headers) }, target, prepared.reported)
 }
 
-async function substituteSecrets (request: FastifyRequest, secrets: SecretSet, built: { readonly path: string, readonly headers: string[] }, target: Pick<ForwardTarget, 'destination' | 'scheme'>): Promise<RequestToSend> {
+async function substituteSecrets (request: FastifyRequest, secrets: SecretSet, built: { readonly path: string, readonly headers: string[] }, target: Pick<ForwardTarget, 'destination' | 'scheme'>, reported: ReportedRefusal | null): Promise<RequestToSend> {
   const { destination } = target
   const result = await secrets.substitute({
     method: request.method,
@@ -131,11 +157,13 @@ async function substituteSecrets (request: FastifyRequest, secrets: SecretSet, b
     host: destination.host,
     port: destination.port,
     user: request.proxyUser,
-    overTls: target.scheme === 'https'
+    overTls: target.scheme === 'https',
+    hostRefusalReported: reported !== null
   })
   if (result.kind === 'refused') {
     noteSecrets(request, [result.secret])
-    throw new ProxyError('http_request_denied', 'The request carries a secret placeholder that may not be sent there.', { status: 403, details: SECRET_REFUSALS[result.reason] })
+    const { details, rule } = secretRefusal(result.reason, result.secret, request.proxyUser?.name, reported)
+    throw refusedBy(rule, new ProxyError('http_request_denied', 'The request carries a secret placeholder that may not be sent there.', { status: 403, details }))
   }
   const sent = result.kind === 'none' ? built : { path: result.path, headers: result.headers }
   if (result.kind === 'substituted') noteSecrets(request, result.secrets)

@@ -8,7 +8,7 @@ import type {
   ForwardProxyOutgoingRequest,
   ForwardProxyRequestTransform
 } from '../../types/interception'
-import { isProxyError, ProxyError, ForwardProxyRuleError } from '../protocol/errors'
+import { isMarkedRefusal, isProxyError, ProxyError, ForwardProxyRuleError, refusedBy } from '../protocol/errors'
 import { isEquivalentAuthority, matchesAny, type HostPattern, compileHostPatterns } from '../protocol/hosts'
 import { HOP_BY_HOP, TOKEN, UNSAFE_VALUE } from './outgoing-head'
 import type { ForwardProxyHeaderRule } from '../../types/header-rules'
@@ -65,7 +65,9 @@ export async function transformOutgoingRequest (
     try {
       await transform.transformRequest(request, destination, outgoing, cancellation.signal)
     } catch (error) {
-      if (isProxyError(error)) throw error
+      // A transform that answers with its own ProxyError decided the request: unless it names a
+      // rule of its own (a built-in one does), the access line names the transforms.
+      if (isProxyError(error)) throw isMarkedRefusal(error) ? error : refusedBy('transforms', error)
       throw transformRefused('request transform threw', error)
     }
   }
@@ -106,7 +108,7 @@ export async function transformIncomingResponse (
     try {
       await transform.transformResponse(request, destination, response, cancellation.signal)
     } catch (error) {
-      if (isProxyError(error)) throw error
+      if (isProxyError(error)) throw isMarkedRefusal(error) ? error : refusedBy('transforms', error)
       throw transformRefused('response transform threw', error)
     }
   }
@@ -200,7 +202,7 @@ export function createHeaderRulesTransform (rules: readonly ForwardProxyHeaderRu
       const echoed = outgoing.method === 'TRACE'
       const rules = matching(destination.host)
       if (!echoed && request.interception === null && rules.some((rule) => rule.tlsOnly && rule.set.length > 0)) {
-        throw new ProxyError('http_request_denied', 'The proxy sends the credentials for this destination over TLS only: use https://.', { status: 403, details: 'credentials are not sent over plain http' })
+        throw refusedBy('headers[].tlsOnly', new ProxyError('http_request_denied', 'The proxy sends the credentials for this destination over TLS only: use https://.', { status: 403, details: 'credentials are not sent over plain http' }))
       }
       for (const rule of rules) {
         for (const name of rule.remove) Reflect.deleteProperty(outgoing.headers, name)

@@ -8,7 +8,7 @@ import type { ForwardProxyDestination } from '../../types/destination'
 import type { ProxyRuntime } from '../core/runtime'
 import { ProxyError, errorCode, proxyErrorFromNetworkError } from '../protocol/errors'
 import { relayTunnel } from '../connect/relay'
-import { finishUpgrade, scrubbedSecretsOf } from '../telemetry/request-telemetry'
+import { finishUpgrade, noteDialed, scrubbedSecretsOf } from '../telemetry/request-telemetry'
 import { scrubbedBody, scrubHeaders } from './scrubbed-response'
 import { createWebSocketScrubStream } from './websocket-scrub'
 import type { Readable } from 'node:stream'
@@ -86,6 +86,7 @@ export async function forwardWebSocketUpgrade (
 
   const upgradeValue = firstValue(received.upgrade) ?? 'websocket'
   const connection = await connectTls(destination, runtime.connector, runtime.destinationTls)
+  noteDialed(request, connection)
   // Failures are reported by the HTTP client and the relay; this covers the gaps between them.
   connection.on('error', () => {})
   if (abort.aborted) {

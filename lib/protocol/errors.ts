@@ -303,5 +303,44 @@ export function policyRefusalReasonOf (error: ProxyError): PolicyRefusalReason |
   return reasons.get(error) ?? (error.errorType === 'destination_ip_prohibited' ? 'address' : undefined)
 }
 
+const refusalRules = new WeakMap<ProxyError, string>()
+
+/**
+ * Marks `error` as a refusal decided by `rule` and returns it: the access log line of the
+ * request names the rule (`access.rule`) with `access.decision` `deny`. Rules name where the
+ * policy is written: an option path (`destinations.deniedHosts`, `limits.maxConcurrentTunnels`),
+ * a user's or a secret's own field (`users.<name>.allowedHosts`, `secrets.<name>.hosts`), or one
+ * of the built-in words `auth`, `loop`, `request`, `transforms`.
+ */
+export function refusedBy (rule: string, error: ProxyError): ProxyError {
+  refusalRules.set(error, rule)
+  return error
+}
+
+/** True when `error` was marked by {@link refusedBy}. */
+export function isMarkedRefusal (error: ProxyError): boolean {
+  return refusalRules.has(error)
+}
+
+/**
+ * The rule that refused a request answered with `error`, or undefined when `error` is a failure
+ * rather than a refusal (a destination that could not be reached, a timeout, an internal error,
+ * a client that stopped sending). Errors not marked by {@link refusedBy} are judged by type:
+ * authentication (`auth`), an address in a refused range (`destinations.allowPrivateNetworks`,
+ * also when it crossed undici unmarked), a loop (`loop`), and any other 4xx but 408, which the
+ * request itself earned (`request`: malformed, unsupported, too large, or a host other than the
+ * tunnel's).
+ */
+export function refusalRuleOf (error: ProxyError): string | undefined {
+  const rule = refusalRules.get(error)
+  if (rule !== undefined) return rule
+  switch (error.errorType) {
+    case 'proxy_authentication_required': return 'auth'
+    case 'destination_ip_prohibited': return 'destinations.allowPrivateNetworks'
+    case 'proxy_loop_detected': return 'loop'
+    default: return error.status >= 400 && error.status < 500 && error.status !== 408 ? 'request' : undefined
+  }
+}
+
 /** The `details` of the authentication guard's 429 (`auth.failureLimit`), which the metrics count apart. */
 export const AUTH_LOCKOUT_DETAILS = 'too many failed authentication attempts'

@@ -6,6 +6,7 @@ import type { ForwardProxyResolver, ResolvedAddress } from '../../types/options'
 import { ProxyError, proxyErrorFromNetworkError } from '../protocol/errors'
 import type { DestinationPolicy, OwnListeners } from './destination-policy'
 import { connectThroughUpstream, type UpstreamProxy, type UpstreamRoutes } from './upstream-proxy'
+import { rememberDialedAddress } from './dialed-address'
 
 /** What a connect needs: the policy, a resolver and the time allowed for DNS plus TCP. */
 export interface DestinationConnectorSettings {
@@ -77,7 +78,7 @@ export class Cancellation {
 /**
  * Resolves a destination, keeps only the addresses the policy allows and dials them in order
  * until one answers; the socket returned is connected to an address that was checked, so a
- * second, different DNS answer can never be what gets dialed. Everything (DNS and TCP) must
+ * second, different DNS answer can never be what gets dialed (`dialedAddressOf` tells which). Everything (DNS and TCP) must
  * finish within `connectTimeout`. `cancel` aborts the attempt when the client goes away.
  * `onread`, when given, is the socket's `onread` option (an opaque tunnel's destination reader).
  *
@@ -180,7 +181,8 @@ interface DialTarget {
   readonly onread: OnReadOpts | undefined
 }
 
-function dial ({ host, port, family, onread }: DialTarget, abort: Cancellation, deadline: Deadline): Promise<Socket> {
+function dial (target: DialTarget, abort: Cancellation, deadline: Deadline): Promise<Socket> {
+  const { host, port, family, onread } = target
   return new Promise((resolve, reject) => {
     const socket = connect({ host, port, family, allowHalfOpen: true, noDelay: true, ...(onread === undefined ? {} : { onread }) })
     const onAbort = (): void => {
@@ -194,6 +196,7 @@ function dial ({ host, port, family, onread }: DialTarget, abort: Cancellation, 
     socket.once('connect', () => {
       stopListening()
       socket.removeListener('error', onError)
+      rememberDialedAddress(socket, target)
       resolve(socket)
     })
     const onError = (error: Error): void => {

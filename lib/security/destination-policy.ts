@@ -5,7 +5,7 @@ import type { AddressInfo } from 'node:net'
 import { networkInterfaces } from 'node:os'
 import { lookup } from 'node:dns/promises'
 import type { ForwardProxyDestination } from '../../types/destination'
-import { ProxyError, policyRefusal } from '../protocol/errors'
+import { ProxyError, policyRefusal, refusedBy } from '../protocol/errors'
 import {
   cidrContains,
   type Cidr,
@@ -17,6 +17,7 @@ import {
   sameBytes
 } from '../protocol/hosts'
 import type { ForwardProxyResolver, ResolvedAddress } from '../../types/options'
+import type { ReportedRefusal } from './report-mode'
 
 // Most distinct address texts remembered; past it the cache starts over.
 const VERDICT_CACHE_SIZE = 1024
@@ -29,7 +30,15 @@ export interface DestinationPolicySettings {
   readonly allowedPorts: ReadonlySet<number> | null
   readonly allowPrivateNetworks: boolean
   readonly allowedNetworks: readonly Cidr[]
+  /** `mode: 'report'`: the host lists log what they would refuse instead of refusing it. */
+  readonly reportHosts: boolean
 }
+
+const HOST_NOT_ALLOWED = 'host not allowed'
+
+// What report mode logs for each host list; shared, so a reported request allocates nothing.
+const REPORTED_DENIED_HOST: ReportedRefusal = { rule: 'destinations.deniedHosts', reason: HOST_NOT_ALLOWED }
+const REPORTED_NOT_ALLOWED_HOST: ReportedRefusal = { rule: 'destinations.allowedHosts', reason: HOST_NOT_ALLOWED }
 
 /**
  * Decides which destinations may be reached (by default ports 80 and 443, public addresses only). Names and ports are checked
@@ -49,17 +58,27 @@ export class DestinationPolicy {
   /**
    * Checks the name and port of a destination. Throws a 403 `http_request_denied` ProxyError
    * when the host is denied or not allowed, or the port is not allowed; a 403
-   * `destination_ip_prohibited` when the host is an IP literal in a refused range.
+   * `destination_ip_prohibited` when the host is an IP literal in a refused range. In report
+   * mode a host the lists would refuse is not thrown for: the refusal is returned (the port and
+   * address are still checked). Returns null when nothing was reported.
    */
-  checkDestination (destination: ForwardProxyDestination): void {
-    const { allowedHosts, deniedHosts, allowedPorts } = this.#settings
-    if (matchesAny(deniedHosts, destination.host) || !matchesAny(allowedHosts, destination.host)) {
-      throw policyRefusal('host', new ProxyError('http_request_denied', 'Destination host is not allowed by the proxy policy.', { details: 'host not allowed' }))
+  checkDestination (destination: ForwardProxyDestination): ReportedRefusal | null {
+    const { allowedHosts, deniedHosts, allowedPorts, reportHosts } = this.#settings
+    let reported: ReportedRefusal | null = null
+    const denied = matchesAny(deniedHosts, destination.host)
+    if (denied || !matchesAny(allowedHosts, destination.host)) {
+      if (reportHosts) reported = denied ? REPORTED_DENIED_HOST : REPORTED_NOT_ALLOWED_HOST
+      else {
+        const error = new ProxyError('http_request_denied', 'Destination host is not allowed by the proxy policy.', { details: HOST_NOT_ALLOWED })
+        throw policyRefusal('host', refusedBy(denied ? 'destinations.deniedHosts' : 'destinations.allowedHosts', error))
+      }
     }
     if (allowedPorts !== null && !allowedPorts.has(destination.port)) {
-      throw policyRefusal('port', new ProxyError('http_request_denied', 'Destination port is not allowed by the proxy policy.', { details: 'port not allowed' }))
+      const error = new ProxyError('http_request_denied', 'Destination port is not allowed by the proxy policy.', { details: 'port not allowed' })
+      throw policyRefusal('port', refusedBy('destinations.allowedPorts', error))
     }
     if (this.#verdictOf(destination.host) === false) this.#refuseAddress(destination.host)
+    return reported
   }
 
   /** True when a resolved address may be dialed. */

@@ -5,7 +5,7 @@ import basicAuth from '@fastify/basic-auth'
 import type { FastifyInstance, FastifyRequest, onRequestHookHandler } from 'fastify'
 import { createHash, timingSafeEqual } from 'node:crypto'
 import type { ForwardProxyCredentialCheck, ForwardProxyUser, ForwardProxyUserEntry } from '../../types/user'
-import { AUTH_LOCKOUT_DETAILS, ProxyError } from '../protocol/errors'
+import { AUTH_LOCKOUT_DETAILS, ProxyError, refusedBy } from '../protocol/errors'
 import type { UserRecheck } from './tunnel-grant'
 
 /** The `Proxy-Authenticate` challenge for a realm. */
@@ -36,7 +36,7 @@ export async function registerProxyAuthentication (
       // The TCP peer, never a forwarded-for header the client could write itself.
       const client = request.raw.socket.remoteAddress ?? ''
       if (limiter !== null && !await limiter.admit(client)) {
-        throw new ProxyError('http_request_denied', 'Too many failed proxy authentication attempts.', { status: 429, details: AUTH_LOCKOUT_DETAILS })
+        throw refusedBy('auth.failureLimit', new ProxyError('http_request_denied', 'Too many failed proxy authentication attempts.', { status: 429, details: AUTH_LOCKOUT_DETAILS }))
       }
       let verdict: boolean | ForwardProxyUser
       try {

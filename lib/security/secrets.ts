@@ -56,6 +56,11 @@ export interface SecretRequest {
   readonly user: ForwardProxyUser | null
   /** True inside an intercepted tunnel (TLS to the destination); false for plain `http://`. */
   readonly overTls: boolean
+  /**
+   * True when a host list in report mode would have refused the request: it goes on, but no
+   * secret is put in it, even one granted to its destination.
+   */
+  readonly hostRefusalReported: boolean
 }
 
 /**
@@ -64,7 +69,8 @@ export interface SecretRequest {
  * - `substituted`: placeholders replaced; send `path` and `headers`;
  * - `refused`: the request must not leave. `reason` says why: `not-granted` (a secret this
  *   destination may not have, or a placeholder in a header name or `Host`), `user-not-granted`
- *   (a secret the proxy user's `secrets` list leaves out),
+ *   (a secret the proxy user's `secrets` list leaves out), `reported-host` (a host list in
+ *   report mode would have refused the request: enforcement would never have sent the secret),
  *   `plain-http` (the secret would cross the network in clear), `trace` (a TRACE echoes it).
  */
 export type SecretSubstitution =
@@ -83,7 +89,7 @@ export type SecretSubstitution =
   | { readonly kind: 'refused', readonly reason: SecretRefusal, readonly secret: string }
 
 /** Why a request carrying a placeholder may not leave (see {@link SecretSubstitution}). */
-export type SecretRefusal = 'not-granted' | 'user-not-granted' | 'plain-http' | 'trace'
+export type SecretRefusal = 'not-granted' | 'user-not-granted' | 'reported-host' | 'plain-http' | 'trace'
 
 class SecretRefused extends Error {
   constructor (readonly reason: SecretRefusal, readonly secret: string) {
@@ -116,7 +122,8 @@ export class SecretSet {
    * `Authorization`, the path and query, percent-encoded or not) and replaces each with its
    * secret's value, percent-encoded in the path. A placeholder of a secret not granted to the
    * destination's host or not in the user's `secrets`, any placeholder in a header name or in
-   * `Host`, a granted one over plain `http://` and one in a TRACE refuse the whole request.
+   * `Host`, a granted one in a request a host list in report mode would have refused, over plain
+   * `http://` or in a TRACE refuse the whole request.
    * The request is scanned once to find and check the secrets it needs, their values are
    * fetched (from a source, when one is not kept), then it is scanned again to put them in.
    * @throws ProxyError 500 when a secret's source fails.
@@ -185,6 +192,7 @@ export class SecretSet {
     if (!grants(secret, request.host, request.port)) throw new SecretRefused('not-granted', secret.name)
     const userSecrets = request.user?.secrets
     if (userSecrets !== undefined && !userSecrets.includes(secret.name)) throw new SecretRefused('user-not-granted', secret.name)
+    if (request.hostRefusalReported) throw new SecretRefused('reported-host', secret.name)
     if (!request.overTls) throw new SecretRefused('plain-http', secret.name)
     if (request.method === 'TRACE') throw new SecretRefused('trace', secret.name)
     scan.used.add(secret)

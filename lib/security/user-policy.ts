@@ -3,16 +3,19 @@
 
 import type { ForwardProxyDestination } from '../../types/destination'
 import type { ForwardProxyUser } from '../../types/user'
-import { ForwardProxyOptionsError, ProxyError } from '../protocol/errors'
+import { ForwardProxyOptionsError, ProxyError, refusedBy } from '../protocol/errors'
 import { compileHostPattern, matchesAny, type HostPattern } from '../protocol/hosts'
+import { isPolicyMode, POLICY_MODE_PROBLEM, type ReportedRefusal } from './report-mode'
 
 const WINDOW_MS = 60_000
+const HOST_NOT_ALLOWED_FOR_USER = 'host not allowed for this user'
 // Rate windows of users who stopped sending are dropped once this many are kept.
 const MAX_IDLE_WINDOWS = 10_000
 
 /**
  * Checks the policy fields of a `users` entry at registration: `allowedHosts` host patterns,
- * `secrets` names of the `secrets` option, the limits positive integers.
+ * `secrets` names of the `secrets` option, the limits positive integers, `mode` `enforce` or
+ * `report`.
  * @throws ForwardProxyOptionsError naming the field.
  */
 export function checkUserPolicyFields (user: Readonly<Record<string, unknown>>, option: string, secretNames: readonly string[]): void {
@@ -21,7 +24,7 @@ export function checkUserPolicyFields (user: Readonly<Record<string, unknown>>, 
 }
 
 function policyProblem (user: Readonly<Record<string, unknown>>, secretNames: readonly string[] | null): { field: string, text: string } | null {
-  const { allowedHosts, secrets, maxConcurrentTunnels, requestsPerMinute } = user
+  const { allowedHosts, secrets, maxConcurrentTunnels, requestsPerMinute, mode } = user
   if (allowedHosts !== undefined) {
     if (!Array.isArray(allowedHosts)) return { field: 'allowedHosts', text: 'must be an array of host patterns' }
     const bad = allowedHosts.findIndex((text: unknown) => typeof text !== 'string' || compileHostPattern(text) === null)
@@ -35,6 +38,7 @@ function policyProblem (user: Readonly<Record<string, unknown>>, secretNames: re
   for (const [field, value] of [['maxConcurrentTunnels', maxConcurrentTunnels], ['requestsPerMinute', requestsPerMinute]] as const) {
     if (value !== undefined && !(Number.isSafeInteger(value) && (value as number) > 0)) return { field, text: 'must be a positive integer' }
   }
+  if (!isPolicyMode(mode)) return { field: 'mode', text: POLICY_MODE_PROBLEM }
   return null
 }
 
@@ -57,20 +61,34 @@ export class UserPolicy {
 
   /**
    * Checks a proxy request of `user` toward `destination` and counts it against the user's
-   * requests per minute.
+   * requests per minute. For a user in report mode (`mode: 'report'`), a host outside
+   * `allowedHosts` is returned as a reported refusal instead of thrown (its rate still counts
+   * and is enforced). Returns null when nothing was reported.
    * @throws ProxyError 403 `http_request_denied` for a host outside `allowedHosts`; 429
    * `http_request_denied` with `retryAfter` over `requestsPerMinute`; 500 when `validate`
    * returned fields that are not a usable policy.
    */
-  admitRequest (user: ForwardProxyUser | null, destination: ForwardProxyDestination): void {
-    if (user === null) return
+  admitRequest (user: ForwardProxyUser | null, destination: ForwardProxyDestination): ReportedRefusal | null {
+    if (user === null) return null
     const { allowedHosts, requestsPerMinute } = user
-    if (allowedHosts === undefined && requestsPerMinute === undefined) return
+    if (allowedHosts === undefined && requestsPerMinute === undefined) return null
     this.#checkFields(user)
+    let reported: ReportedRefusal | null = null
     if (!this.allowsHost(user, destination)) {
-      throw new ProxyError('http_request_denied', 'This user may not reach that destination host.', { details: 'host not allowed for this user' })
+      const rule = `users.${user.name}.allowedHosts`
+      if (user.mode === 'report') reported = { rule, reason: HOST_NOT_ALLOWED_FOR_USER }
+      else throw refusedBy(rule, new ProxyError('http_request_denied', 'This user may not reach that destination host.', { details: HOST_NOT_ALLOWED_FOR_USER }))
     }
     if (requestsPerMinute !== undefined) this.#count(user.name, requestsPerMinute)
+    return reported
+  }
+
+  /**
+   * True when an open tunnel of `user` toward `destination` may stay open under the user's
+   * hosts: they allow it, or the user is in report mode (which refuses nothing by host).
+   */
+  admitsOpenTunnel (user: ForwardProxyUser | null, destination: ForwardProxyDestination): boolean {
+    return user?.mode === 'report' || this.allowsHost(user, destination)
   }
 
   /** True when `user` (null: no authentication) may reach `destination`'s host by its `allowedHosts`. */
@@ -90,7 +108,7 @@ export class UserPolicy {
     this.#checkFields(user)
     const open = this.#openTunnels.get(user.name) ?? 0
     if (open >= limit) {
-      throw new ProxyError('connection_limit_reached', 'This user has reached its limit of open tunnels; close one and try again.', { status: 429, details: 'tunnel limit of this user reached' })
+      throw refusedBy(`users.${user.name}.maxConcurrentTunnels`, new ProxyError('connection_limit_reached', 'This user has reached its limit of open tunnels; close one and try again.', { status: 429, details: 'tunnel limit of this user reached' }))
     }
     this.#openTunnels.set(user.name, open + 1)
     let released = false
@@ -134,7 +152,7 @@ export class UserPolicy {
     }
     if (window.count >= limit) {
       const retryAfter = Math.max(1, Math.ceil((window.start + WINDOW_MS - now) / 1000))
-      throw new ProxyError('http_request_denied', 'This user has made too many requests; try again later.', { status: 429, details: 'request rate limit of this user reached', retryAfter })
+      throw refusedBy(`users.${name}.requestsPerMinute`, new ProxyError('http_request_denied', 'This user has made too many requests; try again later.', { status: 429, details: 'request rate limit of this user reached', retryAfter }))
     }
     window.count += 1
   }

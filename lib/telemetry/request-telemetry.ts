@@ -12,9 +12,15 @@ import {
 } from './metrics'
 import { ObjectSlot } from '../core/object-slot'
 import { startProxySpan, endProxySpan, endAbandonedProxySpan, contextWithSpan } from './traces'
+import { refusalRuleOf, type ProxyError } from '../protocol/errors'
+import type { ReportedRefusal } from '../security/report-mode'
+import { dialedAddressOf } from '../security/dialed-address'
 
-/** What the access log and the span of one proxy request collect while it runs. */
-interface RequestTelemetry {
+/**
+ * What the access log and the span of one proxy request collect while it runs (a forwarded
+ * request's transport fills its {@link ForwardNotes}; a CONNECT or upgrade sets `dialed` itself).
+ */
+interface RequestTelemetry extends ForwardNotes {
   readonly kind: 'connect' | 'forward' | 'intercepted'
   readonly destination: string | undefined
   readonly clientAddress: string | undefined
@@ -24,11 +30,10 @@ interface RequestTelemetry {
    */
   readonly tunnelUser: string | null | undefined
   readonly span: Span | undefined
-  errorType: string | undefined
-  /** Request body bytes from the client (forwarded requests). */
-  bytesIn: number
-  /** Response body bytes to the client (forwarded requests). */
-  bytesOut: number
+  /** The error the proxy answered with, if it answered with one. */
+  error: ProxyError | undefined
+  /** What a host list in report mode would have refused (the request went on). */
+  reported: ReportedRefusal | undefined
   /** Names of the secrets the request used or was refused for (never their values). */
   secrets: readonly string[] | undefined
   /** Names of the secrets whose values were found in the response and replaced. */
@@ -67,9 +72,12 @@ export function beginProxyRequest (request: FastifyRequest): void {
     clientAddress,
     tunnelUser: tunnel === undefined ? undefined : (tunnel.grant.user?.name ?? null),
     span,
-    errorType: undefined,
+    error: undefined,
+    reported: undefined,
     bytesIn: 0,
     bytesOut: 0,
+    pooledOn: undefined,
+    dialed: undefined,
     secrets: undefined,
     scrubbed: undefined
   })
@@ -90,10 +98,28 @@ export function tunnelTraceContextOf (request: FastifyRequest): Context | undefi
   return contextWithSpan(telemetry.get(request.raw)?.span)
 }
 
-/** Notes the `Proxy-Status` error type the proxy answered a request with (the error handler). */
-export function noteProxyErrorType (request: FastifyRequest, errorType: string): void {
+/**
+ * Notes the error the proxy answered a request with (the error handler): its `Proxy-Status`
+ * error type, and, when it is a refusal, the rule and details the access line explains it with.
+ */
+export function noteProxyError (request: FastifyRequest, error: ProxyError): void {
   const state = telemetry.get(request.raw)
-  if (state !== undefined) state.errorType = errorType
+  if (state !== undefined) state.error = error
+}
+
+/**
+ * Notes that a host list in report mode would have refused the request (it goes on): its access
+ * line says `would-deny`, with the rule and the reason, unless the request is refused after all.
+ */
+export function noteReportedRefusal (request: FastifyRequest, reported: ReportedRefusal): void {
+  const state = telemetry.get(request.raw)
+  if (state !== undefined) state.reported = reported
+}
+
+/** Notes the connection a CONNECT or an upgrade was dialed on, for the address on its access line. */
+export function noteDialed (request: FastifyRequest, socket: object): void {
+  const state = telemetry.get(request.raw)
+  if (state !== undefined) state.dialed = socket
 }
 
 /** Notes the secrets a request used or was refused for, named on its access log line. */
@@ -113,20 +139,37 @@ export function scrubbedSecretsOf (request: FastifyRequest): Set<string> {
   return state.scrubbed
 }
 
-/** Where a forwarded request's body bytes are counted, for its access log line. */
-export interface BodyByteCounts {
+/** A pooled destination connection as its dispatcher keeps it: the socket it holds now. */
+export interface PooledConnection {
+  /** The socket of the connection's last dial (undefined before the first). */
+  readonly lastDialed: object | undefined
+}
+
+/**
+ * What a forwarded request's transport tells its access log line: body bytes each way, and the
+ * connection it was sent on (so a request on a reused pooled connection still reports the
+ * address that connection was dialed to).
+ */
+export interface ForwardNotes {
   /** Request body bytes read from the client. */
   bytesIn: number
   /** Response body bytes sent toward the client. */
   bytesOut: number
+  /**
+   * The pooled connection the request was given to, set by the dispatcher (the request is passed
+   * these notes as its undici `opaque`).
+   */
+  pooledOn: PooledConnection | undefined
+  /** The socket the response came on: `pooledOn`'s when the response head arrived. */
+  dialed: object | undefined
 }
 
 /**
- * The counts a forwarded request's bodies add to: looked up once per request, not per chunk.
- * A request without telemetry gets counts of its own that nothing reads.
+ * The notes a forwarded request's transport fills: looked up once per request, not per chunk.
+ * A request without telemetry gets notes of its own that nothing reads.
  */
-export function bodyByteCountsOf (request: FastifyRequest): BodyByteCounts {
-  return telemetry.get(request.raw) ?? { bytesIn: 0, bytesOut: 0 }
+export function forwardNotesOf (request: FastifyRequest): ForwardNotes {
+  return telemetry.get(request.raw) ?? { bytesIn: 0, bytesOut: 0, pooledOn: undefined, dialed: undefined }
 }
 
 /**
@@ -139,10 +182,11 @@ export function finishProxyRequest (request: FastifyRequest, reply: FastifyReply
   const state = telemetry.get(request.raw)
   if (state === undefined) return
   const status = reply.statusCode
-  countRequestOutcome(state.kind, state.errorType === undefined ? 'answered' : status >= 500 ? 'failed' : 'refused')
-  if (state.span !== undefined) endProxySpan(state.span, { status, errorType: state.errorType })
+  const errorType = state.error?.errorType
+  countRequestOutcome(state.kind, errorType === undefined ? 'answered' : status >= 500 ? 'failed' : 'refused')
+  if (state.span !== undefined) endProxySpan(state.span, { status, errorType })
   if (!logsInfo(request.log)) return
-  logAccess(request, reply, state, { kind: state.kind, status, errorType: state.errorType, bytesIn: state.bytesIn, bytesOut: state.bytesOut }, 'proxy access')
+  logAccess(request, reply, state, { kind: state.kind, status, errorType, bytesIn: state.bytesIn, bytesOut: state.bytesOut }, 'proxy access')
 }
 
 /** How a tunnel ended, for its access log line and span. */
@@ -235,10 +279,21 @@ interface AccessOutcome {
 
 /**
  * Writes one access log line (`access`): the outcome, with who (the tunnel's user inside an
- * intercepted tunnel, else the proxy user), from where, what, to where, the secrets used and the
- * duration since the request arrived. Fields left undefined are not written.
+ * intercepted tunnel, else the proxy user), from where, what, to where (the destination and the
+ * address dialed for it), whether it was intercepted, the decision and the rule that made it,
+ * the secrets used and the duration since the request arrived. Fields left undefined are not
+ * written.
+ *
+ * The decision: `deny` when the proxy refused the request (its error names a rule, see
+ * `refusalRuleOf`; the reason is the error's `details`, as in `Proxy-Status`), else `would-deny`
+ * when a host list in report mode would have refused it (the rule and reason it would have
+ * been refused with), else `allow` (the proxy's rules let it through; it may still have failed,
+ * see `errorType`).
  */
 function logAccess (request: FastifyRequest, reply: FastifyReply, state: RequestTelemetry | undefined, outcome: AccessOutcome, message: string): void {
+  const error = state?.error
+  const refusedBy = error === undefined ? undefined : refusalRuleOf(error)
+  const reported = refusedBy === undefined ? state?.reported : undefined
   request.log.info({
     access: {
       kind: outcome.kind,
@@ -247,6 +302,11 @@ function logAccess (request: FastifyRequest, reply: FastifyReply, state: Request
       client: state?.clientAddress ?? null,
       method: request.method,
       destination: state?.destination ?? null,
+      address: dialedAddressOf(state?.dialed),
+      intercepted: outcome.kind === 'intercepted' || outcome.tunnel === 'intercepted',
+      decision: refusedBy !== undefined ? 'deny' : reported !== undefined ? 'would-deny' : 'allow',
+      reason: refusedBy !== undefined ? (error?.details ?? error?.message) : reported?.reason,
+      rule: refusedBy ?? reported?.rule,
       status: outcome.status,
       errorType: outcome.errorType ?? null,
       closeReason: outcome.closeReason,

@@ -38,6 +38,7 @@ import {
   type ForwardProxyOutgoingRequest,
   type ForwardProxyRequestTransform,
   type ForwardProxyUser,
+  type ForwardProxyPolicyMode,
   type ForwardProxyErrorCode,
   type ProxyErrorCode,
   type ProxyErrorType,
@@ -74,6 +75,12 @@ void app.register(forwardProxy, { auth: { users: { alice: 's3cret', 'agent-7': {
 void app.register(forwardProxy, { auth: { validate: (name) => ({ name, allowedHosts: ['*.pypi.org'], requestsPerMinute: 60 }) } })
 expectError(app.register(forwardProxy, { auth: { users: { agent: { allowedHosts: ['a.example'] } } } }))
 expectError(app.register(forwardProxy, { auth: { users: { agent: { password: 'p', requestsPerMinute: '60' } } } }))
+void app.register(forwardProxy, { destinations: { mode: 'report', allowedHosts: ['*.example.com'] }, auth: { users: { agent: { password: 'p', allowedHosts: ['a.example'], mode: 'report' } } } })
+void app.register(forwardProxy, { auth: { validate: (name) => ({ name, allowedHosts: ['a.example'], mode: 'enforce' as const }) } })
+expectError(app.register(forwardProxy, { destinations: { mode: 'audit' } }))
+expectError(app.register(forwardProxy, { auth: { users: { agent: { password: 'p', mode: 'audit' } } } }))
+expectAssignable<ForwardProxyPolicyMode>('report')
+expectNotAssignable<ForwardProxyPolicyMode>('warn')
 expectNotAssignable<ForwardProxyOptions>({ auth: { users: { alice: 1 } } })
 expectAssignable<Required<ForwardProxyLimitOptions>>(DEFAULT_LIMITS)
 

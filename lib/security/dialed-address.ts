@@ -1,0 +1,38 @@
+// The address and port each destination connection was dialed to, for the access log
+// (`127.0.0.1:8443`, `[::1]:443`): remembered when the connector dials, formatted only when a
+// log line asks.
+
+import { formatAuthority } from '../protocol/hosts'
+
+/** Where a connection was dialed: the checked IP address and the port. */
+export interface DialedAddress {
+  readonly host: string
+  readonly port: number
+}
+
+// Kept off the sockets themselves; the entry goes with the socket.
+const dialedAddresses = new WeakMap<object, DialedAddress>()
+
+/**
+ * Remembers that `socket` was dialed to `target` (an address the policy allowed), as given: no
+ * string is built until {@link dialedAddressOf} is called.
+ */
+export function rememberDialedAddress (socket: object, target: DialedAddress): void {
+  dialedAddresses.set(socket, target)
+}
+
+/** Gives `outer` (a TLS socket layered on `inner`) the address `inner` was dialed to, if any. */
+export function carryDialedAddress (outer: object, inner: object): void {
+  const target = dialedAddresses.get(inner)
+  if (target !== undefined) dialedAddresses.set(outer, target)
+}
+
+/**
+ * The address and port `socket` was dialed to (`127.0.0.1:8443`, `[::1]:443`), or undefined for
+ * none given, or a socket the connector did not dial to a destination itself (one through an
+ * upstream proxy, which resolves the name).
+ */
+export function dialedAddressOf (socket: object | undefined): string | undefined {
+  const target = socket === undefined ? undefined : dialedAddresses.get(socket)
+  return target === undefined ? undefined : formatAuthority(target.host, target.port)
+}
