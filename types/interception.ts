@@ -85,6 +85,14 @@ export interface ForwardProxyIncomingResponse {
  */
 export interface ForwardProxyRequestTransform {
   /**
+   * Whether the transform applies to this request toward `destination`, asked once per request
+   * before anything else runs (synchronously: it must not wait). Omitted, the transform applies
+   * to every request. A request no transform applies to is sent with the head the proxy built,
+   * never copied for the transforms, and its response head is not held for them: a transform
+   * for a few hosts should say so here. Throwing answers 500 `proxy_internal_error`.
+   */
+  appliesTo? (request: FastifyRequest, destination: ForwardProxyDestination): boolean
+  /**
    * Edits the outgoing request before it is sent to `destination`. Secrets are put in place
    * after the transforms: a transform sees (and may set) placeholders, never a secret's value.
    */

@@ -116,8 +116,8 @@ export function checkTransform (transform: unknown, option: string): ForwardProx
   if (typeof transform !== 'object' || transform === null) {
     throw new ForwardProxyOptionsError(option, 'must be an object with transformRequest and/or transformResponse functions')
   }
-  const { transformRequest, transformResponse } = transform as Record<string, unknown>
-  for (const [name, member] of [['transformRequest', transformRequest], ['transformResponse', transformResponse]] as const) {
+  const { transformRequest, transformResponse, appliesTo } = transform as Record<string, unknown>
+  for (const [name, member] of [['transformRequest', transformRequest], ['transformResponse', transformResponse], ['appliesTo', appliesTo]] as const) {
     if (member !== undefined && typeof member !== 'function') throw new ForwardProxyOptionsError(`${option}.${name}`, 'must be a function')
   }
   if (transformRequest === undefined && transformResponse === undefined) {

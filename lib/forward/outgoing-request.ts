@@ -9,7 +9,7 @@ import type { ProxyRuntime } from '../core/runtime'
 import { ProxyError, refusedBy } from '../protocol/errors'
 import type { SecretRefusal, SecretSet } from '../security/secrets'
 import type { SecretScrubber } from '../security/secret-scrubber'
-import type { HeaderRecord } from './transforms'
+import { transformsFor, type HeaderRecord } from './transforms'
 import { noteReportedRefusal, noteSecrets, proxyRequestSpanOf } from '../telemetry/request-telemetry'
 import type { ReportedRefusal } from '../security/report-mode'
 import { buildOutgoingHead, decideMaxForwards, viaListsPseudonym, type ReceivedHeaders } from './outgoing-head'
@@ -45,7 +45,7 @@ export interface PreparedRequest {
   // Read once: a reconfiguration while this request runs does not change its rules halfway.
   /** The secrets this request was checked against (their values go back to placeholders in the response). */
   readonly secrets: SecretSet | null
-  /** The transforms this request and its response run through. */
+  /** The transforms this request and its response run through: those that apply to it. */
   readonly transforms: readonly ForwardProxyRequestTransform[]
   /**
    * What a host list in report mode would have refused, when one would have: the request goes
@@ -116,7 +116,7 @@ export function prepareOutgoingRequest (request: FastifyRequest, runtime: ProxyR
   const defaultPort = scheme === 'https' ? 443 : 80
   const span = propagateTraceContext ? proxyRequestSpanOf(request) : undefined
   const { headers, received, via } = buildOutgoingHead(request, { destination, defaultPort, maxForwards }, pseudonym, span)
-  return { kind: 'send', path: pathAndQuery, headers, received, via, defaultPort, secrets, transforms: runtime.transforms, reported }
+  return { kind: 'send', path: pathAndQuery, headers, received, via, defaultPort, secrets, transforms: transformsFor(runtime.transforms, request, destination), reported }
 }
 
 /** The path and headers that leave, secrets in place, and how to scrub the response. */

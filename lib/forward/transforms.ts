@@ -43,6 +43,31 @@ function transformRefused (details: string, cause?: unknown): ProxyError {
 }
 
 /**
+ * The transforms that apply to `request` toward `destination` (those whose `appliesTo` says so,
+ * and those without one): `transforms` itself when all do, as most requests find.
+ * @throws ProxyError 500 `proxy_internal_error` when an `appliesTo` throws.
+ */
+export function transformsFor (transforms: readonly ForwardProxyRequestTransform[], request: FastifyRequest, destination: ForwardProxyDestination): readonly ForwardProxyRequestTransform[] {
+  let applying: ForwardProxyRequestTransform[] | null = null
+  for (let index = 0; index < transforms.length; index++) {
+    const transform = transforms[index] as ForwardProxyRequestTransform
+    if (transform.appliesTo === undefined) {
+      applying?.push(transform)
+      continue
+    }
+    let applies: boolean
+    try {
+      applies = transform.appliesTo(request, destination) === true
+    } catch (error) {
+      throw transformRefused('transform appliesTo threw', error)
+    }
+    if (applies) applying?.push(transform)
+    else applying ??= transforms.slice(0, index)
+  }
+  return applying ?? transforms
+}
+
+/**
  * Runs every `transformRequest` in registration order on a copy of the built request (hop-by-hop
  * headers removed, Via added) and returns the headers to send: the built list untouched when no transform edits
  * requests. A transform that throws a `ProxyError` refuses the request with that error's status
@@ -194,8 +219,9 @@ interface CompiledRule {
 export function createHeaderRulesTransform (rules: readonly ForwardProxyHeaderRule[]): ForwardProxyRequestTransform {
   if (!Array.isArray(rules)) throw new ForwardProxyRuleError('header rules must be an array')
   const compiled = rules.map((rule, index) => compileRule(rule, `headers[${index}]`))
-  const matching = (host: string): CompiledRule[] => compiled.filter((rule) => matchesAny(rule.hosts, host))
+  const matching = rulesByHost(compiled)
   return {
+    appliesTo: (_request, destination) => matching(destination.host).length > 0,
     transformRequest (request, destination, outgoing) {
       // A TRACE is answered with the request it received: a header set here (an injected
       // credential) would come back to the client in the body.
@@ -215,6 +241,23 @@ export function createHeaderRulesTransform (rules: readonly ForwardProxyHeaderRu
         for (const [name, value] of rule.setResponse) response.headers[name] = value
       }
     }
+  }
+}
+
+// Hosts whose matching rules are kept; past it the cache starts again (a client can name any host).
+const MAX_CACHED_HOSTS = 1024
+
+/** The rules that match a host, in rule order, each host's list computed once. */
+function rulesByHost (rules: readonly CompiledRule[]): (host: string) => readonly CompiledRule[] {
+  const cache = new Map<string, readonly CompiledRule[]>()
+  return (host) => {
+    let matching = cache.get(host)
+    if (matching === undefined) {
+      matching = rules.filter((rule) => matchesAny(rule.hosts, host))
+      if (cache.size >= MAX_CACHED_HOSTS) cache.clear()
+      cache.set(host, matching)
+    }
+    return matching
   }
 }
 

@@ -85,21 +85,37 @@ const ABSENT_PASSWORD = '\u0000fastify-forward-proxy-absent-user\u0000'
  * Builds a credential check from fixed users: name to password, or to an entry with the
  * password and the user's own policy (returned as the user, so `request.proxyUser` carries
  * it). Both the name lookup and the password comparison take the same time whether or not
- * the user exists.
+ * the user exists. Credentials that passed once are remembered (by their exact text: a hit
+ * reveals nothing the 200 does not), so a client's later requests cost a map lookup, not two
+ * hashes; the table and what it remembers go with the check, which a reconfiguration replaces.
  */
 export function credentialCheckFromUsers (users: Readonly<Record<string, string | ForwardProxyUserEntry>>): ForwardProxyCredentialCheck {
-  const table = new Map<string, { password: string, user: true | ForwardProxyUser }>(Object.entries(users).map(([name, entry]) => {
-    if (typeof entry === 'string') return [name, { password: entry, user: true }]
+  const table = new Map<string, { digest: Buffer, user: true | ForwardProxyUser }>(Object.entries(users).map(([name, entry]) => {
+    if (typeof entry === 'string') return [name, { digest: digestOf(entry), user: true }]
     const { password, ...policy } = entry
-    return [name, { password, user: { ...policy, name } as ForwardProxyUser }]
+    return [name, { digest: digestOf(password), user: { ...policy, name } as ForwardProxyUser }]
   }))
+  const absent = digestOf(ABSENT_PASSWORD)
+  // Holds at most one entry per user: only credentials that passed are kept.
+  const passed = new Map<string, true | ForwardProxyUser>()
   return (username, password) => {
-    const expected = table.get(username)
-    const matches = timingSafeEqualText(password, expected?.password ?? ABSENT_PASSWORD)
-    if (!matches || expected === undefined) return false
+    // The name's length first: no two pairs make the same key, whatever characters they hold.
+    const key = `${username.length}:${username}${password}`
+    let user = passed.get(key)
+    if (user === undefined) {
+      const expected = table.get(username)
+      const matches = timingSafeEqual(digestOf(password), expected?.digest ?? absent)
+      if (!matches || expected === undefined) return false
+      user = expected.user
+      passed.set(key, user)
+    }
     // A copy per request: an application hook may change request.proxyUser's fields.
-    return expected.user === true ? true : { ...expected.user }
+    return user === true ? true : { ...user }
   }
+}
+
+function digestOf (text: string): Buffer {
+  return createHash('sha256').update(text, 'utf8').digest()
 }
 
 /**
