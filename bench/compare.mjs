@@ -3,6 +3,9 @@
 // mitmproxy (mitmdump) where installed, in the same run, alternating, for several rounds. Prints
 // Markdown tables (ratios through proxy / direct, medians behind them, extra measurements) and
 // writes JSON. Knobs: see bench/compare/settings.mjs and docs/benchmarks.md.
+// `BENCH_SUITE=per-request npm run bench:compare` runs the per-request suite instead (floors,
+// the bin with the minimal and the full configuration, Squid with auth and access log; hey;
+// CONNECT cost; memory): see bench/compare/per-request.mjs.
 import { execFileSync } from 'node:child_process'
 import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
 import { cpus, loadavg, tmpdir } from 'node:os'
@@ -10,6 +13,7 @@ import { dirname, join } from 'node:path'
 import { makeCa, makeLeaf } from './pki.mjs'
 import { runExtras } from './compare/extra-runs.mjs'
 import { PLAIN_HOST, startOrigin, TLS_HOST } from './compare/origin.mjs'
+import { runPerRequestSuite, suiteTables } from './compare/per-request.mjs'
 import { PEERS, startPeer } from './compare/peers.mjs'
 import { memoryMiB, stopProcess } from './compare/processes.mjs'
 import { detailTable, extrasTable, ratioTable, roundsTable, summarize } from './compare/report.mjs'
@@ -32,21 +36,23 @@ function machine () {
 async function main () {
   const tools = detectTools()
   const host = machine()
-  print(`# Proxy comparison (${new Date().toISOString()})\n`)
+  const perRequest = settings.suite === 'per-request'
+  print(`# ${perRequest ? 'Per-request cost' : 'Proxy comparison'} (${new Date().toISOString()})\n`)
   print(`machine: ${host.nproc} cores (${host.model}), Node ${host.node}, load average ${host.loadAverage.join(' ')}, ulimit -n ${host.nofile}`)
-  print(`settings: ${settings.rounds} rounds, ${settings.duration} s per run, ${settings.connections} connections (downloads: 1), scenarios ${settings.scenarios.join(',')}, peers ${settings.peers.join(',')}${settings.oursNodeArgs.length === 0 ? '' : `, ours started with node ${settings.oursNodeArgs.join(' ')}`}`)
+  print(`settings: ${settings.rounds} rounds, ${settings.duration} s per run, ${settings.connections} connections${perRequest ? `, access logs ${settings.accessLog === 'null' ? 'to /dev/null' : 'to files'}` : ' (downloads: 1)'}, scenarios ${settings.scenarios.join(',')}, ${perRequest ? 'paths' : 'peers'} ${settings.peers.join(',')}${settings.oursNodeArgs.length === 0 ? '' : `, ours started with node ${settings.oursNodeArgs.join(' ')}`}`)
+  if (tools.note !== '') print(tools.note)
   if (tools.missing.length > 0) print(`not installed: ${tools.missing.join(', ')} (install with: ${tools.installHint}); their peers are skipped${tools.found.nginx === undefined ? ', the origin is bench/origin.mjs' : ''}`)
+  if (perRequest) return perRequestMain(tools, host)
 
   if (settings.httpClient === 'hey') {
     if (tools.found.hey === undefined) print('http:// forwarding uses bench/load.mjs: hey is not installed')
     else settings.heyPath = tools.found.hey
   }
-  // The -hey tunnel scenarios need hey, and nginx as the origin (TLS on 127.0.0.1 too).
-  const heyMissing = tools.found.hey === undefined ? 'hey is not installed' : settings.origin !== 'nginx' || tools.found.nginx === undefined ? 'they need nginx as the origin' : undefined
-  if (heyMissing !== undefined) {
-    const skipped = settings.scenarios.filter((scenario) => SCENARIOS[scenario]?.hey !== undefined)
-    if (skipped.length > 0) print(`skipping ${skipped.join(', ')}: ${heyMissing}`)
-    settings.scenarios = settings.scenarios.filter((scenario) => !skipped.includes(scenario))
+  // The -hey tunnel scenarios need hey; tunnel-hey needs nginx as the origin too (TLS on 127.0.0.1).
+  const heyMissing = (scenario) => tools.found.hey === undefined ? 'hey is not installed' : scenario === 'tunnel-hey' && (settings.origin !== 'nginx' || tools.found.nginx === undefined) ? 'it needs nginx as the origin' : undefined
+  for (const scenario of settings.scenarios.filter((s) => SCENARIOS[s]?.hey !== undefined && heyMissing(s) !== undefined)) {
+    print(`skipping ${scenario}: ${heyMissing(scenario)}`)
+    settings.scenarios = settings.scenarios.filter((s) => s !== scenario)
   }
   print(`client: ${settings.heyPath === undefined ? 'bench/load.mjs (undici)' : 'hey for http:// forwarding and the -hey scenarios, bench/load.mjs (undici) for the rest'}`)
   const peers = []
@@ -60,19 +66,7 @@ async function main () {
   const idleCount = Math.min(settings.idleTunnels, Math.floor((host.nofile - 300) / 2))
   if (idleCount < settings.idleTunnels) print(`ulimit -n ${host.nofile} allows ${idleCount} idle tunnels, not ${settings.idleTunnels}: run "ulimit -n 65536" first (needs a hard limit that high) for the full count`)
 
-  const directory = mkdtempSync(join(tmpdir(), 'ffp-compare-'))
-  try {
-    const destinationCa = makeCa(directory, 'destination-ca')
-    const operatorCa = makeCa(directory, 'operator-ca')
-    const pki = {
-      destinationCa,
-      operatorCa,
-      origin: makeLeaf(directory, 'origin', destinationCa, [TLS_HOST, PLAIN_HOST]),
-      proxy: makeLeaf(directory, 'proxy', destinationCa, [PLAIN_HOST])
-    }
-    const origin = await startOrigin(settings.origin === 'nginx' ? tools.found.nginx : undefined, directory, pki.origin)
-    processes.push(...origin.processes)
-    const versions = { origin: origin.kind === 'nginx' ? versionOf(tools.found.nginx, ['-v']) : `bench/origin.mjs (Node ${process.version})` }
+  await withOrigin(tools, async ({ directory, pki, origin, versions }) => {
     const context = { directory, pki, tools: tools.found, maxTunnels: 20_000, nodeArgs: settings.oursNodeArgs }
     const running = []
     for (const peer of peers) {
@@ -85,7 +79,6 @@ async function main () {
         if (peer.name === 'ours' || settings.smoke) problems.push(`${peer.label} did not start`)
       }
     }
-    if (tools.found.squid !== undefined) versions.squid = versionOf(tools.found.squid, ['-v'])
     if (tools.found.mitmdump !== undefined) versions.mitmproxy = versionOf(tools.found.mitmdump, ['--version'])
     print(`origin: ${versions.origin}; proxies: ${running.map((r) => r.peer.label).join(', ') || 'none'}\n`)
 
@@ -110,19 +103,64 @@ async function main () {
     }
     host.loadAverageEnd = loadavg().map((n) => Number(n.toFixed(2)))
     print(`\nload average at the end: ${host.loadAverageEnd.join(' ')}`)
-    if (settings.jsonPath !== '') {
-      mkdirSync(dirname(settings.jsonPath), { recursive: true })
-      writeFileSync(settings.jsonPath, JSON.stringify({ date: new Date().toISOString(), machine: host, settings, versions, summary, memory, extras, runs }, null, 2) + '\n')
-      print(`\nJSON: ${settings.jsonPath}`)
+    writeJson({ date: new Date().toISOString(), machine: host, settings, versions, summary, memory, extras, runs })
+  })
+}
+
+/**
+ * The per-request suite (BENCH_SUITE=per-request): hey for every load scenario, so it needs hey;
+ * its paths, rounds and tables are in bench/compare/per-request.mjs.
+ */
+async function perRequestMain (tools, host) {
+  if (tools.found.hey === undefined) {
+    problems.push('the per-request suite needs hey (apt-get install hey)')
+    return
+  }
+  settings.heyPath = tools.found.hey
+  print(`client: hey (${settings.connections} connections, keep-alive) for http:// and intercepted requests; bench/compare/connect-client.mjs for CONNECT`)
+  await withOrigin(tools, async ({ directory, pki, origin, versions }) => {
+    const context = { directory, pki, tools: tools.found, maxTunnels: 20_000, nodeArgs: settings.oursNodeArgs, accessLog: settings.accessLog }
+    print(`origin: ${versions.origin}${versions.squid === undefined ? '' : `; ${versions.squid}`}`)
+    const result = await runPerRequestSuite({ settings, problems, processes, print }, { origin, context, tools: tools.found })
+    print(`## Per-request cost\n`)
+    print(suiteTables(result, settings))
+    host.loadAverageEnd = loadavg().map((n) => Number(n.toFixed(2)))
+    print(`\nload average at the end: ${host.loadAverageEnd.join(' ')}`)
+    writeJson({ date: new Date().toISOString(), suite: 'per-request', machine: host, settings, versions, ...result })
+  })
+}
+
+/**
+ * Makes the test PKI and starts the origin in a temporary folder, runs `body`, then stops every
+ * process started and removes the folder.
+ */
+async function withOrigin (tools, body) {
+  const directory = mkdtempSync(join(tmpdir(), 'ffp-compare-'))
+  try {
+    const destinationCa = makeCa(directory, 'destination-ca')
+    const operatorCa = makeCa(directory, 'operator-ca')
+    const pki = {
+      destinationCa,
+      operatorCa,
+      origin: makeLeaf(directory, 'origin', destinationCa, [TLS_HOST, PLAIN_HOST]),
+      proxy: makeLeaf(directory, 'proxy', destinationCa, [PLAIN_HOST])
     }
+    const origin = await startOrigin(settings.origin === 'nginx' ? tools.found.nginx : undefined, directory, pki.origin)
+    processes.push(...origin.processes)
+    const versions = { origin: origin.kind === 'nginx' ? versionOf(tools.found.nginx, ['-v']) : `bench/origin.mjs (Node ${process.version})` }
+    if (tools.found.squid !== undefined) versions.squid = versionOf(tools.found.squid, ['-v'])
+    await body({ directory, pki, origin, versions })
   } finally {
     for (const started of processes.reverse()) await stopProcess(started)
     rmSync(directory, { recursive: true, force: true })
   }
-  if (problems.length > 0) {
-    console.error(`FAILED: ${problems.join('; ')}`)
-    process.exitCode = 1
-  }
+}
+
+function writeJson (data) {
+  if (settings.jsonPath === '') return
+  mkdirSync(dirname(settings.jsonPath), { recursive: true })
+  writeFileSync(settings.jsonPath, JSON.stringify(data, null, 2) + '\n')
+  print(`\nJSON: ${settings.jsonPath}`)
 }
 
 function headingOf (peer, versions) {
@@ -134,3 +172,7 @@ function headingOf (peer, versions) {
 }
 
 await main()
+if (problems.length > 0) {
+  console.error(`FAILED: ${problems.join('; ')}`)
+  process.exitCode = 1
+}

@@ -1,38 +1,31 @@
-// The proxy's CPU per CONNECT, ours against Squid (where installed) in the same run: 32 clients
-// open a connection, send CONNECT to nginx's plain port, read the 200 and close, for 4 s, two
-// rounds (the first is the cold start). `node bench/connect-cost.mjs` after `npm run build`.
+// The proxy's CPU per answered CONNECT, in the same run: the floor (bench/floor-connect-proxy.mjs:
+// Node's HTTP server, a 'connect' listener, dial and pipe()), the plugin in a minimal Fastify app
+// (bench/proxy-server.mjs), the bin (bench/compare/peers.mjs's `ours`) and Squid (where installed).
+// 32 clients open a connection, send CONNECT to the origin's plain port, read the 200 and close
+// (bench/compare/connect-client.mjs, in its own process), for CONNECT_COST_SECONDS (4) s per run,
+// CONNECT_COST_ROUNDS (3) rounds after a 1 s warm-up of each, the order rotating; prints each run
+// and the medians. CONNECT_COST_PEERS narrows the paths (floor,plugin,ours,squid).
+//
+//   npm run bench:connect            # builds dist/, then node bench/connect-cost.mjs
+//
+// The per-request suite (BENCH_SUITE=per-request npm run bench:compare) runs the same
+// measurement beside its other scenarios, with the full bin and Squid authenticating.
 import { mkdtempSync, rmSync } from 'node:fs'
-import { connect } from 'node:net'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { makeCa, makeLeaf } from './pki.mjs'
+import { connectLoad } from './compare/connect-client.mjs'
 import { startOrigin, PLAIN_HOST, TLS_HOST } from './compare/origin.mjs'
-import { PEERS, startPeer } from './compare/peers.mjs'
+import { PEERS, SUITE_PEERS, startPeer } from './compare/peers.mjs'
 import { cpuSeconds, stopProcess } from './compare/processes.mjs'
+import { median } from './compare/report.mjs'
 import { detectTools } from './compare/tools.mjs'
 
 const SECONDS = Number(process.env.CONNECT_COST_SECONDS ?? 4)
+const ROUNDS = Number(process.env.CONNECT_COST_ROUNDS ?? 3)
 const PARALLEL = 32
-
-/** Opens CONNECT tunnels to `target` through `port` as fast as `PARALLEL` clients can; resolves with how many got 200. */
-async function openAndClose (port, target) {
-  let done = 0
-  const end = Date.now() + SECONDS * 1000
-  const one = () => new Promise((resolve) => {
-    const socket = connect(port, '127.0.0.1', () => socket.write(`CONNECT ${target} HTTP/1.1\r\nHost: ${target}\r\n\r\n`))
-    let head = ''
-    socket.on('data', (chunk) => {
-      head += chunk
-      if (!head.includes('\r\n\r\n')) return
-      if (head.startsWith('HTTP/1.1 200')) done++
-      socket.destroy()
-    })
-    socket.on('error', () => {})
-    socket.on('close', resolve)
-  })
-  await Promise.all(Array.from({ length: PARALLEL }, async () => { while (Date.now() < end) await one() }))
-  return done
-}
+const WANTED = (process.env.CONNECT_COST_PEERS ?? 'floor,plugin,ours,squid').split(',').map((s) => s.trim()).filter(Boolean)
+const fixed = (n, digits = 0) => (Number.isFinite(n) ? n.toFixed(digits) : '-')
 
 const directory = mkdtempSync(join(tmpdir(), 'ffp-connect-cost-'))
 const processes = []
@@ -44,19 +37,40 @@ try {
   const origin = await startOrigin(tools.nginx, directory, pki.origin)
   processes.push(...origin.processes)
   const context = { directory, pki, tools, maxTunnels: 20_000, nodeArgs: [] }
+  const candidates = [
+    { key: 'floor', peer: SUITE_PEERS.find((p) => p.name === 'connect-floor') },
+    { key: 'plugin', peer: SUITE_PEERS.find((p) => p.name === 'plugin') },
+    { key: 'ours', peer: { ...PEERS.find((p) => p.name === 'ours'), label: 'ours, the bin (no users, log level warn)' } },
+    { key: 'squid', peer: { ...PEERS.find((p) => p.name === 'squid'), label: 'Squid (no auth, access log off)' } }
+  ]
   const running = []
-  for (const peer of PEERS.filter((p) => p.name !== 'mitmproxy' && p.name !== 'chained' && p.needs.every((tool) => tools[tool] !== undefined))) {
+  for (const { key, peer } of candidates) {
+    if (!WANTED.includes(key)) continue
+    if (!peer.needs.every((tool) => tools[tool] !== undefined)) {
+      console.log(`skipping ${peer.label}: ${peer.needs.filter((tool) => tools[tool] === undefined).join(', ')} not found`)
+      continue
+    }
     const started = await startPeer(peer, context)
     processes.push(started.started)
-    running.push(started)
+    running.push({ ...started, results: [] })
   }
-  for (let round = 1; round <= 2; round++) {
-    for (const { peer, port, pid } of running) {
-      const before = cpuSeconds(pid)
-      const done = await openAndClose(port, `${PLAIN_HOST}:${origin.httpPort}`)
-      const cpu = cpuSeconds(pid) - before
-      console.log(`round ${round} ${peer.label}: ${Math.round(done / SECONDS)} CONNECT/s, ${(cpu / done * 1e6).toFixed(0)} µs CPU per CONNECT (open, 200, close)`)
+  const target = `${PLAIN_HOST}:${origin.httpPort}`
+  for (const { port } of running) await connectLoad({ proxyPort: port, target, seconds: 1, parallel: PARALLEL })
+  for (let round = 0; round < ROUNDS; round++) {
+    for (const path of running.map((_, i) => running[(i + round) % running.length])) {
+      const before = cpuSeconds(path.pid)
+      const r = await connectLoad({ proxyPort: path.port, target, seconds: SECONDS, parallel: PARALLEL })
+      const cpu = cpuSeconds(path.pid) - before
+      const result = { perSecond: r.answered / r.seconds, micros: cpu * 1e6 / r.answered, errors: r.refused + r.errors }
+      path.results.push(result)
+      console.log(`round ${round + 1} ${path.peer.label}: ${fixed(result.perSecond)} CONNECT/s, ${fixed(result.micros)} µs CPU per CONNECT (open, 200, close), errors ${result.errors}${r.firstError === undefined ? '' : ` (${r.firstError})`}`)
     }
+  }
+  console.log(`\n${ROUNDS} rounds of ${SECONDS} s, ${PARALLEL} clients; medians\n`)
+  console.log('| proxy | answered CONNECT/s | proxy CPU µs per answered CONNECT | each round (µs) | errors |')
+  console.log('|---|---|---|---|---|')
+  for (const { peer, results } of running) {
+    console.log(`| ${peer.label} | ${fixed(median(results.map((r) => r.perSecond)))} | ${fixed(median(results.map((r) => r.micros)))} | ${results.map((r) => fixed(r.micros)).join(' / ')} | ${results.reduce((sum, r) => sum + r.errors, 0)} |`)
   }
 } finally {
   for (const started of processes.reverse()) await stopProcess(started)

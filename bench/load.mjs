@@ -12,7 +12,7 @@
 import { readFileSync } from 'node:fs'
 import { connect as tlsConnect } from 'node:tls'
 import { Pool } from 'undici'
-import { openTunnel } from './compare/connect-tunnel.mjs'
+import { checkServerIdentity, openTunnel } from './compare/connect-tunnel.mjs'
 
 const [mode, originPort, proxyPort, durationText, connectionsText, caPath] = process.argv.slice(2)
 const ca = caPath === undefined ? undefined : readFileSync(caPath)
@@ -29,7 +29,8 @@ function tunnelConnector (options, callback) {
 function tlsTunnelConnector (options, callback) {
   tunnelConnector(options, (error, socket) => {
     if (error !== null) return callback(error, null)
-    const tls = tlsConnect({ socket, host: originHost, ca, ALPNProtocols: ['http/1.1'] }, () => callback(null, tls))
+    // checkServerIdentity: also accepts Squid's client-first leaves (the IP target as a DNS name).
+    const tls = tlsConnect({ socket, host: originHost, ca, ALPNProtocols: ['http/1.1'], checkServerIdentity }, () => callback(null, tls))
     tls.once('error', (tlsError) => callback(tlsError, null))
   })
 }

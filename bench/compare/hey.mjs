@@ -21,9 +21,12 @@ export function parseHeySummary (text) {
 /**
  * Runs hey against `url`, through the proxy on 127.0.0.1:`proxyPort` when given; with
  * `keepAlive` false, every request on a new connection (through a proxy: a new CONNECT tunnel).
+ * With `proxyUser` ({ name, password }), hey sends them as Basic `Proxy-Authorization` (Go's
+ * Transport does, from the proxy URL's userinfo, on every http:// request and CONNECT).
  */
-export function runHey (heyPath, url, proxyPort, duration, connections, keepAlive = true) {
-  const args = ['-z', `${duration}s`, '-c', String(connections), ...(keepAlive ? [] : ['-disable-keepalive']), ...(proxyPort === undefined ? [] : ['-x', `http://127.0.0.1:${proxyPort}`]), url]
+export function runHey (heyPath, url, proxyPort, duration, connections, keepAlive = true, proxyUser) {
+  const userinfo = proxyUser === undefined ? '' : `${encodeURIComponent(proxyUser.name)}:${encodeURIComponent(proxyUser.password)}@`
+  const args = ['-z', `${duration}s`, '-c', String(connections), ...(keepAlive ? [] : ['-disable-keepalive']), ...(proxyPort === undefined ? [] : ['-x', `http://${userinfo}127.0.0.1:${proxyPort}`]), url]
   return new Promise((resolve, reject) => {
     execFile(heyPath, args, { encoding: 'utf8', timeout: (duration + 120) * 1000, maxBuffer: 16 << 20 }, (error, stdout, stderr) => {
       if (error !== null) return reject(new Error(`hey: ${error.message}\n${stderr}`))

@@ -2,14 +2,16 @@
 // temporary folder, listening on 127.0.0.1: ours (the ready-to-run server built into dist/),
 // Squid with ssl_bump and mitmproxy (mitmdump). Every one forwards http://, relays CONNECT
 // tunnels opaquely, and intercepts tunnels to 127.0.0.2 only (leaves signed by the same operator
-// CA, destinations verified against the test destination CA).
+// CA, destinations verified against the test destination CA). The per-request suite
+// (bench/compare/per-request.mjs) adds the floors (bench/floor-*.mjs, bench/proxy-server.mjs)
+// and ours with the minimal and the full configuration, with a user and the access log on.
 import { chmodSync, chownSync, mkdirSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs'
 import { execFileSync } from 'node:child_process'
 import { userInfo } from 'node:os'
 import { dirname, join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { TLS_HOST } from './origin.mjs'
-import { freePort, startProcess, waitForPort } from './processes.mjs'
+import { freePort, startPortPrinter, startProcess, waitForPort } from './processes.mjs'
 
 const OUR_MAIN = fileURLToPath(new URL('../../dist/lib/cli/main.js', import.meta.url))
 
@@ -35,8 +37,7 @@ export async function startOurs (options) {
 async function startOursOnce ({ directory, pki, maxTunnels, name = 'ours', interceptHosts = [TLS_HOST], tlsListener, nodeArgs = [], env = {}, extraConfig = {} }) {
   const port = await freePort()
   const tlsPort = tlsListener === undefined ? undefined : await freePort()
-  const configPath = join(directory, `${name}.json`)
-  writeFileSync(configPath, JSON.stringify({
+  const config = {
     listen: [
       { host: '127.0.0.1', port },
       ...(tlsListener === undefined ? [] : [{ host: '127.0.0.1', port: tlsPort, tls: tlsListener, http2: true }])
@@ -50,29 +51,82 @@ async function startOursOnce ({ directory, pki, maxTunnels, name = 'ours', inter
     },
     log: { level: 'warn' },
     ...extraConfig
-  }, null, 2))
-  const started = startProcess(process.execPath, [...nodeArgs, OUR_MAIN, '--config', configPath], { env: { ...process.env, NODE_ENV: 'production', ...env } })
-  await waitForPort('127.0.0.1', port, { ...started, name }, 60_000)
-  if (tlsPort !== undefined) await waitForPort('127.0.0.1', tlsPort, { ...started, name }, 60_000)
-  return { port, tlsPort, started, pid: started.child.pid }
+  }
+  return launchBin({ directory, name, config, ports: [port, tlsPort], nodeArgs, env })
 }
 
-function squidConfig (directory, port, pki, certgen) {
-  return `http_port 127.0.0.1:${port} ssl-bump tls-cert=${pki.operatorCa.certPath} tls-key=${pki.operatorCa.keyPath} generate-host-certificates=on dynamic_cert_mem_cache_size=16MB
-sslcrtd_program ${certgen} -s ${directory}/squid-ssl-db -M 16MB
+/**
+ * Runs dist/lib/cli/main.js with `config` (written to `<name>.json`), NODE_ENV=production and
+ * `nodeArgs` before it (the harness passes those of `npm start`), its stdout (the log) piped to
+ * the harness or, with `stdoutPath`, into that file; resolves once every port in `ports` accepts
+ * connections.
+ */
+async function launchBin ({ directory, name, config, ports, nodeArgs = [], env = {}, stdoutPath }) {
+  const configPath = join(directory, `${name}.json`)
+  writeFileSync(configPath, JSON.stringify(config, null, 2))
+  const started = startProcess(process.execPath, [...nodeArgs, OUR_MAIN, '--config', configPath], { env: { ...process.env, NODE_ENV: 'production', ...env }, stdoutPath })
+  for (const port of ports) if (port !== undefined) await waitForPort('127.0.0.1', port, { ...started, name }, 60_000)
+  return { port: ports[0], tlsPort: ports[1], started, pid: started.child.pid }
+}
+
+/** The proxy user of the per-request suite: ours and Squid ask every client for it (Basic). */
+export const BENCH_USER = { name: 'bench', password: 'bench-proxy-password' }
+/** Where the suite's proxies write their access log: a file in their folder, or /dev/null (BENCH_ACCESS_LOG=null). */
+const accessLogPath = (directory, accessLog) => (accessLog === 'null' ? '/dev/null' : join(directory, 'access.log'))
+/** The hosts the full configuration intercepts: the origin's TLS address, and a name no traffic goes to. */
+export const FULL_INTERCEPT_HOSTS = [TLS_HOST, 'api.example.com']
+
+/**
+ * Ours as users run it (the per-request suite): the bin at its default log level (`info`, one
+ * access line per request, stdout into a file or /dev/null) with a generated configuration.
+ * `minimal`: `listen`, one user (Basic), `destinations` allowing loopback. `full`: the same plus
+ * `interception` (the operator CA, `trustedDestinationCa`, two hosts: 127.0.0.2, the origin's TLS
+ * address, and api.example.com; http:// forwarding goes to 127.0.0.1, so neither) and one header
+ * rule for those two hosts.
+ */
+async function oursAsRun (variant, { directory, pki, nodeArgs = [], accessLog }) {
+  const port = await freePort()
+  const config = {
+    listen: [{ host: '127.0.0.1', port }],
+    users: { [BENCH_USER.name]: BENCH_USER.password },
+    destinations: { allowedPorts: '*', allowedNetworks: ['127.0.0.0/8'] }
+  }
+  if (variant === 'full') {
+    config.interception = {
+      hosts: FULL_INTERCEPT_HOSTS,
+      ca: { cert: pki.operatorCa.certPath, key: pki.operatorCa.keyPath },
+      trustedDestinationCa: pki.destinationCa.certPath
+    }
+    config.headers = [{ hosts: FULL_INTERCEPT_HOSTS, set: { 'X-Bench-Rule': 'full-config' }, remove: ['Cookie'] }]
+  }
+  return launchBin({ directory, name: `ours-${variant}`, config, ports: [port], nodeArgs, stdoutPath: accessLogPath(directory, accessLog) })
+}
+
+/**
+ * Squid's configuration: bump at step 1 (client-first: the leaf is generated from the CONNECT
+ * target, nothing is peeked or stared at) for `interceptHosts`, splice for the rest. With
+ * `users`, Basic proxy authentication through basic_ncsa_auth (an htpasswd file made with
+ * `openssl passwd -apr1`); with `accessLog`, the access log on, in Squid's native format.
+ */
+function squidConfig ({ directory, port, pki, tools, interceptHosts, users, accessLog }) {
+  const auth = users === undefined
+    ? 'http_access allow all'
+    : `auth_param basic program ${tools.ncsaAuth} ${directory}/passwd
+auth_param basic realm bench
+acl authenticated proxy_auth REQUIRED
+http_access allow authenticated
+http_access deny all`
+  return `http_port 127.0.0.1:${port} ssl-bump tls-cert=${pki.operatorCa.certPath} tls-key=${pki.operatorCa.keyPath} generate-host-certificates=on
+sslcrtd_program ${tools.certgen} -s ${directory}/squid-ssl-db -M 16MB
 sslcrtd_children 4 startup=1 idle=1
 tls_outgoing_options cafile=${pki.destinationCa.certPath}
-acl intercepted dst ${TLS_HOST}
-acl step1 at_step SslBump1
-acl step2 at_step SslBump2
-ssl_bump splice !intercepted
-ssl_bump peek step1
-ssl_bump stare step2
-ssl_bump bump all
-http_access allow all
+acl intercept_hosts dstdomain -n ${interceptHosts.join(' ')}
+ssl_bump bump intercept_hosts
+ssl_bump splice all
+${auth}
 cache deny all
 cache_mem 8 MB
-access_log none
+access_log ${accessLog === undefined ? 'none' : `stdio:${accessLogPath(directory, accessLog)} squid`}
 cache_log ${directory}/squid-cache.log
 cache_store_log none
 pid_filename ${directory}/squid.pid
@@ -87,10 +141,19 @@ read_timeout 5 minutes
 `
 }
 
-async function squid ({ directory, pki, tools }) {
+/**
+ * Squid (squid-openssl): ssl_bump of 127.0.0.2 (the per-request suite: of the full
+ * configuration's two hosts), no authentication and no access log unless the context asks
+ * (`users`: { name: password }, `accessLog`: 'file' or 'null').
+ */
+async function squid ({ directory, pki, tools, users, accessLog, interceptHosts = [TLS_HOST] }) {
   const port = await freePort()
   const configPath = join(directory, 'squid.conf')
-  writeFileSync(configPath, squidConfig(directory, port, pki, tools.certgen))
+  writeFileSync(configPath, squidConfig({ directory, port, pki, tools, interceptHosts, users, accessLog }))
+  if (users !== undefined) {
+    const lines = Object.entries(users).map(([name, password]) => `${name}:${execFileSync('openssl', ['passwd', '-apr1', password], { encoding: 'utf8' }).trim()}\n`)
+    writeFileSync(join(directory, 'passwd'), lines.join(''), { mode: 0o644 })
+  }
   execFileSync(tools.certgen, ['-c', '-s', join(directory, 'squid-ssl-db'), '-M', '16MB'], { stdio: 'ignore' })
   if (userInfo().uid === 0) {
     // Squid started by root runs as the "proxy" user: let it reach its files.
@@ -148,6 +211,26 @@ export const PEERS = [
   { name: 'chained', label: 'ours through ours', needs: [], start: chainedOurs },
   { name: 'squid', label: 'Squid', needs: ['squid', 'certgen'], start: squid },
   { name: 'mitmproxy', label: 'mitmproxy', needs: ['mitmdump'], start: mitmproxy }
+]
+
+const here = (file) => fileURLToPath(new URL(file, import.meta.url))
+const printer = (file, label) => async () => {
+  const { started, port } = await startPortPrinter(here(file), [], label)
+  return { port, started }
+}
+
+/**
+ * The paths of the per-request suite (`BENCH_SUITE=per-request`): `scenarios` are the ones each
+ * takes part in, `auth` whether its clients send the proxy user's credentials.
+ */
+export const SUITE_PEERS = [
+  { name: 'node-floor', label: 'Node HTTP server, bare forward (bench/floor-node-proxy.mjs)', needs: [], scenarios: ['http'], auth: false, start: printer('../floor-node-proxy.mjs', 'floor-node-proxy') },
+  { name: 'fastify-floor', label: 'Fastify route, bare forward (bench/floor-fastify-proxy.mjs)', needs: [], scenarios: ['http'], auth: false, start: printer('../floor-fastify-proxy.mjs', 'floor-fastify-proxy') },
+  { name: 'ours-minimal', label: 'ours, bin, minimal configuration', needs: [], scenarios: ['http'], auth: true, start: (context) => oursAsRun('minimal', context) },
+  { name: 'ours-full', label: 'ours, bin, full configuration', needs: [], scenarios: ['http', 'intercept-hey', 'connect'], auth: true, start: (context) => oursAsRun('full', context) },
+  { name: 'squid', label: 'Squid, Basic auth, access log, ssl_bump', needs: ['squid', 'certgen', 'ncsaAuth'], scenarios: ['http', 'intercept-hey', 'connect'], auth: true, start: (context) => squid({ ...context, users: { [BENCH_USER.name]: BENCH_USER.password }, interceptHosts: FULL_INTERCEPT_HOSTS }) },
+  { name: 'connect-floor', label: "Node HTTP server, 'connect' and relay (bench/floor-connect-proxy.mjs)", needs: [], scenarios: ['connect'], auth: false, start: printer('../floor-connect-proxy.mjs', 'floor-connect-proxy') },
+  { name: 'plugin', label: 'ours, the plugin in a minimal Fastify app (bench/proxy-server.mjs)', needs: [], scenarios: ['connect'], auth: false, start: printer('../proxy-server.mjs', 'proxy-server') }
 ]
 
 /**

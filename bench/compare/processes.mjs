@@ -1,19 +1,29 @@
 // Child processes of the comparison harness: start, wait until a port accepts connections,
 // stop, and read CPU time and memory of a process and its descendants from /proc.
 import { spawn } from 'node:child_process'
-import { readdirSync, readFileSync } from 'node:fs'
+import { closeSync, openSync, readdirSync, readFileSync } from 'node:fs'
 import { connect, createServer } from 'node:net'
 import { setTimeout as delay } from 'node:timers/promises'
 
 const started = new Set()
 process.once('exit', () => { for (const child of started) if (child.exitCode === null) child.kill('SIGKILL') })
 
-/** Spawns `command`, keeping the last 4000 characters of its output for error messages. */
-export function startProcess (command, args, options = {}) {
-  const child = spawn(command, args, { stdio: ['ignore', 'pipe', 'pipe'], ...options })
+/**
+ * Spawns `command`, keeping the last 4000 characters of its output for error messages. With
+ * `stdoutPath` (a file, or /dev/null) its stdout goes there instead, as a service's log would,
+ * and only stderr is kept.
+ */
+export function startProcess (command, args, { stdoutPath, ...options } = {}) {
+  const fd = stdoutPath === undefined ? undefined : openSync(stdoutPath, 'a')
+  let child
+  try {
+    child = spawn(command, args, { stdio: ['ignore', fd ?? 'pipe', 'pipe'], ...options })
+  } finally {
+    if (fd !== undefined) closeSync(fd)
+  }
   let output = ''
   const keep = (chunk) => { output = (output + chunk.toString()).slice(-4000) }
-  child.stdout.on('data', keep)
+  child.stdout?.on('data', keep)
   child.stderr.on('data', keep)
   started.add(child)
   child.once('exit', () => started.delete(child))
@@ -40,6 +50,20 @@ export async function waitForPort (host, port, { child, output, name }, timeoutM
     await delay(100)
   }
   throw new Error(`${name} did not listen on ${host}:${port} within ${timeoutMs} ms:\n${output()}`)
+}
+
+/**
+ * Starts `node script ...args` for a script that prints the port it listens on as its first line
+ * of output (bench/floor-*.mjs, bench/proxy-server.mjs); resolves with the started process and port.
+ */
+export async function startPortPrinter (script, args = [], name = script, timeoutMs = 30_000) {
+  const started = startProcess(process.execPath, [script, ...args])
+  const port = await new Promise((resolve, reject) => {
+    const timer = setTimeout(() => reject(new Error(`${name} printed no port within ${timeoutMs} ms: ${started.output()}`)), timeoutMs)
+    started.child.stdout.once('data', (chunk) => { clearTimeout(timer); resolve(Number(String(chunk).trim().split('\n')[0])) })
+    started.child.once('exit', (code) => { clearTimeout(timer); reject(new Error(`${name} exited (${code}) before listening: ${started.output()}`)) })
+  })
+  return { started, port, pid: started.child.pid }
 }
 
 /** Stops a started process (SIGTERM, then SIGKILL after 5 s) and resolves when it has exited. */

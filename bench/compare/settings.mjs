@@ -4,6 +4,9 @@ import { SHIPPED_NODE_ARGS } from '../shipped-node-args.mjs'
 export const LOAD_SCENARIOS = ['http', 'tunnel', 'intercept', 'intercept-new', 'download', 'download-intercept', 'tunnel-hey', 'intercept-hey', 'intercept-new-hey']
 export const EXTRA_SCENARIOS = ['sse', 'idle', 'idle-intercept', 'h2', 'leaves']
 const PEER_NAMES = ['ours', 'squid', 'mitmproxy', 'chained']
+// BENCH_SUITE=per-request (bench/compare/per-request.mjs): its scenarios and paths.
+export const SUITE_SCENARIOS = ['http', 'intercept-hey', 'connect']
+const SUITE_PEER_NAMES = ['node-floor', 'fastify-floor', 'ours-minimal', 'ours-full', 'squid', 'connect-floor', 'plugin']
 
 function list (name, fallback, allowed) {
   const value = process.env[name]
@@ -20,11 +23,17 @@ function number (name, fallback) {
   return parsed
 }
 
-/** Reads the knobs; BENCH_SMOKE=1 changes the defaults to a run of a few seconds with ours only. */
+/**
+ * Reads the knobs; BENCH_SMOKE=1 changes the defaults to a run of a few seconds with ours only
+ * (with BENCH_SUITE=per-request: every path of the suite, 1 round of 0.5 s).
+ */
 export function readSettings () {
   const smoke = process.env.BENCH_SMOKE === '1'
+  const suite = list('BENCH_SUITE', ['comparison'], ['comparison', 'per-request'])[0]
+  if (suite === 'per-request') return readSuiteSettings(smoke)
   const all = [...LOAD_SCENARIOS, ...EXTRA_SCENARIOS]
   return {
+    suite,
     smoke,
     rounds: number('BENCH_ROUNDS', smoke ? 1 : 5),
     duration: number('BENCH_DURATION', smoke ? 0.5 : 3),
@@ -37,9 +46,37 @@ export function readSettings () {
     idleIntercepted: number('BENCH_IDLE_INTERCEPTED', smoke ? 20 : 2000),
     leaves: number('BENCH_LEAVES', smoke ? 20 : 1000),
     sseSamples: number('BENCH_SSE_SAMPLES', smoke ? 3 : 20),
-    oursNodeArgs: process.env.BENCH_OURS_NODE_ARGS === undefined ? SHIPPED_NODE_ARGS : process.env.BENCH_OURS_NODE_ARGS.split(/\s+/).filter(Boolean),
+    oursNodeArgs: oursNodeArgs(),
     origin: list('BENCH_ORIGIN', ['nginx'], ['nginx', 'node'])[0],
     httpClient: list('BENCH_HTTP_CLIENT', ['hey'], ['hey', 'node'])[0],
     jsonPath: process.env.BENCH_JSON ?? (smoke ? '' : 'bench/results/latest.json')
   }
+}
+
+/**
+ * The per-request suite's knobs: the same names, other defaults (every path, hey for every load
+ * scenario), and BENCH_ACCESS_LOG (`file`: ours' stdout and Squid's access_log into files in the
+ * run's folder; `null`: both into /dev/null).
+ */
+function readSuiteSettings (smoke) {
+  return {
+    suite: 'per-request',
+    smoke,
+    rounds: number('BENCH_ROUNDS', smoke ? 1 : 5),
+    duration: number('BENCH_DURATION', smoke ? 0.5 : 3),
+    // A hey run of this length through every path before each scenario's rounds (not counted; none under 100 ms).
+    warmupMs: number('BENCH_WARMUP_MS', smoke ? 1 : 1000),
+    connections: number('BENCH_CONNECTIONS', 32),
+    scenarios: list('BENCH_SCENARIOS', SUITE_SCENARIOS, SUITE_SCENARIOS),
+    peers: list('BENCH_PEERS', SUITE_PEER_NAMES, SUITE_PEER_NAMES),
+    accessLog: list('BENCH_ACCESS_LOG', ['file'], ['file', 'null'])[0],
+    oursNodeArgs: oursNodeArgs(),
+    origin: list('BENCH_ORIGIN', ['nginx'], ['nginx', 'node'])[0],
+    httpClient: 'hey',
+    jsonPath: process.env.BENCH_JSON ?? (smoke ? '' : 'bench/results/per-request-latest.json')
+  }
+}
+
+function oursNodeArgs () {
+  return process.env.BENCH_OURS_NODE_ARGS === undefined ? SHIPPED_NODE_ARGS : process.env.BENCH_OURS_NODE_ARGS.split(/\s+/).filter(Boolean)
 }

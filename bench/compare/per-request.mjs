@@ -1,0 +1,187 @@
+// The per-request suite of the comparison: what one request costs each proxy, as users run them,
+// against the floors of Node and Fastify, in one alternating run.
+//
+//   BENCH_SUITE=per-request npm run bench:compare      # builds dist/, then node bench/compare.mjs
+//   BENCH_SUITE=per-request BENCH_ROUNDS=2 BENCH_DURATION=2 node bench/compare.mjs   # a short run
+//   BENCH_SUITE=per-request BENCH_SMOKE=1 node bench/compare.mjs                     # 1 round of 0.5 s
+//   BENCH_SUITE=per-request BENCH_SCENARIOS=connect npm run bench:compare             # one piece only
+//   (memory is read in every run: idle, then after each scenario's rounds)
+//
+// Scenarios (BENCH_SCENARIOS, default all three), each with its own rounds (BENCH_ROUNDS, 5),
+// the paths' order rotating from round to round; medians over the rounds:
+// - `http`: hey (BENCH_CONNECTIONS, 32 connections, keep-alive, BENCH_DURATION s per run) GETs
+//   13 B from the origin's http:// port on 127.0.0.1, direct and through the bare Node floor
+//   (bench/floor-node-proxy.mjs), the bare Fastify floor (bench/floor-fastify-proxy.mjs), the bin
+//   with the minimal configuration (`listen`, one user, `destinations` allowing loopback), the bin
+//   with the full configuration (the minimal one plus `interception` of 127.0.0.2 and
+//   api.example.com, a CA and `trustedDestinationCa`, and one header rule for those two hosts) and
+//   Squid (Basic auth through basic_ncsa_auth, access log on, ssl_bump of the same two hosts).
+//   The bins run at their default log level (`info`: one access line per request) with stdout
+//   into a file (BENCH_ACCESS_LOG=null: /dev/null, Squid's access_log too).
+// - `intercept-hey`: the same client GETs https://127.0.0.2/small, direct and through the full bin
+//   and Squid, both intercepting it (hey does not verify certificates).
+// - `connect`: 32 clients open a connection, send CONNECT to the origin's plain port, read the
+//   answer and close (bench/compare/connect-client.mjs), through the bare Node 'connect' relay
+//   (bench/floor-connect-proxy.mjs), the plugin in a minimal Fastify app (bench/proxy-server.mjs),
+//   the full bin and Squid.
+// Each run reads the proxy's user + system CPU from /proc/<pid>/stat (with its child processes:
+// Squid's helpers) before and after, and divides by the requests answered (2xx; 200 to CONNECT).
+// Memory: RSS of every proxy at idle (1 s after start) and after each scenario's rounds.
+// BENCH_PEERS narrows the paths (node-floor, fastify-floor, ours-minimal, ours-full, squid,
+// connect-floor, plugin). The JSON goes to bench/results/per-request-latest.json (BENCH_JSON).
+// Squid needs the squid-openssl build (ssl_bump, security_file_certgen): see BENCH_SQUID_ROOT in
+// bench/compare/tools.mjs when Debian's GnuTLS `squid` is the one installed.
+import { setTimeout as delay } from 'node:timers/promises'
+import { connectLoad } from './connect-client.mjs'
+import { runHey } from './hey.mjs'
+import { PLAIN_HOST, TLS_HOST } from './origin.mjs'
+import { BENCH_USER, SUITE_PEERS, startPeer } from './peers.mjs'
+import { cpuSeconds, memoryMiB, tcpPassiveOpens } from './processes.mjs'
+import { median } from './report.mjs'
+
+export const SUITE_LABELS = {
+  http: 'http:// forwarding, keep-alive, 13 B responses (hey)',
+  'intercept-hey': 'intercepted (127.0.0.2), keep-alive, 13 B responses (hey)',
+  connect: 'CONNECT to the origin, answer read, connection closed'
+}
+const fixed = (n, digits = 0) => (Number.isFinite(n) ? n.toFixed(digits) : '-')
+const thousands = (n) => (Number.isFinite(n) ? Math.round(n).toLocaleString('en-US') : '-')
+const BASIC = `Basic ${Buffer.from(`${BENCH_USER.name}:${BENCH_USER.password}`).toString('base64')}`
+
+/** Starts the suite's paths that take part in a selected scenario and have their tools. */
+async function startPaths ({ settings, problems, processes, print }, context, tools) {
+  const running = []
+  for (const peer of SUITE_PEERS) {
+    if (!settings.peers.includes(peer.name) || !peer.scenarios.some((s) => settings.scenarios.includes(s))) continue
+    const absent = peer.needs.filter((tool) => tools[tool] === undefined)
+    if (absent.length > 0) {
+      print(`skipping ${peer.label}: ${absent.join(', ')} not found`)
+      continue
+    }
+    try {
+      const started = await startPeer(peer, context)
+      processes.push(started.started, ...started.extraProcesses)
+      running.push(started)
+    } catch (error) {
+      print(`${peer.label} did not start, skipped: ${error.message}`)
+      problems.push(`${peer.name} did not start`)
+    }
+  }
+  return running
+}
+
+/** One hey run of `scenario` through `path` (direct when it has no port). */
+function heyRun (scenario, origin, settings, path, seconds) {
+  const url = scenario === 'http' ? `http://${PLAIN_HOST}:${origin.httpPort}/small` : `https://${TLS_HOST}:${origin.httpsPort}/small`
+  return runHey(settings.heyPath, url, path.port, seconds, settings.connections, true, path.peer?.auth ? BENCH_USER : undefined)
+}
+
+/** One CONNECT-cost run through `path`. */
+function connectRun (origin, settings, path, seconds) {
+  return connectLoad({ proxyPort: path.port, target: `${PLAIN_HOST}:${origin.httpPort}`, seconds, parallel: settings.connections, authorization: path.peer.auth ? BASIC : undefined })
+}
+
+/** Runs `measure(path)` through every path, `settings.rounds` times, the order rotating; a warm-up first. */
+async function rounds ({ settings, problems, print }, scenario, paths, measure) {
+  const byPath = Object.fromEntries(paths.map((p) => [p.name, []]))
+  if (settings.warmupMs >= 100) {
+    for (const path of paths) {
+      try { await measure(path, settings.warmupMs / 1000) } catch (error) { print(`warm-up ${scenario} ${path.name}: ${error.message.split('\n')[0]}`) }
+    }
+  }
+  for (let round = 0; round < settings.rounds; round++) {
+    const order = paths.map((_, i) => paths[(i + round) % paths.length])
+    for (const path of order) {
+      const before = path.pid === undefined ? NaN : cpuSeconds(path.pid)
+      const acceptedBefore = tcpPassiveOpens()
+      let result
+      try {
+        result = await measure(path, settings.duration)
+      } catch (error) {
+        result = { requests: 0, reqPerSec: NaN, p50: NaN, p99: NaN, errors: 1, failure: error.message.split('\n')[0] }
+      }
+      const cpu = path.pid === undefined ? NaN : cpuSeconds(path.pid) - before
+      const record = { round, ...result, accepted: tcpPassiveOpens() - acceptedBefore, cpuSeconds: cpu, cpuMicrosPerRequest: cpu * 1e6 / result.requests }
+      byPath[path.name].push(record)
+      print(`round ${round + 1} ${scenario} ${path.name}: ${fixed(result.reqPerSec)} ${scenario === 'connect' ? 'CONNECT' : 'req'}/s, ${fixed(record.cpuMicrosPerRequest, 1)} µs CPU per ${scenario === 'connect' ? 'CONNECT' : 'request'}, errors ${result.errors}${result.failure ?? result.firstError ? ` (${result.failure ?? result.firstError})` : ''}, ${record.accepted} connections accepted`)
+      if (result.requests === 0 || (settings.smoke && result.errors > 0)) problems.push(`${scenario} ${path.name}: ${result.requests} answered, ${result.errors} errors`)
+    }
+  }
+  return byPath
+}
+
+/** Medians of one scenario's runs per path. */
+function summarizeScenario (byPath) {
+  return Object.fromEntries(Object.entries(byPath).map(([name, runs]) => [name, {
+    rate: median(runs.map((r) => r.reqPerSec)),
+    cpuMicrosPerRequest: median(runs.map((r) => r.cpuMicrosPerRequest)),
+    p50: median(runs.map((r) => r.p50)),
+    p99: median(runs.map((r) => r.p99)),
+    accepted: median(runs.map((r) => r.accepted)),
+    errors: runs.reduce((sum, r) => sum + r.errors, 0),
+    answered: runs.reduce((sum, r) => sum + r.requests, 0),
+    rounds: runs.length
+  }]))
+}
+
+/**
+ * The suite: starts its paths, measures idle memory, runs each selected scenario's rounds and
+ * reads memory after each. Resolves with { paths, runs, summary, memory } for the report and JSON.
+ */
+export async function runPerRequestSuite (run, { origin, context, tools }) {
+  const { settings, print } = run
+  const running = await startPaths(run, context, tools)
+  print(`paths: ${running.map((r) => r.peer.name).join(', ') || 'none'}\n`)
+  await delay(1000)
+  const memory = Object.fromEntries(running.map((r) => [r.peer.name, { idle: memoryMiB(r.pid) }]))
+  const runs = {}
+  const direct = { name: 'direct', label: 'direct (no proxy)' }
+  const asPath = (r) => ({ name: r.peer.name, label: r.peer.label, port: r.port, pid: r.pid, peer: r.peer })
+  for (const scenario of settings.scenarios) {
+    const through = running.filter((r) => r.peer.scenarios.includes(scenario)).map(asPath)
+    if (through.length === 0) continue
+    if (scenario === 'connect') {
+      runs[scenario] = await rounds(run, scenario, through, async (path, seconds) => {
+        const r = await connectRun(origin, settings, path, seconds)
+        return { requests: r.answered, reqPerSec: r.answered / r.seconds, p50: NaN, p99: NaN, errors: r.refused + r.errors, refused: r.refused, firstError: r.firstError }
+      })
+    } else {
+      runs[scenario] = await rounds(run, scenario, [direct, ...through], (path, seconds) => heyRun(scenario, origin, settings, path, seconds))
+    }
+    for (const r of running) memory[r.peer.name][scenario] = memoryMiB(r.pid)
+    print()
+  }
+  const labels = Object.fromEntries([direct, ...running.map(asPath)].map((p) => [p.name, p.label]))
+  const summary = Object.fromEntries(Object.entries(runs).map(([scenario, byPath]) => [scenario, summarizeScenario(byPath)]))
+  return { labels, runs, summary, memory, participants: Object.fromEntries(running.map((r) => [r.peer.name, r.peer.scenarios])) }
+}
+
+/** The suite's Markdown tables: one per scenario, then memory. */
+export function suiteTables ({ labels, runs, summary, memory, participants }, settings) {
+  const out = []
+  for (const [scenario, byPath] of Object.entries(summary)) {
+    const connect = scenario === 'connect'
+    out.push(`### ${SUITE_LABELS[scenario]}\n`)
+    out.push(connect
+      ? `| path | answered CONNECT/s | proxy CPU µs per answered CONNECT | each round (µs) | errors |\n|---|---|---|---|---|`
+      : `| path | req/s | proxy CPU µs per request | each round (µs) | p50 ms | p99 ms | errors | TCP connections accepted per run |\n|---|---|---|---|---|---|---|---|`)
+    for (const [name, s] of Object.entries(byPath)) {
+      const each = name === 'direct' ? '-' : runs[scenario][name].map((r) => fixed(r.cpuMicrosPerRequest, 1)).join(' / ')
+      const cpu = name === 'direct' ? '-' : fixed(s.cpuMicrosPerRequest, 1)
+      out.push(connect
+        ? `| ${labels[name]} | ${thousands(s.rate)} | ${cpu} | ${each} | ${s.errors} |`
+        : `| ${labels[name]} | ${thousands(s.rate)} | ${cpu} | ${each} | ${fixed(s.p50, 1)} | ${fixed(s.p99, 1)} | ${s.errors} | ${thousands(s.accepted)} |`)
+    }
+    out.push('')
+  }
+  const phases = Object.keys(summary)
+  out.push(`### Memory (RSS of the proxy and its child processes, MiB)\n`)
+  out.push(`| path | idle (1 s after start) | ${phases.map((p) => `after the ${p === 'http' ? 'http://' : p === 'intercept-hey' ? 'intercepted' : 'CONNECT'} rounds`).join(' | ')} | peak (VmHWM) |`)
+  out.push(`|---|---|${phases.map(() => '---|').join('')}---|`)
+  for (const [name, m] of Object.entries(memory)) {
+    const last = phases.length === 0 ? m.idle : m[phases.at(-1)]
+    out.push(`| ${labels[name]} | ${fixed(m.idle.rss)} | ${phases.map((p) => (participants[name].includes(p) ? fixed(m[p]?.rss) : '-')).join(' | ')} | ${fixed(last.peak)} |`)
+  }
+  out.push(`\n${settings.rounds} rounds of ${settings.duration} s, ${settings.connections} connections; medians. CPU: user + system from /proc/<pid>/stat over the requests answered (2xx; 200 to CONNECT), Squid's helpers included. Access logs: ${settings.accessLog === 'null' ? '/dev/null' : 'files'}.`)
+  return out.join('\n')
+}
