@@ -1,0 +1,108 @@
+// The bin's http:// cost per request, before and after a change, with two clients: undici (a Pool
+// of 32 keep-alive connections, absolute-form requests) and hey (32 connections) when installed.
+// Each tree (a checkout with dist/ built) runs the bin with the minimal configuration (listen,
+// one user, destinations allowing loopback) and the full one (plus interception of two other
+// hosts and a header rule for them), at its default log level, in alternating rounds against
+// bench/origin.mjs. Prints the medians of req/s and of the bin's CPU per request (user + system
+// from /proc/PID/stat).
+// `npm run build && node bench/bin-ab.mjs <tree-before> [<tree-after> = this checkout]`
+// (BENCH_ROUNDS, default 3; BENCH_SECONDS, default 5)
+import { execFileSync, spawn } from 'node:child_process'
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join, resolve } from 'node:path'
+import { Pool } from 'undici'
+import { makeCa } from './pki.mjs'
+
+const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 3)
+const SECONDS = Number(process.env.BENCH_SECONDS ?? 5)
+const CONNECTIONS = 32
+const here = resolve(import.meta.dirname, '..')
+const trees = process.argv.length > 3 ? process.argv.slice(2, 4) : [process.argv[2], here]
+if (trees[0] === undefined) throw new Error('usage: node bench/bin-ab.mjs <tree-before> [<tree-after>]')
+const hey = (() => { try { return execFileSync('sh', ['-c', 'command -v hey'], { encoding: 'utf8' }).trim() || undefined } catch { return undefined } })()
+
+const dir = mkdtempSync(join(tmpdir(), 'ffp-bin-ab-'))
+const ca = makeCa(dir, 'operator')
+const USER = 'bench'
+const PASSWORD = 'bench-password'
+const configs = {
+  minimal: (port) => ({ listen: [{ host: '127.0.0.1', port }], users: { [USER]: PASSWORD }, destinations: { allowedNetworks: ['127.0.0.1/32'], allowedPorts: '*' } }),
+  full: (port) => ({
+    ...configs.minimal(port),
+    interception: { hosts: ['a.example', 'b.example'], ca: { cert: ca.certPath, key: ca.keyPath }, trustedDestinationCa: ca.certPath },
+    headers: [{ hosts: ['a.example', 'b.example'], set: { 'X-Team': 'bench' } }]
+  })
+}
+
+const origin = spawn(process.execPath, [join(here, 'bench', 'origin.mjs')], { stdio: ['ignore', 'pipe', 'inherit'] })
+const originPort = Number(await new Promise((resolve) => origin.stdout.once('data', (chunk) => resolve(String(chunk).trim()))))
+
+function cpuMicros (pid) {
+  const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1].split(' ')
+  return (Number(fields[11]) + Number(fields[12])) * 10_000
+}
+
+async function startBin (tree, config) {
+  const port = 20_000 + Math.floor(Math.random() * 20_000)
+  const file = join(dir, `proxy-${port}.json`)
+  writeFileSync(file, JSON.stringify(configs[config](port)))
+  const bin = spawn(process.execPath, [join(tree, 'dist', 'lib', 'cli', 'main.js'), '--config', file], { env: { ...process.env, NODE_ENV: 'production' }, stdio: ['ignore', 'pipe', 'inherit'] })
+  bin.stdout.resume()
+  // Listening once a plain request gets the proxy's 407.
+  for (let tries = 0; tries < 100; tries++) {
+    const answered = await fetch(`http://127.0.0.1:${port}/`).then(() => true, () => false)
+    if (answered) return { bin, port }
+    await new Promise((resolve) => setTimeout(resolve, 50))
+  }
+  throw new Error(`the bin of ${tree} did not start`)
+}
+
+async function undiciLoad (port, seconds) {
+  const pool = new Pool(`http://127.0.0.1:${port}`, { connections: CONNECTIONS })
+  const authorization = `Basic ${Buffer.from(`${USER}:${PASSWORD}`).toString('base64')}`
+  let answered = 0
+  const until = Date.now() + seconds * 1000
+  await Promise.all(Array.from({ length: CONNECTIONS }, async () => {
+    while (Date.now() < until) {
+      const response = await pool.request({ path: `http://127.0.0.1:${originPort}/small`, method: 'GET', headers: { host: `127.0.0.1:${originPort}`, 'proxy-authorization': authorization } })
+      await response.body.arrayBuffer()
+      if (response.statusCode === 200) answered++
+    }
+  }))
+  await pool.close()
+  return answered
+}
+
+function heyLoad (port, seconds) {
+  const output = execFileSync(hey, ['-z', `${seconds}s`, '-c', String(CONNECTIONS), '-x', `http://${USER}:${PASSWORD}@127.0.0.1:${port}`, `http://127.0.0.1:${originPort}/small`], { encoding: 'utf8', maxBuffer: 1 << 24 })
+  return Number(/\[200\]\s+(\d+) responses/.exec(output)?.[1] ?? 0)
+}
+
+const results = {}
+for (let round = 0; round < ROUNDS; round++) {
+  for (const tree of round % 2 === 0 ? trees : [...trees].reverse()) {
+    for (const config of ['minimal', 'full']) {
+      for (const [client, load] of [['undici', undiciLoad], ...(hey === undefined ? [] : [['hey', async (port, seconds) => heyLoad(port, seconds)]])]) {
+        const { bin, port } = await startBin(tree, config)
+        await load(port, 1)
+        const before = cpuMicros(bin.pid)
+        const started = Date.now()
+        const answered = await load(port, SECONDS)
+        const seconds = (Date.now() - started) / 1000
+        const key = `${tree} | ${config} | ${client}`
+        ;(results[key] ??= []).push({ reqPerSec: answered / seconds, cpuPerRequestUs: (cpuMicros(bin.pid) - before) / answered })
+        bin.kill()
+        await new Promise((resolve) => bin.once('exit', resolve))
+      }
+    }
+  }
+}
+const median = (values) => [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)]
+console.log(`| tree | config | client | req/s | bin CPU µs per request | each round (µs) |\n|---|---|---|---|---|---|`)
+for (const [key, rounds] of Object.entries(results)) {
+  console.log(`| ${key} | ${Math.round(median(rounds.map((r) => r.reqPerSec)))} | ${median(rounds.map((r) => r.cpuPerRequestUs)).toFixed(1)} | ${rounds.map((r) => r.cpuPerRequestUs.toFixed(1)).join(' / ')} |`)
+}
+console.log(`\n${ROUNDS} rounds of ${SECONDS} s, ${CONNECTIONS} connections, Node ${process.version}, origin bench/origin.mjs`)
+origin.kill()
+rmSync(dir, { recursive: true, force: true })
