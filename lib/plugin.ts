@@ -122,7 +122,7 @@ async function forwardProxyPlugin (fastify: FastifyInstance, options: ForwardPro
     for (const server of secondaryServersOf(fastify)) attach(server, false)
   })
   fastify.addHook('preClose', async function closeTunnels () {
-    runtime.tunnels.destroyAll()
+    await runtime.tunnels.destroyAll()
   })
   fastify.addHook('onReady', async function freezeTransforms () {
     ready = true

@@ -9,6 +9,7 @@ import { startOrigin } from './helpers/servers'
 import { portOf } from './helpers/cli-server'
 import { listeningUrls, runBin } from './helpers/cli-bin'
 import { expectNothingDialedBefore } from './helpers/nothing-dialed'
+import { within } from './helpers/within'
 
 const curl = promisify(execFile)
 const SECRET = 'sk-live-3a1f2e7f3c9a1e5b2d4c6f8a0b9e7d5c'
@@ -42,6 +43,12 @@ test('bin: "mode": "report" on destinations and on a user forwards what their ho
   t.equal(tlsOrigin.requests.length, 0)
   await expectNothingDialedBefore(t, tlsOrigin.accepts, 'nothing was sent to the secret\'s host')
 
+  // The tunnel's line is written when curl's connection closes: wait for it rather than race the shutdown.
+  await within(new Promise<void>((resolve) => {
+    const check = (): void => { if (bin.stdout().includes('"kind":"tunnel"')) { bin.child.stdout.removeListener('data', check); resolve() } }
+    bin.child.stdout.on('data', check)
+    check()
+  }), 'the tunnel\'s access line', 10_000)
   bin.child.kill('SIGTERM')
   await bin.exited
   const access = bin.stdout().split('\n').filter((line) => line.includes('"access"')).map((line) => (JSON.parse(line) as { access: Record<string, unknown> }).access)

@@ -202,18 +202,28 @@ export class TunnelRegistry {
   }
 
   /**
-   * Destroys every tracked tunnel stream (server shutdown). The HTTP/2 session an HTTP/2 tunnel
+   * Destroys every tracked tunnel stream (server shutdown) and resolves once each has closed
+   * and the turn after it has run, so that every tunnel's close (its access line, its metrics)
+   * is done before the process goes; at most `wait` ms. The HTTP/2 session an HTTP/2 tunnel
    * ran on is closed gracefully too (GOAWAY: its other streams finish, no new ones open): it
    * would otherwise outlive its tunnel, and Node 20's HTTP/2 server does not finish `close()`
    * while a session is open, idle or not.
    */
-  destroyAll (): void {
+  async destroyAll (wait = 1_000): Promise<void> {
+    const closed: Array<Promise<unknown>> = []
     for (const stream of this.#open) {
       const { session } = stream as Partial<Http2Stream>
+      if (!stream.closed) closed.push(new Promise((resolve) => stream.once('close', resolve)))
       stream.destroy()
       if (session !== undefined && !session.closed) session.close()
     }
     this.#open.clear()
+    if (closed.length === 0) return
+    let timer: NodeJS.Timeout | undefined
+    await Promise.race([Promise.all(closed), new Promise((resolve) => { timer = setTimeout(resolve, wait) })])
+    clearTimeout(timer)
+    // A relay reports its tunnel when both of its sides have closed: give that its turn.
+    await new Promise((resolve) => setImmediate(resolve))
   }
 }
 
