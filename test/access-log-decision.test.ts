@@ -1,17 +1,15 @@
 import { test, type Test } from 'tap'
 import { ProxyAgent, request } from 'undici'
-import { startOrigin, startProxy } from './helpers/servers'
+import { resolveToLoopback, startOrigin, startProxy } from './helpers/servers'
 import { basic, openTunnel, rawExchange } from './helpers/raw-client'
 import { once, readAll, startTcpDestination } from './helpers/tcp-destination'
 import { eventually } from './helpers/eventually'
 import { capturedLog, type CapturedLog } from './helpers/captured-log'
 import { makeInterceptionPki } from './helpers/interception-pki'
 import { startInterceptingProxy, startTlsOrigin, staticProvider } from './helpers/intercepting-proxy'
-import type { ForwardProxyResolver } from '../lib/index'
 
-// Names the tests' destinations go by: the access line's `destination` keeps the name, its
-// `address` says where the proxy actually connected.
-const resolveToLoopback: ForwardProxyResolver = async () => [{ address: '127.0.0.1', family: 4 }]
+// The tests' destinations go by names that resolve to loopback (resolveToLoopback): the access
+// line's `destination` keeps the name, its `address` says where the proxy actually connected.
 
 function get (port: number, target: string, headers: Record<string, string> = {}): Promise<{ status: number, text: string }> {
   const lines = [`GET ${target} HTTP/1.1`, `Host: ${new URL(target).host}`, ...Object.entries(headers).map(([name, value]) => `${name}: ${value}`), 'Connection: close']

@@ -1,19 +1,6 @@
 import { test } from 'tap'
-import Fastify from 'fastify'
-import { forwardProxy, ForwardProxyOptionsError, type ForwardProxyOptions } from '../lib/index'
-
-async function registrationError (options: unknown): Promise<unknown> {
-  const app = Fastify()
-  try {
-    await app.register(forwardProxy, options as ForwardProxyOptions)
-    await app.ready()
-    return undefined
-  } catch (error) {
-    return error
-  } finally {
-    await app.close()
-  }
-}
+import { ForwardProxyOptionsError } from '../lib/index'
+import { registrationError } from './helpers/servers'
 
 const BAD_OPTIONS: Array<[string, unknown]> = [
   ['limts', { limts: {} }],

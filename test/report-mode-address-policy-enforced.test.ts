@@ -1,15 +1,13 @@
 import { test } from 'tap'
-import { startOrigin, startProxy } from './helpers/servers'
+import { resolveToLoopback, startOrigin, startProxy } from './helpers/servers'
 import { basic, openTunnel, rawExchange } from './helpers/raw-client'
 import { startCountingDestination } from './helpers/counting-destination'
 import { eventually } from './helpers/eventually'
 import { capturedLog } from './helpers/captured-log'
 import { expectNothingDialedBefore } from './helpers/nothing-dialed'
-import type { ForwardProxyResolver } from '../lib/index'
 
-// The name an operator's list does not know, resolving to loopback: what an attacker would use to
-// reach the proxy's own machine through a policy that only reports.
-const resolveToLoopback: ForwardProxyResolver = async () => [{ address: '127.0.0.1', family: 4 }]
+// A name an operator's list does not know, resolving to loopback (resolveToLoopback): what an
+// attacker would use to reach the proxy's own machine through a policy that only reports.
 
 test('Report mode never lifts the address policy: with allowPrivateNetworks false, a name resolving to 127.0.0.1 is refused with 403 destination_ip_prohibited (deny, rule destinations.allowPrivateNetworks) for http:// and CONNECT though the destination and user host lists only report; nothing is dialed', async (t) => {
   const log = capturedLog()

@@ -1,13 +1,10 @@
 import { test } from 'tap'
-import { startOrigin, startProxy } from './helpers/servers'
+import { resolveToLoopback, startOrigin, startProxy } from './helpers/servers'
 import { openTunnel, rawExchange } from './helpers/raw-client'
 import { once, readAll, startTcpDestination } from './helpers/tcp-destination'
 import { eventually } from './helpers/eventually'
 import { capturedLog } from './helpers/captured-log'
 import { closedPort } from './helpers/closed-port'
-import type { ForwardProxyResolver } from '../lib/index'
-
-const resolveToLoopback: ForwardProxyResolver = async () => [{ address: '127.0.0.1', family: 4 }]
 
 test('Report mode on destinations: what allowedHosts or deniedHosts would refuse is forwarded and logged "would-deny" with the list that would have refused it; a port outside allowedPorts is still refused', async (t) => {
   const log = capturedLog()

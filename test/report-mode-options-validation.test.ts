@@ -1,22 +1,8 @@
 import { test } from 'tap'
-import Fastify from 'fastify'
-import { forwardProxy, ForwardProxyOptionsError, type ForwardProxyOptions } from '../lib/index'
-import { startProxy } from './helpers/servers'
+import { ForwardProxyOptionsError } from '../lib/index'
+import { registrationError, startProxy } from './helpers/servers'
 import { basic, openTunnel } from './helpers/raw-client'
 import { ConfigError, parseConfig } from './helpers/internals'
-
-async function registrationError (options: unknown): Promise<unknown> {
-  const app = Fastify()
-  try {
-    await app.register(forwardProxy, options as ForwardProxyOptions)
-    await app.ready()
-    return undefined
-  } catch (error) {
-    return error
-  } finally {
-    await app.close()
-  }
-}
 
 test('Report mode options: a mode other than "enforce" or "report" fails registration naming destinations.mode or the user\'s mode; both valid modes register', async (t) => {
   const modeProblem = /must be "enforce" \(the default: refuse\) or "report" \(forward, and log what would be refused\)/

@@ -1,12 +1,9 @@
 import { test } from 'tap'
-import { startOrigin, startProxy } from './helpers/servers'
+import { resolveToLoopback, startOrigin, startProxy } from './helpers/servers'
 import { basic, openTunnel, rawExchange } from './helpers/raw-client'
 import { once, readAll, startTcpDestination } from './helpers/tcp-destination'
 import { eventually } from './helpers/eventually'
 import { capturedLog } from './helpers/captured-log'
-import type { ForwardProxyResolver } from '../lib/index'
-
-const resolveToLoopback: ForwardProxyResolver = async () => [{ address: '127.0.0.1', family: 4 }]
 
 function get (port: number, target: string, headers: Record<string, string>): Promise<{ status: number, text: string }> {
   const lines = [`GET ${target} HTTP/1.1`, `Host: ${new URL(target).host}`, ...Object.entries(headers).map(([name, value]) => `${name}: ${value}`), 'Connection: close']

@@ -1,21 +1,13 @@
 import { test } from 'tap'
-import Fastify from 'fastify'
-import { forwardProxy, ForwardProxyOptionsError, type ForwardProxyOptions } from '../lib/index'
+import { ForwardProxyOptionsError } from '../lib/index'
+import { registrationError as registrationErrorOf } from './helpers/servers'
 
 const VALUE = 'sk-test-0123456789abcdef-do-not-print'
 
 async function registrationError (secrets: unknown): Promise<ForwardProxyOptionsError | undefined> {
-  const app = Fastify()
-  try {
-    await app.register(forwardProxy, { secrets } as ForwardProxyOptions)
-    await app.ready()
-    return undefined
-  } catch (error) {
-    if (error instanceof ForwardProxyOptionsError) return error
-    throw error
-  } finally {
-    await app.close()
-  }
+  const error = await registrationErrorOf({ secrets })
+  if (error === undefined || error instanceof ForwardProxyOptionsError) return error
+  throw error
 }
 
 const good = { name: 'api', value: VALUE, hosts: ['api.example.com'] }

@@ -2,7 +2,7 @@ import { createServer, type IncomingMessage, type Server, type ServerResponse } 
 import { createServer as createNetServer, type AddressInfo, type Server as NetServer, type Socket } from 'node:net'
 import Fastify, { type FastifyInstance, type FastifyServerOptions } from 'fastify'
 import type { Test } from 'tap'
-import { forwardProxy, type ForwardProxyOptions } from '../../lib/index'
+import { forwardProxy, type ForwardProxyOptions, type ForwardProxyResolver } from '../../lib/index'
 import { logAccepts, type AcceptLog } from './nothing-dialed'
 
 /** What the echo origin saw of one request. */
@@ -68,6 +68,26 @@ export async function startSentinel (t: Test, host = '127.0.0.1', port = 0): Pro
 
 /** Proxy options for tests: loopback destinations on any port are allowed unless overridden. */
 export const LOOPBACK_TEST_POLICY: ForwardProxyOptions['destinations'] = { allowPrivateNetworks: true, allowedPorts: '*' }
+
+/** A resolver that answers 127.0.0.1 for every name: test host names lead to the loopback origins. */
+export const resolveToLoopback: ForwardProxyResolver = async () => [{ address: '127.0.0.1', family: 4 }]
+
+/**
+ * Registers forwardProxy with `options` on a throwaway Fastify app and returns what registration
+ * threw (undefined when it registered); the app is closed either way.
+ */
+export async function registrationError (options: unknown): Promise<unknown> {
+  const app = Fastify()
+  try {
+    await app.register(forwardProxy, options as ForwardProxyOptions)
+    await app.ready()
+    return undefined
+  } catch (error) {
+    return error
+  } finally {
+    await app.close()
+  }
+}
 
 /** A started proxy. */
 export interface Proxy {
