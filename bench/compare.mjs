@@ -14,7 +14,7 @@ import { makeCa, makeLeaf } from './pki.mjs'
 import { runExtras } from './compare/extra-runs.mjs'
 import { PLAIN_HOST, startOrigin, TLS_HOST } from './compare/origin.mjs'
 import { runPerRequestSuite, suiteTables } from './compare/per-request.mjs'
-import { PEERS, startPeer } from './compare/peers.mjs'
+import { PEERS, startPeers } from './compare/peers.mjs'
 import { memoryMiB, stopProcess } from './compare/processes.mjs'
 import { detailTable, extrasTable, ratioTable, roundsTable, summarize } from './compare/report.mjs'
 import { runLoadScenarios } from './compare/rounds.mjs'
@@ -68,17 +68,10 @@ async function main () {
 
   await withOrigin(tools, async ({ directory, pki, origin, versions }) => {
     const context = { directory, pki, tools: tools.found, maxTunnels: 20_000, nodeArgs: settings.oursNodeArgs }
-    const running = []
-    for (const peer of peers) {
-      try {
-        const started = await startPeer(peer, context)
-        processes.push(started.started, ...started.extraProcesses)
-        running.push(started)
-      } catch (error) {
-        print(`${peer.label} did not start, skipped: ${error.message}`)
-        if (peer.name === 'ours' || settings.smoke) problems.push(`${peer.label} did not start`)
-      }
-    }
+    const running = await startPeers(peers, context, processes, (peer, error) => {
+      print(`${peer.label} did not start, skipped: ${error.message}`)
+      if (peer.name === 'ours' || settings.smoke) problems.push(`${peer.label} did not start`)
+    })
     if (tools.found.mitmdump !== undefined) versions.mitmproxy = versionOf(tools.found.mitmdump, ['--version'])
     print(`origin: ${versions.origin}; proxies: ${running.map((r) => r.peer.label).join(', ') || 'none'}\n`)
 

@@ -237,6 +237,25 @@ export const SUITE_PEERS = [
  * Starts `peer` (its files in a new folder under `context.directory`, so several instances can
  * run) and resolves with its port and process once it accepts connections.
  */
+/**
+ * Starts each of `peers` in turn (see {@link startPeer}), adding their processes to `processes`;
+ * one that does not start is left out after `failed(peer, error)` is told. Resolves with those
+ * running.
+ */
+export async function startPeers (peers, context, processes, failed) {
+  const running = []
+  for (const peer of peers) {
+    try {
+      const started = await startPeer(peer, context)
+      processes.push(started.started, ...started.extraProcesses)
+      running.push(started)
+    } catch (error) {
+      failed(peer, error)
+    }
+  }
+  return running
+}
+
 export async function startPeer (peer, context) {
   const directory = mkdtempSync(join(context.directory, `${peer.name}-`))
   const { port, started, extraProcesses = [] } = await peer.start({ ...context, directory })

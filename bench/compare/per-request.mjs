@@ -35,7 +35,7 @@ import { setTimeout as delay } from 'node:timers/promises'
 import { connectLoad } from './connect-client.mjs'
 import { runHey } from './hey.mjs'
 import { PLAIN_HOST, TLS_HOST } from './origin.mjs'
-import { BENCH_USER, SUITE_PEERS, startPeer } from './peers.mjs'
+import { BENCH_USER, SUITE_PEERS, startPeers } from './peers.mjs'
 import { cpuSeconds, memoryMiB, tcpPassiveOpens } from './processes.mjs'
 import { median } from './report.mjs'
 
@@ -50,24 +50,16 @@ const BASIC = `Basic ${Buffer.from(`${BENCH_USER.name}:${BENCH_USER.password}`).
 
 /** Starts the suite's paths that take part in a selected scenario and have their tools. */
 async function startPaths ({ settings, problems, processes, print }, context, tools) {
-  const running = []
-  for (const peer of SUITE_PEERS) {
-    if (!settings.peers.includes(peer.name) || !peer.scenarios.some((s) => settings.scenarios.includes(s))) continue
+  const chosen = SUITE_PEERS.filter((peer) => {
+    if (!settings.peers.includes(peer.name) || !peer.scenarios.some((s) => settings.scenarios.includes(s))) return false
     const absent = peer.needs.filter((tool) => tools[tool] === undefined)
-    if (absent.length > 0) {
-      print(`skipping ${peer.label}: ${absent.join(', ')} not found`)
-      continue
-    }
-    try {
-      const started = await startPeer(peer, context)
-      processes.push(started.started, ...started.extraProcesses)
-      running.push(started)
-    } catch (error) {
-      print(`${peer.label} did not start, skipped: ${error.message}`)
-      problems.push(`${peer.name} did not start`)
-    }
-  }
-  return running
+    if (absent.length > 0) print(`skipping ${peer.label}: ${absent.join(', ')} not found`)
+    return absent.length === 0
+  })
+  return await startPeers(chosen, context, processes, (peer, error) => {
+    print(`${peer.label} did not start, skipped: ${error.message}`)
+    problems.push(`${peer.name} did not start`)
+  })
 }
 
 /** One hey run of `scenario` through `path` (direct when it has no port). */
