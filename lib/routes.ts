@@ -44,35 +44,18 @@ export function proxyRoutes (runtime: ProxyRuntime) {
       done(null)
     })
     instance.setErrorHandler(createProxyErrorHandler(runtime.settings))
-    // Before the route's own onRequest (authentication), so refused requests are logged and traced too.
-    instance.addHook('onRequest', function startProxyTelemetry (request, _reply, done) {
-      beginProxyRequest(request)
-      done()
-    })
-    instance.addHook('onResponse', function finishProxyTelemetry (request, reply, done) {
-      finishProxyRequest(request, reply)
-      done()
-    })
     const { auth } = runtime.settings
     const authenticate = auth === null ? undefined : authenticateOrRecheckTunnel(await registerProxyAuthentication(instance, auth.realm, () => runtime.settings.auth?.check ?? auth.check, auth.failureLimit), runtime)
-    // Other proxy requests pass without a promise or a turn of the event loop.
-    const admit: onRequestHookHandler = function admitProxyConnect (request, reply, done) {
-      const target = proxyRequestTargetOf(request.raw)
-      if (target?.kind !== 'connect') {
-        done()
-        return
-      }
-      admitConnect(request, reply, target, runtime).then(() => done(), done)
-    }
 
     instance.route({
       method: instance.supportedMethods as HTTPMethods[],
       url: '*',
       exposeHeadRoute: false,
       constraints: { [PROXY_CONSTRAINT]: PROXY_CONSTRAINT_VALUE },
-      onRequest: authenticate === undefined ? [refuseOversizedHead, admit] : [refuseOversizedHead, authenticate, admit],
+      onRequest: admitProxyRequest(authenticate, runtime),
       preParsing: hideContentTypeFromFastify,
-      onResponse: function releaseTunnelSlot (request, _reply, done) {
+      onResponse: function finishProxyRequestHook (request, reply, done) {
+        finishProxyRequest(request, reply)
         releaseUnopenedTunnel(request)
         done()
       },
@@ -123,6 +106,44 @@ const holdForwardedResponseHead: onSendHookHandler = function holdForwardedRespo
   if (scrubber !== null) scrubReplyHeaders(reply, scrubber, scrubbedSecretsOf(request))
   done(null, payload)
 }
+
+/**
+ * The proxy route's one onRequest hook (after the application's own), in this order:
+ * the request's telemetry starts (so refused requests are logged and traced too), a head too
+ * large to forward faithfully is refused ({@link oversizedHeadError}), the client is
+ * authenticated, and a CONNECT is admitted (its slot taken, see `admitConnect`). One hook, not
+ * four: each hook Fastify runs costs a call through its runner, and the usual request passes
+ * every step without a promise or a turn of the event loop.
+ */
+function admitProxyRequest (authenticate: onRequestHookHandler | undefined, runtime: ProxyRuntime): onRequestHookHandler {
+  const admit = (request: FastifyRequest, reply: FastifyReply, done: HookDone): void => {
+    const target = proxyRequestTargetOf(request.raw)
+    if (target?.kind !== 'connect') {
+      done()
+      return
+    }
+    admitConnect(request, reply, target, runtime).then(() => done(), done)
+  }
+  return function admitProxyRequestHook (this: FastifyInstance, request, reply, done) {
+    beginProxyRequest(request)
+    const oversized = oversizedHeadError(request.raw)
+    if (oversized !== null) {
+      done(oversized)
+      return
+    }
+    if (authenticate === undefined) {
+      admit(request, reply, done)
+      return
+    }
+    authenticate.call(this, request, reply, (error?: Error) => {
+      if (error !== undefined && error !== null) done(error)
+      else admit(request, reply, done)
+    })
+  }
+}
+
+/** The callback a Fastify hook is given. */
+type HookDone = Parameters<onRequestHookHandler>[2]
 
 /**
  * Authenticates a proxy request, except inside an intercepted tunnel: those requests carry no
@@ -265,8 +286,8 @@ export const MAX_REQUEST_TARGET_LENGTH = 8192
 const NODE_MAX_HEADERS_COUNT = 2000
 
 /**
- * Refuses an HTTP/1.1 proxy request whose head is too large to handle faithfully, before it is
- * authenticated or forwarded:
+ * The refusal of an HTTP/1.1 proxy request whose head is too large to handle faithfully, before
+ * it is authenticated or forwarded, or null:
  * - a request target over {@link MAX_REQUEST_TARGET_LENGTH}: 414 `http_request_error`;
  * - a header count that reached the server's `maxHeadersCount` (by default 1,000 lines): 431
  *   `http_request_error`. Node 20 silently drops the lines past it while its parser still frames
@@ -274,17 +295,17 @@ const NODE_MAX_HEADERS_COUNT = 2000
  *   frame a body the proxy never sees. (Recent Node 22 and 24 releases refuse such a head in
  *   the parser, `HPE_HEADER_OVERFLOW`, and it never gets here.)
  */
-export async function refuseOversizedHead (request: FastifyRequest): Promise<void> {
-  const raw = request.raw
-  if (raw.httpVersionMajor !== 1) return
+function oversizedHeadError (raw: RawRequest): ProxyError | null {
+  if (raw.httpVersionMajor !== 1) return null
   if (requestTargetAsReceived(raw).length > MAX_REQUEST_TARGET_LENGTH) {
-    throw new ProxyError('http_request_error', 'The request target is too long.', { status: 414, details: 'request target too long' })
+    return new ProxyError('http_request_error', 'The request target is too long.', { status: 414, details: 'request target too long' })
   }
-  const limit = maxHeadersCountOf(raw)
+  const limit = maxHeadersCountOf(raw as IncomingMessage)
   // Node applies the limit to `rawHeaders` entries (names and values), in batches of 32 lines.
   if (limit > 0 && raw.rawHeaders.length >= limit) {
-    throw new ProxyError('http_request_error', 'The request has too many header fields.', { status: 431, details: 'too many header fields' })
+    return new ProxyError('http_request_error', 'The request has too many header fields.', { status: 431, details: 'too many header fields' })
   }
+  return null
 }
 
 function maxHeadersCountOf (raw: IncomingMessage): number {

@@ -232,22 +232,26 @@ function hookHeaderEdits (
   current: Readonly<Record<string, unknown>>,
   target: Pick<OutgoingHeadTarget, 'destination' | 'defaultPort'>
 ): HookHeaderEdits {
-  const removed = new Set<string>()
-  const changed = new Map<string, readonly string[]>()
+  // Allocated only when a hook edited something: the usual request compares strings and returns.
+  let removed: Set<string> | undefined
+  let changed: Map<string, readonly string[]> | undefined
   for (const name of Object.keys(received)) {
-    if (!name.startsWith(':') && current[name] === undefined) removed.add(name)
+    if (current[name] !== undefined || name.startsWith(':') || name === 'content-length' || name === 'host') continue
+    removed ??= new Set()
+    removed.add(name)
   }
-  for (const [name, value] of Object.entries(current)) {
-    if (value === undefined || name.startsWith(':')) continue
+  for (const name of Object.keys(current)) {
+    const value = current[name]
+    if (value === undefined || (typeof value === 'string' && value === received[name]) || name.startsWith(':')) continue
     const values = fieldValues(name, value)
     if (sameValue(received[name], values)) continue
     if (!TOKEN.test(name)) throw hookRefused('a hook set an invalid header name')
+    changed ??= new Map()
     changed.set(name.toLowerCase(), values)
   }
+  if (changed === undefined) return { removed: removed ?? NO_NAMES, changed: NO_CHANGES }
 
-  removed.delete('content-length')
   if (changed.has('content-length')) throw hookRefused('a hook changed content-length')
-  removed.delete('host')
   const host = changed.get('host')
   if (host !== undefined) {
     const [only] = host
@@ -256,8 +260,11 @@ function hookHeaderEdits (
     }
     changed.delete('host')
   }
-  return { removed, changed }
+  return { removed: removed ?? NO_NAMES, changed }
 }
+
+const NO_NAMES: ReadonlySet<string> = new Set()
+const NO_CHANGES: ReadonlyMap<string, readonly string[]> = new Map()
 
 function fieldValues (name: string, value: unknown): string[] {
   const items: unknown[] = Array.isArray(value) ? value : [value]

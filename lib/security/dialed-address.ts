@@ -10,21 +10,22 @@ export interface DialedAddress {
   readonly port: number
 }
 
-// Kept off the sockets themselves; the entry goes with the socket.
-const dialedAddresses = new WeakMap<object, DialedAddress>()
+// Kept off the sockets themselves; the entry goes with the socket. `text` is the formatted
+// address, made by the first log line that asks (a pooled connection serves many requests).
+const dialedAddresses = new WeakMap<object, { readonly target: DialedAddress, text?: string }>()
 
 /**
  * Remembers that `socket` was dialed to `target` (an address the policy allowed), as given: no
  * string is built until {@link dialedAddressOf} is called.
  */
 export function rememberDialedAddress (socket: object, target: DialedAddress): void {
-  dialedAddresses.set(socket, target)
+  dialedAddresses.set(socket, { target })
 }
 
 /** Gives `outer` (a TLS socket layered on `inner`) the address `inner` was dialed to, if any. */
 export function carryDialedAddress (outer: object, inner: object): void {
-  const target = dialedAddresses.get(inner)
-  if (target !== undefined) dialedAddresses.set(outer, target)
+  const dialed = dialedAddresses.get(inner)
+  if (dialed !== undefined) dialedAddresses.set(outer, dialed)
 }
 
 /**
@@ -33,6 +34,8 @@ export function carryDialedAddress (outer: object, inner: object): void {
  * upstream proxy, which resolves the name).
  */
 export function dialedAddressOf (socket: object | undefined): string | undefined {
-  const target = socket === undefined ? undefined : dialedAddresses.get(socket)
-  return target === undefined ? undefined : formatAuthority(target.host, target.port)
+  const dialed = socket === undefined ? undefined : dialedAddresses.get(socket)
+  if (dialed === undefined) return undefined
+  dialed.text ??= formatAuthority(dialed.target.host, dialed.target.port)
+  return dialed.text
 }

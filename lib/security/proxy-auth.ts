@@ -7,6 +7,7 @@ import { createHash, timingSafeEqual } from 'node:crypto'
 import type { ForwardProxyCredentialCheck, ForwardProxyUser, ForwardProxyUserEntry } from '../../types/user'
 import { AUTH_LOCKOUT_DETAILS, ProxyError, refusedBy } from '../protocol/errors'
 import type { UserRecheck } from './tunnel-grant'
+import { ObjectSlot } from '../core/object-slot'
 
 /** The `Proxy-Authenticate` challenge for a realm. */
 export function proxyAuthenticateChallenge (realm: string): string {
@@ -29,37 +30,76 @@ export async function registerProxyAuthentication (
   failureLimit: AuthFailureLimitSettings | null
 ): Promise<onRequestHookHandler> {
   const limiter = failureLimit === null ? null : new AuthFailureLimiter(failureLimit)
+  // The usual attempt (a users table, no lockout under way) is decided without a promise: the
+  // plugin's `done` is called before validate returns.
+  const decide = (username: string, password: string, request: FastifyRequest, client: string, verdict: boolean | ForwardProxyUser): void => {
+    limiter?.settle(client, verdict === false)
+    if (verdict === false) {
+      throw new ProxyError('proxy_authentication_required', 'Proxy authentication failed.', { details: 'invalid credentials' })
+    }
+    request.proxyUser = verdict === true ? { name: username } : verdict
+    // Only a CONNECT opens a tunnel whose user is checked again after a reconfiguration.
+    if (request.raw.method === 'CONNECT') credentialsOf.set(request, { username, password })
+  }
+  // Resolves once decided, or returns undefined when decided already; throws a refusal.
+  const check = (username: string, password: string, request: FastifyRequest, client: string): Promise<void> | undefined => {
+    let verdict: ReturnType<ForwardProxyCredentialCheck>
+    try {
+      verdict = currentCheck()(username, password, request)
+    } catch (error) {
+      // Answered with 407 but, as an error of the check rather than a guess, not counted.
+      limiter?.settle(client, false)
+      throw error
+    }
+    if (!isThenable(verdict)) {
+      decide(username, password, request, client, verdict)
+      return undefined
+    }
+    return Promise.resolve(verdict).then((settled) => decide(username, password, request, client, settled), (error: unknown) => {
+      limiter?.settle(client, false)
+      throw error
+    })
+  }
   await instance.register(basicAuth, {
     proxyMode: true,
     authenticate: { realm },
-    async validate (username, password, request) {
+    // Every failure goes through the plugin's `done`, which makes it a 407 unless it carries a status.
+    validate (username, password, request, _reply, done) {
       // The TCP peer, never a forwarded-for header the client could write itself.
       const client = request.raw.socket.remoteAddress ?? ''
-      if (limiter !== null && !await limiter.admit(client)) {
-        throw refusedBy('auth.failureLimit', new ProxyError('http_request_denied', 'Too many failed proxy authentication attempts.', { status: 429, details: AUTH_LOCKOUT_DETAILS }))
-      }
-      let verdict: boolean | ForwardProxyUser
+      let pending: Promise<void> | undefined
       try {
-        verdict = await currentCheck()(username, password, request)
+        const admitted = limiter === null ? true : limiter.admitNow(client)
+        if (admitted === false) throw lockedOut()
+        pending = admitted === true
+          ? check(username, password, request, client)
+          : limiter?.admit(client).then((waited) => {
+            if (!waited) throw lockedOut()
+            return check(username, password, request, client)
+          })
       } catch (error) {
-        // Answered with 407 but, as an error of the check rather than a guess, not counted.
-        limiter?.settle(client, false)
-        throw error
+        done(error as Error)
+        return
       }
-      limiter?.settle(client, verdict === false)
-      if (verdict === false) {
-        throw new ProxyError('proxy_authentication_required', 'Proxy authentication failed.', { details: 'invalid credentials' })
-      }
-      request.proxyUser = verdict === true ? { name: username } : verdict
-      credentialsOf.set(request, { username, password })
+      // A promise returned is settled into `done` by the plugin.
+      if (pending !== undefined) return pending
+      done()
     }
   })
   return instance.basicAuth
 }
 
-// What each authenticated request passed with, so that a tunnel it opens can be checked again
-// after a reconfiguration. Kept only as long as the request object lives (the tunnel's).
-const credentialsOf = new WeakMap<FastifyRequest, { readonly username: string, readonly password: string }>()
+function isThenable<T> (value: T | PromiseLike<T>): value is PromiseLike<T> {
+  return typeof (value as Partial<PromiseLike<T>> | null)?.then === 'function'
+}
+
+function lockedOut (): ProxyError {
+  return refusedBy('auth.failureLimit', new ProxyError('http_request_denied', 'Too many failed proxy authentication attempts.', { status: 429, details: AUTH_LOCKOUT_DETAILS }))
+}
+
+// What a CONNECT passed authentication with, so that the tunnel it opens can be checked again
+// after a reconfiguration. Kept on the request object, as long as it lives (the tunnel's).
+const credentialsOf = new ObjectSlot<{ readonly username: string, readonly password: string }>('proxyCredentials')
 
 /**
  * How to check again, against `currentCheck()` (the users or `validate` in force at the time),
@@ -187,18 +227,31 @@ export class AuthFailureLimiter {
    * the returned promise settles, so it counts against the next attempt whatever runs between.
    */
   admit (client: string): Promise<boolean> {
-    if (this.isLocked(client)) return Promise.resolve(false)
+    const now = this.admitNow(client)
+    if (now !== null) return Promise.resolve(now)
+    const queue = this.#checksOf(client).waiting
+    return new Promise((resolve) => { queue.push(resolve) })
+  }
+
+  /**
+   * {@link AuthFailureLimiter.admit} when the answer is known at once: true (reserved: settle
+   * it), false (locked out), or null when the check must wait its turn (then call `admit`).
+   */
+  admitNow (client: string): boolean | null {
+    if (this.isLocked(client)) return false
+    const checks = this.#checksOf(client)
+    if (checks.waiting.length > 0 || !this.#hasRoom(client, checks)) return null
+    checks.running += 1
+    return true
+  }
+
+  #checksOf (client: string): ChecksInFlight {
     let checks = this.#inFlight.get(client)
     if (checks === undefined) {
       checks = { running: 0, waiting: [] }
       this.#inFlight.set(client, checks)
     }
-    if (checks.waiting.length === 0 && this.#hasRoom(client, checks)) {
-      checks.running += 1
-      return Promise.resolve(true)
-    }
-    const queue = checks.waiting
-    return new Promise((resolve) => { queue.push(resolve) })
+    return checks
   }
 
   /** Ends a check admitted by {@link AuthFailureLimiter.admit}; `failed` counts it as a failure. */
