@@ -90,10 +90,11 @@ const SETTLE_MS = 200
 
 /**
  * Reloads the configuration on SIGHUP and whenever the configuration file or a secret file
- * changes (checked every second, following symlinks). A reload that fails (unreadable or
- * invalid file, missing secret, an open proxy) logs one error line and keeps the configuration
- * in force; one that succeeds logs the keys that need a restart, if any. Returns a function
- * that stops watching.
+ * changes (checked every second, following symlinks; a chmod or chown counts). A reload that
+ * fails (unreadable or invalid file, missing secret, a secret file others may read, an open
+ * proxy) logs one error line, keeps the configuration in force and also watches the secret
+ * files the refused file names, so fixing one is picked up; one that succeeds logs the keys that
+ * need a restart, if any. Returns a function that stops watching.
  */
 export function watchConfiguration (source: ConfigurationSource, target: ReloadTarget, log: FastifyBaseLogger): () => void {
   // What each watched file looked like when the configuration in force was read. Taken here,
@@ -121,8 +122,7 @@ export function watchConfiguration (source: ConfigurationSource, target: ReloadT
   poller.unref()
   // A file already watched keeps the look taken before the configuration was read: one taken
   // after it would hide a change made while reading.
-  const watch = (config: ProxyServerConfig): void => {
-    const paths = [source.path, ...Object.values(config.secrets ?? {}).flatMap((secret) => secret.file === undefined ? [] : [secret.file])]
+  const watch = (paths: readonly string[]): void => {
     watched = new Map(paths.map((path) => [path, watched.get(path) ?? fingerprintSync(path)]))
   }
   const reload = (reason: string): void => {
@@ -130,18 +130,22 @@ export function watchConfiguration (source: ConfigurationSource, target: ReloadT
     // reported once, not every second, and is read again when it changes.
     watched = new Map([...watched.keys()].map((path) => [path, fingerprintSync(path)]))
     try {
-      const { effective, restartNeeded } = splitRestartKeys(target.current(), source.read())
+      const next = source.read()
+      // A secret file the refused file names (new, or too open) is watched too, so that fixing
+      // it (a chmod) is picked up like any other change.
+      watch([...watched.keys(), ...secretFilesOf(next)])
+      const { effective, restartNeeded } = splitRestartKeys(target.current(), next)
       target.apply(effective)
-      watch(effective)
+      watch(filesOf(source.path, effective))
       log.info({ reload: { reason, file: source.path } }, 'configuration reloaded')
       for (const key of restartNeeded) log.warn({ reload: { key } }, `configuration key "${key}" changed: restart the proxy to apply it (the rest of the file is in force)`)
     } catch (error) {
-      log.error({ reload: { reason, file: source.path } }, `configuration reload failed, the previous configuration stays: ${(error as Error).message.replace(/^fastify-forward-proxy: /, '')}`)
+      log.error({ reload: { reason, file: source.path } }, `configuration reload failed, the previous configuration stays: ${(error as Error).message.replace(/^fastify-forward-proxy: /, '')} (${RETRY_HINT})`)
     }
   }
   const onSignal = (): void => reload('SIGHUP')
   process.on('SIGHUP', onSignal)
-  watch(target.current())
+  watch(filesOf(source.path, target.current()))
   return () => {
     process.removeListener('SIGHUP', onSignal)
     clearTimeout(settle)
@@ -150,9 +154,25 @@ export function watchConfiguration (source: ConfigurationSource, target: ReloadT
   }
 }
 
-/** Inode, size and modification time of a file, through symlinks; "missing" when it cannot be read. */
+// What a failed reload's message says about the next attempt.
+const RETRY_HINT = 'the file is read again within about a second of the next change to it or to a secret file, a chmod included, or at once on SIGHUP'
+
+/** The configuration file and the secret files a configuration names: what is watched. */
+function filesOf (path: string, config: ProxyServerConfig): string[] {
+  return [path, ...secretFilesOf(config)]
+}
+
+function secretFilesOf (config: ProxyServerConfig): string[] {
+  return Object.values(config.secrets ?? {}).flatMap((secret) => secret.file === undefined ? [] : [secret.file])
+}
+
+/**
+ * Inode, size, modification time, permission bits and owner of a file, through symlinks;
+ * "missing" when it cannot be read. The mode and owner are in it because a secret file is
+ * refused for them: a chmod that fixes one changes nothing else.
+ */
 function fingerprintOf (stats: Stats): string {
-  return `${stats.ino}:${stats.size}:${stats.mtimeMs}`
+  return `${stats.ino}:${stats.size}:${stats.mtimeMs}:${stats.mode}:${stats.uid}:${stats.gid}`
 }
 
 function fingerprintSync (path: string): string {

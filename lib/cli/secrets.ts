@@ -1,5 +1,5 @@
 // Secrets of the configuration file: named credentials read from an environment variable or a
-// file at start-up (never written in the file itself), put into header rules where a value
+// file at start-up and at every reload (never written in the file itself), put into header rules where a value
 // says `{{secret:NAME}}` as the secret's placeholder (config.ts checks, when the file is read,
 // that each such rule only names hosts the secret is granted to), and handed to the plugin, which
 // puts values in place of placeholders.
@@ -11,9 +11,9 @@ import { readPrivateFile, SECRET_REFERENCE, secretReferencesIn, type SecretConfi
 import { ConfigError } from './config-errors'
 
 /**
- * Reads the value of every secret: the environment variable or the file (which must be readable
- * by the proxy's user only, like a private key), one trailing line break removed. A missing or
- * empty value, or one a header cannot carry, fails start-up.
+ * Reads the value of every secret: the environment variable or the file (whose permissions are
+ * checked like a private key's), one trailing line break removed. A missing or
+ * empty value, or one a header cannot carry, fails start-up (or the reload).
  * @throws ConfigError naming the secret and where it was looked for, never its value.
  */
 export function loadSecrets (secrets: Readonly<Record<string, SecretConfig>> | undefined, env: NodeJS.ProcessEnv = process.env): Map<string, string> {
