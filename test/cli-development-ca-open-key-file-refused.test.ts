@@ -4,7 +4,7 @@ import { join } from 'node:path'
 import { parseConfig, startProxyServer } from './helpers/internals'
 import { freshDataDirectory, pemBody } from './helpers/development-ca-dir'
 
-test('server: a development CA key file readable by group or others is refused with a clear error (as ssh does), never used', async (t) => {
+test('server: a development CA key file readable by others, or writable by its group, is refused with a clear error, never used; readable by the proxy\'s own group it is used', async (t) => {
   const dataDirectory = freshDataDirectory(t)
   const config = parseConfig({ log: { level: 'silent' }, listen: [{ host: '127.0.0.1', port: 0 }], interception: { hosts: ['a.example'] }, dataDirectory }, 'test.json', '/')
   const keyPath = join(dataDirectory, 'ca.key')
@@ -12,7 +12,7 @@ test('server: a development CA key file readable by group or others is refused w
   await first.close()
   const key = readFileSync(keyPath)
 
-  for (const mode of [0o644, 0o640, 0o604, 0o660]) {
+  for (const mode of [0o644, 0o604, 0o660, 0o620]) {
     chmodSync(keyPath, mode)
     const error = await startProxyServer(config).then(() => undefined, (e: unknown) => e as Error)
     t.equal(error?.name, 'ConfigError', `mode ${mode.toString(8)}: a configuration error (printed without a stack, exit 1)`)
@@ -24,8 +24,10 @@ test('server: a development CA key file readable by group or others is refused w
   }
   t.same(readFileSync(keyPath), key, 'the key file is untouched')
 
-  chmodSync(keyPath, 0o400)
-  const again = await startProxyServer(config)
-  t.equal(again.developmentCa?.created, false, 'a key readable by its owner only (0400 too) is used')
-  await again.close()
+  for (const mode of [0o400, 0o440]) {
+    chmodSync(keyPath, mode)
+    const again = await startProxyServer(config)
+    t.equal(again.developmentCa?.created, false, `mode 0${mode.toString(8)}: used (the file's group is the process's own)`)
+    await again.close()
+  }
 })

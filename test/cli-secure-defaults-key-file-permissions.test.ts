@@ -54,7 +54,7 @@ async function keyCases (directory: string): Promise<KeyCase[]> {
   ]
 }
 
-test('bin: a TLS listener key file readable by group or others is refused at start with the key, the mode and the fix named, as ssh does', async (t) => {
+test('bin: a TLS listener key file readable by others is refused at start with the key, the mode and the fix named, as ssh does', async (t) => {
   const directory = fixtureDirectory(t)
   const [entry] = await keyCases(directory)
   if (entry === undefined) throw new Error('no key case')
@@ -63,24 +63,25 @@ test('bin: a TLS listener key file readable by group or others is refused at sta
   chmodSync(entry.keyPath, 0o644)
   const refused = runBin(t, ['--config', file])
   t.equal(await refused.exited, 1)
-  t.equal(refused.stderr(), `forward-proxy: /listen/0/tls/key: permissions 0644 for the private key "${entry.keyPath}" are too open: it must be readable by the proxy's user only. Run "chmod 600 ${entry.keyPath}" if nobody else could have read it; otherwise treat the key as exposed and replace it\n`)
+  t.equal(refused.stderr(), `forward-proxy: /listen/0/tls/key: permissions 0644 for the private key "${entry.keyPath}" are too open: others may read, write or run it; it may be readable by the proxy's user, and by the file's group only when the proxy's user is in that group (modes 0600, 0400, 0640, 0440), by nobody else. Run "chmod 600 ${entry.keyPath}" if nobody else could have read it; otherwise treat the key as exposed and replace it\n`)
   t.notMatch(refused.stderr(), NO_STACK)
   t.notMatch(refused.stderr(), pemBody(entry.key).slice(0, 40), 'the key is not in the message')
   t.equal(refused.stdout(), '', 'nothing started')
 })
 
-test('server: a private key file (TLS listener, interception CA, EST client) with any bit for group or others is refused naming its key; 0600 and 0400 are used', async (t) => {
+test('server: a private key file (TLS listener, interception CA, EST client) with any bit for others, or a group write or run bit, is refused naming its key; 0600 and 0400 are used, and 0640 and 0440 when the file\'s group is the proxy\'s own', async (t) => {
   const directory = fixtureDirectory(t)
   for (const entry of await keyCases(directory)) {
     const config = parseConfig({ log: { level: 'silent' }, ...entry.config }, 'test.json', '/')
-    for (const mode of [0o640, 0o604, 0o660, 0o610, 0o601, 0o666]) {
+    for (const mode of [0o644, 0o604, 0o660, 0o620, 0o610, 0o601, 0o666]) {
       chmodSync(entry.keyPath, mode)
       const error = await startProxyServer(config).then(() => undefined, (e: unknown) => e as Error)
       t.equal(error?.name, 'ConfigError', `${entry.name}, mode ${mode.toString(8)}: refused`)
       t.match(error?.message, new RegExp(`^${escape(entry.pointer)}: permissions 0${mode.toString(8)} for the private key "${escape(entry.keyPath)}" are too open: .* Run "chmod 600 ${escape(entry.keyPath)}"`))
       t.notMatch(error?.message ?? '', pemBody(entry.key).slice(0, 40), `${entry.name}: the key is not in the message`)
     }
-    for (const mode of [0o600, 0o400]) {
+    // The file was created by this process, so its group is the process's own group.
+    for (const mode of [0o600, 0o400, 0o640, 0o440]) {
       chmodSync(entry.keyPath, mode)
       const server = await startProxyServer(config)
       t.equal(server.urls.length, 1, `${entry.name}, mode 0${mode.toString(8)}: used`)

@@ -27,7 +27,7 @@ import {
 } from 'node:fs'
 import { join } from 'node:path'
 import { nodeCryptoEngine, EXTENSION_OID, randomSerialNumber } from './leaf'
-import { derToPem, octalMode, tooOpenKeyFileMode } from './pem'
+import { derToPem, KEY_FILE_RULE, octalMode, tooOpenKeyFile } from './pem'
 import type { ForwardProxyCaCertificateProvider } from '../../types/certificates'
 import { createCaCertificateProvider } from './ca-certificate-provider'
 import { ForwardProxyCertificateError } from './errors'
@@ -160,8 +160,8 @@ export interface DevelopmentCa {
  * temporary file linked into place (never readable by others, never clobbering a file another
  * process put there meanwhile), then the certificate with mode 0644. An existing data directory
  * must belong to the proxy's user and be writable by it alone; reusing refuses files another
- * user owns and a key file readable by group or others (as ssh does), and loads the pair through
- * `createCaCertificateProvider`'s checks. Existing files are never overwritten: a CA clients
+ * user owns and a key file others, or a group the proxy's user is not in, may read (see
+ * `tooOpenKeyFile`), and loads the pair through `createCaCertificateProvider`'s checks. Existing files are never overwritten: a CA clients
  * may already trust is replaced only by the operator.
  * @throws ForwardProxyCertificateError (`bad_ca_key` for a key file that is too open or another
  * user's, or a data directory another user owns or may write,
@@ -264,11 +264,11 @@ function checkOwner (path: string, what: string): void {
   }
 }
 
-/** Refuses a key file that group or others may read, write or run (ssh's rule for private keys). */
+/** Refuses a key file the rule of every private key file refuses (see `tooOpenKeyFile`). */
 function checkKeyFileMode (keyPath: string): void {
-  const mode = tooOpenKeyFileMode(keyPath)
-  if (mode !== undefined) {
-    throw new ForwardProxyCertificateError('bad_ca_key', `permissions ${octalMode(mode)} for the development CA key ${keyPath} are too open: it must be readable by the proxy's user only. Run "chmod 600 ${keyPath}" if nobody else could have read it; otherwise treat the key as exposed and remove both files to have a new CA created`)
+  const tooOpen = tooOpenKeyFile(keyPath)
+  if (tooOpen !== undefined) {
+    throw new ForwardProxyCertificateError('bad_ca_key', `permissions ${octalMode(tooOpen.mode)} for the development CA key ${keyPath} are too open: ${tooOpen.reason}; ${KEY_FILE_RULE}. Run "chmod 600 ${keyPath}" if nobody else could have read it; otherwise treat the key as exposed and remove both files to have a new CA created`)
   }
 }
 

@@ -16,7 +16,7 @@ import { ForwardProxyRuleError } from '../protocol/errors'
 import { canonicalHost, compileHostPattern, parseCidr, type HostPattern } from '../protocol/hosts'
 import { splitSecretHost } from '../security/secrets'
 import type { LogConfig } from './logging'
-import { octalMode, tooOpenKeyFileMode } from '../certificates/pem'
+import { KEY_FILE_RULE, octalMode, tooOpenKeyFile, type TooOpenKeyFile } from '../certificates/pem'
 import { ConfigError, describeSchemaError } from './config-errors'
 
 /** One listener of the configuration file; TLS paths already resolved against the file's folder. */
@@ -251,8 +251,8 @@ export function readConfigFile (path: string, key: string): Buffer {
 
 /**
  * Reads a private key file named by the configuration (a TLS listener's key, the interception
- * CA's key, the EST client key) and refuses it when group or others may read, write or run it,
- * as ssh does: such a key may already be in other hands.
+ * CA's key, the EST client key) and refuses it when others may read it, or a group the proxy's
+ * user is not in (the rule of `tooOpenKeyFile`): such a key may already be in other hands.
  * @param key the configuration key that names the file, e.g. `/listen/0/tls/key`.
  * @throws ConfigError naming the key, the path and the mode (or the read error), never the file's content.
  */
@@ -261,23 +261,23 @@ export function readKeyFile (path: string, key: string): Buffer {
 }
 
 /**
- * Reads a file only the proxy's user may read (a private key, a secret): refused, and the bytes
- * read wiped, when group or others may read, write or run it.
+ * Reads a file only the proxy's user (and its own groups) may read (a private key, a secret):
+ * refused, and the bytes read wiped, when `tooOpenKeyFile` refuses its permissions.
  * @param names how the message calls the file and what it holds.
  * @throws ConfigError naming the key, the path and the mode (or the read error), never the content.
  */
 export function readPrivateFile (path: string, key: string, names: { readonly file: string, readonly thing: string }): Buffer {
   const content = readConfigFile(path, key)
-  let mode: number | undefined
+  let tooOpen: TooOpenKeyFile | undefined
   try {
-    mode = tooOpenKeyFileMode(path)
+    tooOpen = tooOpenKeyFile(path)
   } catch (error) {
     content.fill(0)
     throw new ConfigError(`${key}: cannot read "${path}" (${(error as NodeJS.ErrnoException).code ?? 'error'})`)
   }
-  if (mode !== undefined) {
+  if (tooOpen !== undefined) {
     content.fill(0)
-    throw new ConfigError(`${key}: permissions ${octalMode(mode)} for the ${names.file} "${path}" are too open: it must be readable by the proxy's user only. Run "chmod 600 ${path}" if nobody else could have read it; otherwise treat the ${names.thing} as exposed and replace it`)
+    throw new ConfigError(`${key}: permissions ${octalMode(tooOpen.mode)} for the ${names.file} "${path}" are too open: ${tooOpen.reason}; ${KEY_FILE_RULE}. Run "chmod 600 ${path}" if nobody else could have read it; otherwise treat the ${names.thing} as exposed and replace it`)
   }
   return content
 }
@@ -312,7 +312,7 @@ export function secretReferencesIn (value: string): string[] {
 export function checkSecretReferences (headers: readonly ForwardProxyHeaderRule[] | undefined, secrets: Readonly<Record<string, SecretConfig>> | undefined, source: string): void {
   for (const [name, secret] of Object.entries(secrets ?? {})) {
     if ((secret.env === undefined) === (secret.file === undefined)) {
-      throw new ConfigError(`${source}: /secrets/${name}: give exactly one of "env" (an environment variable) and "file" (a file readable by the proxy's user only)`)
+      throw new ConfigError(`${source}: /secrets/${name}: give exactly one of "env" (an environment variable) and "file" (a file others cannot read)`)
     }
   }
   headers?.forEach((rule, index) => {

@@ -98,7 +98,8 @@ function loadCaProvider (ca: { cert: string, key: string }): ForwardProxyCertifi
 /**
  * Creates the EST certificate provider of `interception.est`: reads the client certificate,
  * client key and server CA files it names and checks them now (a key that does not match its
- * certificate or that group or others may read, a CA file without a certificate), so start-up fails with the key named. The EST
+ * certificate or whose permissions are too open, a CA file without a certificate), so start-up
+ * fails with the key named. The EST
  * service itself is not contacted before the first intercepted handshake; a failure then fails
  * that handshake (no fallback certificate) and is logged with the EST status.
  * Background renewal failures are logged as warnings. Messages never hold the password or a key.
