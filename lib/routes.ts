@@ -183,21 +183,18 @@ function closeTunnelAfterAnswer (request: FastifyRequest, reply: FastifyReply): 
   reply.raw.once('finish', () => socket.end())
 }
 
-async function handleProxyRequest (request: FastifyRequest, reply: FastifyReply, runtime: ProxyRuntime): Promise<void> {
+// Not async: the promise of the path taken is handed on, not awaited again (one promise less per request).
+function handleProxyRequest (request: FastifyRequest, reply: FastifyReply, runtime: ProxyRuntime): Promise<void> {
   restoreContentType(request.raw)
   const target = proxyRequestTargetOf(request.raw)
   if (target === null) throw new Error('proxy route reached by a request that is not a proxy request')
-  if (target.kind === 'connect') {
-    await openConnectTunnel(request, reply, runtime)
-    return
-  }
+  if (target.kind === 'connect') return openConnectTunnel(request, reply, runtime)
   if (target.kind === 'intercepted') {
     const upgrade = inTunnelUpgradeOf(request.raw)
-    if (upgrade?.websocket === true && target.problem === null) await forwardWebSocketUpgrade(request, reply, runtime, target, upgrade)
-    else await forwardInterceptedRequest(request, reply, target, runtime)
-    return
+    if (upgrade?.websocket === true && target.problem === null) return forwardWebSocketUpgrade(request, reply, runtime, target, upgrade)
+    return forwardInterceptedRequest(request, reply, target, runtime)
   }
-  await forwardAbsoluteRequest(request, reply, target.target, runtime)
+  return forwardAbsoluteRequest(request, reply, target.target, runtime)
 }
 
 /** Name of the router constraint that sends proxy requests to the proxy route only. */

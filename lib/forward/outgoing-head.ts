@@ -54,8 +54,8 @@ const TRACE_CONTEXT = new Set(['traceparent', 'tracestate'])
 export function buildOutgoingHead (request: FastifyRequest, target: OutgoingHeadTarget, pseudonym: string, span: Span | undefined): OutgoingHead {
   const raw = request.raw
   const rawHeaders = raw.rawHeaders
-  const received = receivedHeaderObject(rawHeaders, raw.httpVersionMajor)
-  const dropped = hopByHopNames(rawHeaders)
+  const { headers: received, lowerNames, listsConnection } = readReceivedHead(rawHeaders, raw.httpVersionMajor)
+  const dropped = listsConnection ? hopByHopNames(rawHeaders) : HOP_BY_HOP
   const via = viaEntry(raw.httpVersion, pseudonym)
   const context = span?.spanContext()
   const traceContext = context !== undefined && isSpanContextValid(context) ? context : undefined
@@ -73,7 +73,7 @@ export function buildOutgoingHead (request: FastifyRequest, target: OutgoingHead
   let cookieIndex = -1
   for (let i = 0; i + 1 < rawHeaders.length; i += 2) {
     const name = rawHeaders[i] as string
-    const lower = name.toLowerCase()
+    const lower = lowerNames[i >> 1] as string
     if (!sent(lower) || edits.removed.has(lower) || replaced.has(lower)) continue
     const replacement = edits.changed.get(lower)
     if (replacement !== undefined) {
@@ -134,10 +134,29 @@ const HTTP2_FIRST_WINS = new Set([
  * hooks added, replaced or removed.
  */
 export function receivedHeaderObject (rawHeaders: readonly string[], httpVersionMajor: number): ReceivedHeaders {
+  return readReceivedHead(rawHeaders, httpVersionMajor).headers
+}
+
+/** What one pass over a request's raw headers gives the head builder. */
+interface ReceivedHead {
+  /** See {@link receivedHeaderObject}. */
+  readonly headers: ReceivedHeaders
+  /** Each raw header's name in lower case, in order (one per name/value pair). */
+  readonly lowerNames: readonly string[]
+  /** True when a `Connection` or `Proxy-Connection` header may list more hop-by-hop names. */
+  readonly listsConnection: boolean
+}
+
+// Each name is lower-cased once here, not again by each later look at the head.
+function readReceivedHead (rawHeaders: readonly string[], httpVersionMajor: number): ReceivedHead {
   const firstWins = httpVersionMajor === 2 ? HTTP2_FIRST_WINS : HTTP1_FIRST_WINS
   const headers: Record<string, string | string[]> = Object.create(null) as Record<string, string | string[]>
+  const lowerNames: string[] = []
+  let listsConnection = false
   for (let i = 0; i + 1 < rawHeaders.length; i += 2) {
     const name = (rawHeaders[i] as string).toLowerCase()
+    lowerNames.push(name)
+    if (name === 'connection' || name === 'proxy-connection') listsConnection = true
     const value = rawHeaders[i + 1] as string
     const existing = headers[name]
     if (existing === undefined) headers[name] = name === 'set-cookie' ? [value] : value
@@ -145,7 +164,7 @@ export function receivedHeaderObject (rawHeaders: readonly string[], httpVersion
     else if (firstWins.has(name)) continue
     else headers[name] = `${existing}${name === 'cookie' ? '; ' : ', '}${value}`
   }
-  return headers
+  return { headers, lowerNames, listsConnection }
 }
 
 /**
@@ -331,9 +350,10 @@ export type IncomingHeaders = Readonly<Record<string, string | string[] | undefi
  * `Connection`-listed headers removed (Node frames the body itself), then our `Via` appended.
  */
 export function buildClientResponseHeaders (headers: IncomingHeaders, via: string): Record<string, string | string[]> {
-  const dropped = hopByHopNamesOfObject(headers)
+  const dropped = headers.connection === undefined && headers['proxy-connection'] === undefined ? HOP_BY_HOP : hopByHopNamesOfObject(headers)
   const outgoing: Record<string, string | string[]> = {}
-  for (const [name, value] of Object.entries(headers)) {
+  for (const name of Object.keys(headers)) {
+    const value = headers[name]
     if (value === undefined || dropped.has(name)) continue
     outgoing[name] = value
   }

@@ -67,10 +67,16 @@ export function transformsFor (transforms: readonly ForwardProxyRequestTransform
   return applying ?? transforms
 }
 
+/** True when one of `transforms` edits requests (has a `transformRequest`). */
+export function editsRequests (transforms: readonly ForwardProxyRequestTransform[]): boolean {
+  return transforms.some((transform) => transform.transformRequest !== undefined)
+}
+
 /**
  * Runs every `transformRequest` in registration order on a copy of the built request (hop-by-hop
  * headers removed, Via added) and returns the headers to send: the built list untouched when no transform edits
- * requests. A transform that throws a `ProxyError` refuses the request with that error's status
+ * requests (callers that check {@link editsRequests} first need not wait for it). A transform that throws a `ProxyError`
+ * refuses the request with that error's status
  * and `Proxy-Status`. Throws 500 `proxy_internal_error` when a transform throws anything else,
  * changes the method or the path, sets a `Host` for another authority, adds a framing header,
  * changes `Content-Length`, or leaves a header that is not a valid field.
@@ -82,7 +88,7 @@ export async function transformOutgoingRequest (
   built: BuiltRequest,
   cancellation: TransformCancellation
 ): Promise<string[] | HeaderRecord> {
-  if (!transforms.some((transform) => transform.transformRequest !== undefined)) return built.headers
+  if (!editsRequests(transforms)) return built.headers
   const original = headerRecordOf(built.headers)
   const outgoing: ForwardProxyOutgoingRequest = { method: request.method, path: built.path, headers: copyHeaderRecord(original) }
   for (const transform of transforms) {

@@ -280,7 +280,7 @@ export function createInTunnelUpgradeListener (fastify: FastifyInstance, pseudon
  * `Upgrade` removed; Node hands an upgrade request's body over unparsed, so an upgrade request
  * announcing a body gets 400.
  */
-export async function forwardInterceptedRequest (
+export function forwardInterceptedRequest (
   request: FastifyRequest,
   reply: FastifyReply,
   target: InterceptedRequestTarget,
@@ -290,7 +290,7 @@ export async function forwardInterceptedRequest (
   if (inTunnelUpgradeOf(request.raw)?.announcesBody === true) {
     throw new ProxyError('http_request_error', 'Upgrade requests with a body are not supported inside an intercepted tunnel.', { details: 'upgrade request with a body' })
   }
-  await forwardRequest(request, reply, runtime, {
+  return forwardRequest(request, reply, runtime, {
     destination: target.destination,
     scheme: 'https',
     pathAndQuery: target.pathAndQuery,
