@@ -11,7 +11,7 @@ import { spawn } from 'node:child_process'
 
 const REQUESTS = 300
 
-test('bin: access lines written a loop turn at a time stay whole and in order, and none is lost when the server stops right after a burst', async (t) => {
+test('bin: access lines written in batches stay whole and in order, and none is lost when the server stops right after a burst', async (t) => {
   const origin = await startOrigin(t)
   const dir = t.testdir()
   const file = join(dir, 'proxy.json')
