@@ -193,7 +193,8 @@ function hopByHopNames (rawHeaders: readonly string[]): HeaderNames {
     if (name !== 'connection' && name !== 'proxy-connection') continue
     for (const token of (rawHeaders[i + 1] ?? '').split(',')) {
       const listedName = token.trim().toLowerCase()
-      if (listedName !== '') (listed ??= new Set()).add(listedName)
+      // `Connection: keep-alive` (most responses) lists nothing the fixed list lacks.
+      if (listedName !== '' && !HOP_BY_HOP.has(listedName)) (listed ??= new Set()).add(listedName)
     }
   }
   if (listed === undefined) return HOP_BY_HOP
@@ -203,11 +204,12 @@ function hopByHopNames (rawHeaders: readonly string[]): HeaderNames {
 
 /** The `Connection`-listed names of an already-parsed header object (an upstream response). */
 export function hopByHopNamesOfObject (headers: Readonly<Record<string, string | string[] | undefined>>): HeaderNames {
+  const connection = headers.connection
+  const proxyConnection = headers['proxy-connection']
+  if (connection === undefined && proxyConnection === undefined) return HOP_BY_HOP
   const raw: string[] = []
-  for (const name of ['connection', 'proxy-connection']) {
-    const value = headers[name]
-    if (value !== undefined) raw.push(name, Array.isArray(value) ? value.join(',') : value)
-  }
+  if (connection !== undefined) raw.push('connection', Array.isArray(connection) ? connection.join(',') : connection)
+  if (proxyConnection !== undefined) raw.push('proxy-connection', Array.isArray(proxyConnection) ? proxyConnection.join(',') : proxyConnection)
   return hopByHopNames(raw)
 }
 
@@ -350,7 +352,7 @@ export type IncomingHeaders = Readonly<Record<string, string | string[] | undefi
  * `Connection`-listed headers removed (Node frames the body itself), then our `Via` appended.
  */
 export function buildClientResponseHeaders (headers: IncomingHeaders, via: string): Record<string, string | string[]> {
-  const dropped = headers.connection === undefined && headers['proxy-connection'] === undefined ? HOP_BY_HOP : hopByHopNamesOfObject(headers)
+  const dropped = hopByHopNamesOfObject(headers)
   const outgoing: Record<string, string | string[]> = {}
   for (const name of Object.keys(headers)) {
     const value = headers[name]
