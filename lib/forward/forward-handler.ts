@@ -10,6 +10,7 @@ import { ProxyError, errorCode, proxyErrorFromNetworkError, refusedBy } from '..
 import { formatAuthority } from '../protocol/hosts'
 import type { AbsoluteTarget, AbsoluteTargetProblem } from '../core/proxy-request'
 import { markForwardedResponse } from './forwarded-response'
+import { exchangeWithDestination } from './destination-exchange'
 import { scrubbedBody } from './scrubbed-response'
 import { buildClientResponseHeaders, type ReceivedHeaders } from './outgoing-head'
 import { placeSecrets, prepareOutgoingRequest, type ForwardTarget } from './outgoing-request'
@@ -92,11 +93,13 @@ export async function forwardRequest (
   const counts = forwardNotesOf(request)
   const body = hasBody(request, received) ? countedBody(request.raw, (bytes) => { counts.bytesIn += bytes }, runtime.settings.limits.httpActivityTimeout) : null
   const authority = formatAuthority(destination.host, destination.port)
+  // A scrubbed body is searched as it flows: it always comes as a stream.
+  const exchange = { wholeBody: scrubber === null, cancellation: departure }
   const sent = upstreamProxy === null
     // `opaque`: the dispatcher notes there which pooled connection it gave the request to.
-    ? (scheme === 'https' ? runtime.tlsDispatcher : runtime.dispatcher).request({ origin: `${scheme}://${authority}`, path, method: request.method, headers, body, signal: departure, opaque: counts })
+    ? exchangeWithDestination(scheme === 'https' ? runtime.tlsDispatcher : runtime.dispatcher, { origin: `${scheme}://${authority}`, path, method: request.method, headers, body, opaque: counts }, exchange)
     // Absolute form to the upstream proxy, with its own credentials.
-    : runtime.upstreamDispatcher.request({ origin: `${upstreamProxy.protocol}//${upstreamProxy.label}`, path: `http://${authority}${path}`, method: request.method, headers: withUpstreamAuthorization(headers, upstreamProxy), body, signal: departure })
+    : exchangeWithDestination(runtime.upstreamDispatcher, { origin: `${upstreamProxy.protocol}//${upstreamProxy.label}`, path: `http://${authority}${path}`, method: request.method, headers: withUpstreamAuthorization(headers, upstreamProxy), body }, exchange)
   const response = await sent.catch((error: unknown) => {
     const mapped = fromDispatchError(error)
     throw upstreamProxy === null || mapped.nextHop !== undefined ? mapped : new ProxyError(mapped.errorType, mapped.message, { status: mapped.status, ...(mapped.details === undefined ? {} : { details: mapped.details }), nextHop: upstreamProxy.label, cause: error })
@@ -107,25 +110,32 @@ export async function forwardRequest (
   if (upstreamProxy !== null && response.statusCode === 407) {
     // The upstream wants credentials this proxy does not have; passed on, the 407 would read as
     // this proxy asking the client for its own.
-    response.body.on('error', () => {})
-    response.body.destroy()
+    if (!Buffer.isBuffer(response.body)) response.body.on('error', () => {}).destroy()
     throw new ProxyError('destination_unavailable', 'The upstream proxy refused the request (407).', { status: 502, details: 'upstream proxy answered 407', nextHop: upstreamProxy.label })
   }
 
-  const contentType = headerText(response.headers['content-type']) ?? ''
-  const idleTimeout = contentType.toLowerCase().startsWith('text/event-stream')
-    ? runtime.settings.limits.tunnelIdleTimeout
-    : runtime.settings.limits.httpActivityTimeout
   // The response transforms, the application's onSend hooks and the proxy route's last one
   // (which scrubs secrets from the head) run on this head before it is written.
   const head = buildClientResponseHeaders(response.headers, via)
   if (request.method === 'HEAD' || response.statusCode === 204 || response.statusCode === 304) {
-    response.body.resume()
+    discardBody(response.body)
     reply.code(response.statusCode).headers(head)
     markForwardedResponse(reply, { body: null, destination, transforms, cancellation: departure, scrubber })
     reply.send()
     return
   }
+  if (Buffer.isBuffer(response.body)) {
+    // Complete already: no stream, no inactivity timer.
+    counts.bytesOut += response.body.length
+    reply.code(response.statusCode).headers(head)
+    markForwardedResponse(reply, { body: response.body, destination, transforms, cancellation: departure, scrubber })
+    reply.send(response.body)
+    return
+  }
+  const contentType = headerText(response.headers['content-type']) ?? ''
+  const idleTimeout = contentType.toLowerCase().startsWith('text/event-stream')
+    ? runtime.settings.limits.tunnelIdleTimeout
+    : runtime.settings.limits.httpActivityTimeout
   let responseBody = withInactivityTimeout(response.body, idleTimeout, (bytes) => { counts.bytesOut += bytes })
   if (scrubber !== null) {
     try {
@@ -150,6 +160,13 @@ function takeRequestSlot (runtime: ProxyRuntime): () => void {
     throw refusedBy('limits.maxConcurrentRequests', new ProxyError('connection_limit_reached', 'The proxy has reached its limit of forwarded requests in flight; try again later.'))
   }
   return release
+}
+
+/** Lets a body the client will not get go: a stream is read to its end (the connection stays reusable). */
+function discardBody (body: Buffer | Readable): void {
+  if (Buffer.isBuffer(body)) return
+  body.on('error', () => {})
+  body.resume()
 }
 
 function clientLeft (): ProxyError {

@@ -11,8 +11,8 @@ import { transformIncomingResponse, type HeaderRecord, type TransformCancellatio
 
 /** What the forwarding handler leaves on a reply that carries a destination's response. */
 export interface ForwardedResponse {
-  /** The destination's body as sent to the client, or null when the response has none. */
-  readonly body: Readable | null
+  /** The destination's body as sent to the client (whole, or a stream), or null when the response has none. */
+  readonly body: Readable | Buffer | null
   /** The destination, as the transforms are told. */
   readonly destination: ForwardProxyDestination
   /** The transforms the request began with (a reconfiguration does not change them halfway). */
@@ -59,7 +59,7 @@ export function discardForwardedResponse (reply: FastifyReply): void {
   const forwarded = forwardedResponses.get(reply)
   if (forwarded === undefined) return
   forwardedResponses.set(reply, undefined)
-  forwarded.body?.destroy()
+  if (forwarded.body !== null && !Buffer.isBuffer(forwarded.body)) forwarded.body.destroy()
   for (const name of Object.keys(reply.getHeaders())) reply.removeHeader(name)
 }
 

@@ -1,0 +1,180 @@
+// One request to a destination over undici's dispatch interface, and its response as the
+// forwarder wants it: the whole body at once when it came with the head (a small response, the
+// usual case), a stream of it otherwise.
+
+import { Readable } from 'node:stream'
+import { errors, type Dispatcher } from 'undici'
+import type { Cancellation } from '../security/destination-connector'
+import type { IncomingHeaders } from './outgoing-head'
+
+/** A destination's response head, and its body whole or as a stream. */
+export interface DestinationResponse {
+  readonly statusCode: number
+  /** Lower-case names, repeats as arrays (undici's parsed form). */
+  readonly headers: IncomingHeaders
+  /**
+   * The whole body, when all of it had arrived by the time the head was read (read from the
+   * same socket reads); otherwise a stream that delivers it as it comes, with backpressure to the
+   * destination. Destroying the stream before its end aborts the request (undici closes that
+   * connection).
+   */
+  readonly body: Buffer | Readable
+}
+
+/** What {@link exchangeWithDestination} may deliver whole. */
+export interface ExchangeOptions {
+  /** False when the body must come as a stream whatever its size (it is scrubbed as it flows). */
+  readonly wholeBody: boolean
+  /**
+   * Aborts the request while it is under way (the client left): the promise rejects with
+   * undici's `RequestAbortedError`, as a request's `signal` would make it.
+   */
+  readonly cancellation: Cancellation
+}
+
+/**
+ * Sends one request through `dispatcher` and resolves with the response once its head is in.
+ * undici's `request()` gives every response a body stream, whose set-up, piping and end cost a
+ * few microseconds per request on the forwarding path; a body that came in the same reads as
+ * the head is handed over as a Buffer instead, and only the others get a stream. Informational
+ * (1xx) heads are skipped. Rejects with undici's error when the request fails before its head
+ * (connection, timeout, an invalid request), and with `RequestAbortedError` when
+ * `cancellation` aborts first.
+ */
+export function exchangeWithDestination (dispatcher: Dispatcher, request: Dispatcher.DispatchOptions & { readonly opaque?: unknown }, options: ExchangeOptions): Promise<DestinationResponse> {
+  return new Promise((resolve, reject) => {
+    const exchange = new DestinationExchange(request.body, options, resolve, reject)
+    try {
+      dispatcher.dispatch(request, exchange)
+    } catch (error) {
+      exchange.onResponseError(undefined, error as Error)
+    }
+  })
+}
+
+// undici's default highWaterMark for response bodies.
+const BODY_HIGH_WATER_MARK = 64 * 1024
+
+/** The handler of one exchange: collects the response until it is delivered, then streams the rest. */
+class DestinationExchange implements Dispatcher.DispatchHandler {
+  #controller: Dispatcher.DispatchController | undefined
+  #statusCode = 0
+  #headers: IncomingHeaders = {}
+  #chunks: Buffer[] | undefined
+  #stream: DestinationBody | undefined
+  #complete = false
+  #settled = false
+  readonly #requestBody: unknown
+  readonly #wholeBody: boolean
+  readonly #resolve: (response: DestinationResponse) => void
+  readonly #reject: (error: Error) => void
+  #stopWatching: (() => void) | undefined
+
+  constructor (requestBody: unknown, options: ExchangeOptions, resolve: (response: DestinationResponse) => void, reject: (error: Error) => void) {
+    this.#requestBody = requestBody
+    this.#wholeBody = options.wholeBody
+    this.#resolve = resolve
+    this.#reject = reject
+    this.#stopWatching = options.cancellation.onAbort(() => {
+      // Once delivered, the body belongs to the reply, which destroys it when the client leaves.
+      if (!this.#settled) this.#controller?.abort(new errors.RequestAbortedError())
+    })
+    if (options.cancellation.aborted) this.#settleWithError(new errors.RequestAbortedError())
+  }
+
+  onRequestStart (controller: Dispatcher.DispatchController): void {
+    this.#controller = controller
+    if (this.#settled) controller.abort(new errors.RequestAbortedError())
+  }
+
+  onResponseStart (_controller: Dispatcher.DispatchController, statusCode: number, headers: IncomingHeaders): void {
+    if (statusCode < 200 || this.#settled) return
+    this.#statusCode = statusCode
+    this.#headers = headers
+    this.#chunks = []
+    // The parser hands over, before this runs, every part of the response that arrived in the
+    // reads that carried its head.
+    queueMicrotask(() => this.#deliver())
+  }
+
+  onResponseData (controller: Dispatcher.DispatchController, chunk: Buffer): void {
+    if (this.#stream !== undefined) {
+      if (!this.#stream.push(chunk)) controller.pause()
+    } else {
+      this.#chunks?.push(chunk)
+    }
+  }
+
+  onResponseEnd (): void {
+    this.#complete = true
+    this.#stopWatching?.()
+    this.#stream?.push(null)
+  }
+
+  onResponseError (_controller: Dispatcher.DispatchController | undefined, error: Error): void {
+    this.#stopWatching?.()
+    // What undici's request() does: the request body it was reading is of no more use.
+    const body = this.#requestBody
+    if (body instanceof Readable && !body.destroyed) {
+      body.on('error', () => {})
+      body.destroy(error)
+    }
+    if (this.#stream !== undefined) this.#stream.destroy(error)
+    else this.#settleWithError(error)
+  }
+
+  #settleWithError (error: Error): void {
+    if (this.#settled) return
+    this.#settled = true
+    this.#chunks = undefined
+    this.#reject(error)
+  }
+
+  #deliver (): void {
+    if (this.#settled) return
+    this.#settled = true
+    const chunks = this.#chunks ?? []
+    this.#chunks = undefined
+    const contentType = this.#headers['content-type']
+    // Without a Content-Type the reply would add one to a Buffer (a stream gets none).
+    if (this.#complete && this.#wholeBody && contentType !== undefined) {
+      const body = chunks.length === 1 ? chunks[0] as Buffer : Buffer.concat(chunks)
+      this.#resolve({ statusCode: this.#statusCode, headers: this.#headers, body })
+      return
+    }
+    const stream = new DestinationBody(this)
+    this.#stream = stream
+    for (const chunk of chunks) stream.push(chunk)
+    if (this.#complete) stream.push(null)
+    this.#resolve({ statusCode: this.#statusCode, headers: this.#headers, body: stream })
+  }
+
+  /** The body's consumer wants more: lets the destination's bytes flow again. */
+  resume (): void {
+    this.#controller?.resume()
+  }
+
+  /** The body was destroyed before its end: the request is abandoned. */
+  abandon (error: Error | null): void {
+    if (!this.#complete) this.#controller?.abort(error ?? new errors.RequestAbortedError())
+  }
+}
+
+/** A destination's response body as it arrives; reading it resumes the destination. */
+class DestinationBody extends Readable {
+  readonly #exchange: DestinationExchange
+
+  constructor (exchange: DestinationExchange) {
+    super({ highWaterMark: BODY_HIGH_WATER_MARK })
+    this.#exchange = exchange
+  }
+
+  override _read (): void {
+    this.#exchange.resume()
+  }
+
+  override _destroy (error: Error | null, callback: (error?: Error | null) => void): void {
+    this.#exchange.abandon(error)
+    callback(error)
+  }
+}
