@@ -238,7 +238,7 @@ export const proxyRouteConstraint: Parameters<FastifyInstance['addConstraintStra
 export function toProxyError (error: unknown): ProxyError {
   if (isProxyError(error)) return error
   const statusCode = (error as Partial<FastifyError>).statusCode
-  if (statusCode === 407) return new ProxyError('proxy_authentication_required', 'Proxy authentication required.')
+  if (statusCode === 407) return new ProxyError('http_request_denied', 'Proxy authentication required.', { status: 407 })
   if (typeof statusCode === 'number' && statusCode >= 400 && statusCode < 500) {
     return new ProxyError('http_request_error', 'The request is malformed.', { status: statusCode, cause: error })
   }

@@ -106,7 +106,7 @@ test('Access log decision: refusals are "deny" with the Proxy-Status details as 
   t.match(entries[1], { kind: 'forward', user: 'agent', status: 403, decision: 'deny', reason: 'host not allowed for this user', rule: 'users.agent.allowedHosts' })
   t.match(entries[2], { kind: 'forward', user: 'agent', status: 200, decision: 'allow', address: `127.0.0.1:${origin.port}` })
   t.match(entries[3], { kind: 'forward', user: 'agent', status: 429, decision: 'deny', reason: 'request rate limit of this user reached', rule: 'users.agent.requestsPerMinute' })
-  t.match(entries[4], { kind: 'forward', user: null, status: 407, errorType: 'proxy_authentication_required', decision: 'deny', rule: 'auth' })
+  t.match(entries[4], { kind: 'forward', user: null, status: 407, errorType: 'http_request_denied', decision: 'deny', rule: 'auth' })
   t.type(entries[4]?.reason, 'string', 'a 407 without details is explained by its message')
   for (const entry of [entries[0], entries[1], entries[3], entries[4]]) {
     t.notOk(entry !== undefined && 'address' in entry, `nothing was dialed for the ${String(entry?.status)}`)

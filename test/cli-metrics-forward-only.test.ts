@@ -24,6 +24,6 @@ test('server: after only http:// forwarding, GET /metrics shows it: forward_prox
   const text = await scrape.body.text()
   t.match(text, /\nforward_proxy_requests_total\{forward_proxy_kind="forward"\} 3\n/)
   t.match(text, /\nforward_proxy_request_outcomes_total\{forward_proxy_kind="forward",forward_proxy_outcome="answered"\} 2\n/)
-  t.match(text, /\nforward_proxy_request_outcomes_total\{forward_proxy_kind="forward",forward_proxy_outcome="refused"\} 1\n/)
+  t.match(text, /\nforward_proxy_request_outcomes_total\{forward_proxy_kind="forward",forward_proxy_outcome="refused",forward_proxy_reason="auth"\} 1\n/)
   t.notMatch(text, /forward_proxy_kind="connect"/, 'no CONNECT was made')
 })

@@ -38,10 +38,11 @@ test('metrics: every proxy request and tunnel counts once on forward_proxy.reque
   }, 'each kind counted on arrival, whatever the answer')
   t.strictSame(await installed.sums('forward_proxy.request.outcomes'), {
     '{"forward_proxy.kind":"forward","forward_proxy.outcome":"answered"}': 1,
-    '{"forward_proxy.kind":"forward","forward_proxy.outcome":"refused"}': 2,
-    '{"forward_proxy.kind":"forward","forward_proxy.outcome":"failed"}': 1,
+    '{"forward_proxy.kind":"forward","forward_proxy.outcome":"refused","forward_proxy.reason":"auth"}': 1,
+    '{"forward_proxy.kind":"forward","forward_proxy.outcome":"refused","forward_proxy.reason":"destination_policy"}': 1,
+    '{"forward_proxy.kind":"forward","forward_proxy.outcome":"failed","forward_proxy.reason":"destination_error"}': 1,
     '{"forward_proxy.kind":"connect","forward_proxy.outcome":"tunnel"}': 1,
-    '{"forward_proxy.kind":"connect","forward_proxy.outcome":"refused"}': 1
+    '{"forward_proxy.kind":"connect","forward_proxy.outcome":"refused","forward_proxy.reason":"destination_policy"}': 1
   })
 })
 

@@ -141,7 +141,7 @@ test('Traces: refused and failed requests end their span with error.type and an 
   const summary = tracing.spans().map((span) => [span.name, span.attributes['http.response.status_code'], span.attributes['error.type'], span.status.code])
   t.same(summary.sort((a, b) => String(a[1]).localeCompare(String(b[1]))), [
     ['CONNECT', 403, 'http_request_denied', SpanStatusCode.ERROR],
-    ['CONNECT', 407, 'proxy_authentication_required', SpanStatusCode.ERROR],
+    ['CONNECT', 407, 'http_request_denied', SpanStatusCode.ERROR],
     ['GET', 502, 'connection_refused', SpanStatusCode.ERROR]
   ])
 })

@@ -103,7 +103,7 @@ export function startupSummary (config: ProxyServerConfig, urls: readonly string
 }
 
 function interceptionLine (interception: InterceptionConfig, developmentCa: DevelopmentCaInUse): string {
-  const hosts = interception.hosts.join(', ')
+  const hosts = interception.hosts.length === 0 ? 'the secrets\' hosts only' : interception.hosts.join(', ')
   if (interception.est !== undefined) {
     return `  interception: ${hosts} (leaves enrolled from EST ${estEndpoint(interception.est)}; clients must trust the EST service's CA)`
   }

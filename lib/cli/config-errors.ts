@@ -29,16 +29,24 @@ interface SchemaNode {
  * e.g. `/listen/0/port must be an integer from 0 to 65535`.
  */
 export function describeSchemaError (errors: readonly ErrorObject[]): string {
-  // A failed oneOf also reports each branch's failure; the oneOf's own description is the one that helps.
-  const error = errors.find((e) => e.keyword === 'oneOf') ?? errors.find((e) => e.keyword === 'propertyNames') ?? errors[0]
+  // A failed oneOf also reports each branch's failure; the oneOf's own description is the one
+  // that helps, unless a branch failed on a misspelt key (a user object's "alowedHosts"): that
+  // branch is the one meant, and the key is what to fix.
+  const oneOf = errors.find((e) => e.keyword === 'oneOf')
+  const typo = oneOf === undefined ? undefined : errors.find((e) => isWithin(e, oneOf) && misspeltKeyOf(e) !== undefined)
+  const error = typo ?? oneOf ?? errors.find((e) => e.keyword === 'propertyNames') ?? errors[0]
   if (error === undefined) return 'invalid configuration'
   const where = error.instancePath === '' ? '(top level)' : error.instancePath
   const params = error.params as Record<string, unknown>
   switch (error.keyword) {
     case 'additionalProperties':
       return `${where}: unknown key "${String(params.additionalProperty)}"${suggestion(String(params.additionalProperty), error.parentSchema as SchemaNode | undefined)}`
-    case 'required':
+    case 'required': {
+      // A required key misspelt is reported as missing first: name the misspelling instead.
+      const misspelt = misspeltKeyOf(error)
+      if (misspelt !== undefined) return `${where}: unknown key "${misspelt}" (did you mean "${String(params.missingProperty)}"?)`
       return `${where}: missing required key "${String(params.missingProperty)}"`
+    }
     case 'minItems':
       return `${where} must list at least ${String(params.limit)} item${params.limit === 1 ? '' : 's'}`
     case 'dependencies':
@@ -52,8 +60,36 @@ export function describeSchemaError (errors: readonly ErrorObject[]): string {
   }
 }
 
+/** True when `error` is about the value `oneOf` failed on, or about something inside it. */
+function isWithin (error: ErrorObject, oneOf: ErrorObject): boolean {
+  return error !== oneOf && (error.instancePath === oneOf.instancePath || error.instancePath.startsWith(`${oneOf.instancePath}/`))
+}
+
+/**
+ * The key of the object `error` is about that looks like a typo: the unknown key of an
+ * `additionalProperties` error when a known key is close to it, or for a `required` error, an
+ * unknown key of the object (ajv's `verbose` data) close to the missing one. Else undefined.
+ */
+function misspeltKeyOf (error: ErrorObject): string | undefined {
+  const params = error.params as Record<string, unknown>
+  const schema = error.parentSchema as SchemaNode | undefined
+  if (error.keyword === 'additionalProperties') {
+    const key = String(params.additionalProperty)
+    return closestKnownKey(key, schema) === undefined ? undefined : key
+  }
+  if (error.keyword !== 'required' || typeof error.data !== 'object' || error.data === null) return undefined
+  const missing = String(params.missingProperty)
+  return Object.keys(error.data).find((key) => !(key in (schema?.properties ?? {})) && isCloseTo(key, missing))
+}
+
 /** ` (did you mean "users"?)` when a known key of `schema` is a likely typo of `key`, else ''. */
 function suggestion (key: string, schema: SchemaNode | undefined): string {
+  const best = closestKnownKey(key, schema)
+  return best === undefined ? '' : ` (did you mean "${best}"?)`
+}
+
+/** The known key of `schema` nearest to `key`, when it is near enough to be what was meant. */
+function closestKnownKey (key: string, schema: SchemaNode | undefined): string | undefined {
   let best: string | undefined
   let bestDistance = Infinity
   for (const known of Object.keys(schema?.properties ?? {})) {
@@ -63,8 +99,16 @@ function suggestion (key: string, schema: SchemaNode | undefined): string {
       bestDistance = distance
     }
   }
-  // A third of the key's length (at least 1, at most 3) keeps unrelated names from being offered.
-  return best !== undefined && bestDistance <= Math.min(3, Math.max(1, Math.floor(key.length / 3))) ? ` (did you mean "${best}"?)` : ''
+  return best !== undefined && isNearEnough(key, bestDistance) ? best : undefined
+}
+
+function isCloseTo (key: string, known: string): boolean {
+  return isNearEnough(key, editDistance(key.toLowerCase(), known.toLowerCase()))
+}
+
+// A third of the key's length (at least 1, at most 3) keeps unrelated names from being offered.
+function isNearEnough (key: string, distance: number): boolean {
+  return distance <= Math.min(3, Math.max(1, Math.floor(key.length / 3)))
 }
 
 /** Edit distance with insertions, deletions, substitutions and swaps of two neighbours ("tsl" is 1 from "tls"). */

@@ -105,7 +105,7 @@ export const CONFIG_SCHEMA = {
     interception: {
       type: 'object',
       additionalProperties: false,
-      required: ['hosts'],
+      // `hosts` may be left out when `secrets` name the hosts to intercept (config.ts).
       properties: {
         hosts: { type: 'array', minItems: 1, items: { type: 'string', minLength: 1 } },
         ca: {

@@ -76,6 +76,7 @@ export interface UpstreamProxyConfig {
 
 /** The `interception` key: which hosts are intercepted and how; paths resolved against the file's folder. */
 export interface InterceptionConfig {
+  /** Host patterns to intercept, beside the hosts of `secrets`; empty when the file left it out (secrets only). */
   hosts: string[]
   /** The operator CA that signs the leaves presented to clients (PEM files). */
   ca?: { cert: string, key: string }
@@ -121,7 +122,7 @@ export function parseConfig (value: unknown, source: string, baseDirectory: stri
   if (!validate(value)) {
     throw new ConfigError(`${source}: ${describeSchemaError(validate.errors ?? [])}`)
   }
-  const config = value as Partial<ProxyServerConfig>
+  const config = withInterceptionHosts(value as Partial<ProxyServerConfig>, source)
   requireTlsForHttp2(config.listen ?? [], source)
   requireOneLeafSource(config.interception, source)
   checkRules(config, source)
@@ -169,6 +170,21 @@ function resolveEstPaths (est: EstConfig, baseDirectory: string): EstConfig {
     ...(est.clientKey === undefined ? {} : { clientKey: resolve(baseDirectory, est.clientKey) }),
     ...(est.ca === undefined ? {} : { ca: resolve(baseDirectory, est.ca) })
   }
+}
+
+/**
+ * `interception.hosts` may be left out when `secrets` are configured: their hosts are
+ * intercepted whatever the list, so none beside them is meant. Without secrets nothing would be
+ * intercepted, which is a mistake rather than a wish.
+ * @throws ConfigError when `interception` has no `hosts` and there are no secrets.
+ */
+function withInterceptionHosts (config: Partial<ProxyServerConfig>, source: string): Partial<ProxyServerConfig> {
+  const { interception } = config
+  if (interception === undefined || (interception as Partial<InterceptionConfig>).hosts !== undefined) return config
+  if (Object.keys(config.secrets ?? {}).length === 0) {
+    throw new ConfigError(`${source}: /interception: missing required key "hosts" (the hosts to intercept; it may be left out when "secrets" name the hosts)`)
+  }
+  return { ...config, interception: { ...interception, hosts: [] } }
 }
 
 /**

@@ -12,7 +12,6 @@ export const PROXY_ERROR_STATUS = {
   http_request_error: 400,
   http_request_denied: 403,
   destination_ip_prohibited: 403,
-  proxy_authentication_required: 407,
   proxy_loop_detected: 508,
   dns_error: 502,
   dns_timeout: 504,
@@ -205,12 +204,9 @@ export type ForwardProxyCertificateErrorReason =
 /**
  * Builds the RFC 9209 `Proxy-Status` value for an error, e.g.
  * `fastify-forward-proxy; error=dns_error; details="no such host"`.
- * `proxy_authentication_required` is not an RFC 9209 type, so it is reported as
- * `http_request_denied` with a detail saying why.
  */
 export function formatProxyStatus (pseudonym: string, error: ProxyError): string {
-  const type = error.errorType === 'proxy_authentication_required' ? 'http_request_denied' : error.errorType
-  let value = `${pseudonym}; error=${type}`
+  let value = `${pseudonym}; error=${error.errorType}`
   if (error.details !== undefined) value += `; details=${quoteSfString(error.details)}`
   if (error.nextHop !== undefined) value += `; next-hop=${quoteSfString(error.nextHop)}`
   return value
@@ -329,13 +325,13 @@ export function isMarkedRefusal (error: ProxyError): boolean {
  * authentication (`auth`), an address in a refused range (`destinations.allowPrivateNetworks`,
  * also when it crossed undici unmarked), a loop (`loop`), and any other 4xx but 408, which the
  * request itself earned (`request`: malformed, unsupported, too large, or a host other than the
- * tunnel's).
+ * tunnel's). Authentication is told by its status, 407.
  */
 export function refusalRuleOf (error: ProxyError): string | undefined {
   const rule = refusalRules.get(error)
   if (rule !== undefined) return rule
+  if (error.status === 407) return 'auth'
   switch (error.errorType) {
-    case 'proxy_authentication_required': return 'auth'
     case 'destination_ip_prohibited': return 'destinations.allowPrivateNetworks'
     case 'proxy_loop_detected': return 'loop'
     default: return error.status >= 400 && error.status < 500 && error.status !== 408 ? 'request' : undefined

@@ -35,7 +35,7 @@ export async function registerProxyAuthentication (
   const decide = (username: string, password: string, request: FastifyRequest, client: string, verdict: boolean | ForwardProxyUser): void => {
     limiter?.settle(client, verdict === false)
     if (verdict === false) {
-      throw new ProxyError('proxy_authentication_required', 'Proxy authentication failed.', { details: 'invalid credentials' })
+      throw new ProxyError('http_request_denied', 'Proxy authentication failed.', { status: 407, details: 'invalid credentials' })
     }
     request.proxyUser = verdict === true ? { name: username } : verdict
     // Only a CONNECT opens a tunnel whose user is checked again after a reconfiguration.

@@ -8,7 +8,8 @@ import { proxyRequestTargetOf, type ProxyRequestTarget, interceptedTunnelOf } fr
 import {
   type TunnelKind,
   countForwardRequest,
-  countRequestOutcome
+  countRequestOutcome,
+  countErrorOutcome
 } from './metrics'
 import { ObjectSlot } from '../core/object-slot'
 import { startProxySpan, endProxySpan, endAbandonedProxySpan, contextWithSpan } from './traces'
@@ -183,7 +184,8 @@ export function finishProxyRequest (request: FastifyRequest, reply: FastifyReply
   if (state === undefined) return
   const status = reply.statusCode
   const errorType = state.error?.errorType
-  countRequestOutcome(state.kind, errorType === undefined ? 'answered' : status >= 500 ? 'failed' : 'refused')
+  if (state.error === undefined) countRequestOutcome(state.kind, 'answered')
+  else countErrorOutcome(state.kind, status, state.error)
   if (state.span !== undefined) endProxySpan(state.span, { status, errorType })
   if (!logsInfo(request.log)) return
   logAccess(request, reply, state, { kind: state.kind, status, errorType, bytesIn: state.bytesIn, bytesOut: state.bytesOut }, 'proxy access')
@@ -285,10 +287,10 @@ interface AccessOutcome {
  * written.
  *
  * The decision: `deny` when the proxy refused the request (its error names a rule, see
- * `refusalRuleOf`; the reason is the error's `details`, as in `Proxy-Status`), else `would-deny`
- * when a host list in report mode would have refused it (the rule and reason it would have
- * been refused with), else `allow` (the proxy's rules let it through; it may still have failed,
- * see `errorType`).
+ * `refusalRuleOf`), else `would-deny` when a host list in report mode would have refused it (the
+ * rule and reason it would have been refused with), else `allow` (the proxy's rules let it
+ * through; it may still have failed, see `errorType`). Every answer that is one of the proxy's
+ * own errors carries a reason: the error's `details`, as in `Proxy-Status`, or its message.
  */
 function logAccess (request: FastifyRequest, reply: FastifyReply, state: RequestTelemetry | undefined, outcome: AccessOutcome, message: string): void {
   const error = state?.error
@@ -305,7 +307,7 @@ function logAccess (request: FastifyRequest, reply: FastifyReply, state: Request
       address: dialedAddressOf(state?.dialed),
       intercepted: outcome.kind === 'intercepted' || outcome.tunnel === 'intercepted',
       decision: refusedBy !== undefined ? 'deny' : reported !== undefined ? 'would-deny' : 'allow',
-      reason: refusedBy !== undefined ? (error?.details ?? error?.message) : reported?.reason,
+      reason: reported !== undefined ? reported.reason : (error?.details ?? error?.message),
       rule: refusedBy ?? reported?.rule,
       status: outcome.status,
       errorType: outcome.errorType ?? null,
