@@ -51,10 +51,12 @@ export function forwardAbsoluteRequest (
  * `prepareOutgoingRequest` (loop and policy checks, Max-Forwards when asked, the head built from
  * the request and the application hooks' edits), then one of the
  * `limits.maxConcurrentRequests` slots is taken, the transforms' `transformRequest` run, secrets
- * are put in place of their placeholders (`placeSecrets`), and the request and its body go over undici (validated TLS for `https`). The response head is
- * filtered the same way and the body gets an inactivity timer (tunnelIdleTimeout for
- * `text/event-stream`, httpActivityTimeout otherwise); both are sent as the reply, the
- * transforms' `transformResponse` running on the head in its onSend hook
+ * are put in place of their placeholders (`placeSecrets`), and the request and its body go over
+ * undici (validated TLS for `https`; see `exchangeWithDestination`). The response head is
+ * filtered the same way. A body that came with the head is sent whole; any other gets an
+ * inactivity timer (tunnelIdleTimeout for `text/event-stream`, httpActivityTimeout otherwise) and
+ * streams. Both are sent as the reply, the transforms' `transformResponse` running on the head in
+ * its onSend hook
  * (lib/forward/forwarded-response.ts). Requests always leave over HTTP/1.1.
  *
  * Used for absolute-form `http://` requests and for requests inside intercepted tunnels.
@@ -261,8 +263,8 @@ interface WatchedResponse {
 /**
  * Says when the client left before its response was finished: aborted by the response's
  * `'close'` (sent, failed or abandoned, it closes once) unless the response had finished;
- * `onClose` (the request slot's release) is called on that 'close' in every case. It is
- * the request's `signal` for undici and the transforms' cancellation; an AbortController per
+ * `onClose` (the request slot's release) is called on that 'close' in every case. It cancels
+ * the exchange with the destination and is the transforms' cancellation; an AbortController per
  * forwarded request cost about 5% of the proxy's CPU on this path.
  */
 function watchClientDeparture (response: WatchedResponse, onClose: () => void): Cancellation {
