@@ -1,5 +1,5 @@
 import { spawn } from 'node:child_process'
-import { chmodSync, chownSync, existsSync, mkdirSync, mkdtempSync, readFileSync, renameSync, rmSync, symlinkSync, writeFileSync } from 'node:fs'
+import { chmodSync, chownSync, copyFileSync, existsSync, mkdirSync, mkdtempSync, readFileSync, renameSync, rmSync, symlinkSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { test, type Test } from 'tap'
@@ -55,11 +55,20 @@ function podDirectory (t: Test): string {
   return directory
 }
 
-/** The built bin as the pod's user and group (supplementary groups dropped, as a container has none beyond fsGroup). */
-function runAsPod (t: Test, configPath: string): BinProcess {
+/**
+ * The built bin as the pod's user and group (supplementary groups dropped, as a container has none
+ * beyond fsGroup), run by a copy of this node in the pod's folder: the node running the tests may
+ * sit where nobody cannot reach it (CI unpacks Node 22 and 24 into a private temporary folder).
+ */
+function runAsPod (t: Test, root: string, configPath: string): BinProcess {
+  const node = join(root, 'node')
+  if (!existsSync(node)) {
+    copyFileSync(process.execPath, node)
+    chmodSync(node, 0o755)
+  }
   // Through env(1): tap's spawn wrapper puts its process-info hook back into NODE_OPTIONS, and
   // that hook would write into the repository's .tap folder, which the pod's user may not.
-  const child = spawn('env', ['-u', 'NODE_OPTIONS', process.execPath, BUILT_BIN, '--config', configPath], { uid: POD_UID, gid: FS_GROUP, cwd: tmpdir(), env: childEnv({ FORWARD_PROXY_CONFIG: undefined }) })
+  const child = spawn('env', ['-u', 'NODE_OPTIONS', node, BUILT_BIN, '--config', configPath], { uid: POD_UID, gid: FS_GROUP, cwd: tmpdir(), env: childEnv({ FORWARD_PROXY_CONFIG: undefined }) })
   t.teardown(() => { if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL') })
   return outputOf(child)
 }
@@ -104,7 +113,7 @@ test('bin as a non-root pod user: starts on a kubelet Secret layout (..data syml
   const root = podDirectory(t)
   const configPath = layOutPod(root, ca)
   const origin = await startOrigin(t)
-  const bin = runAsPod(t, configPath)
+  const bin = runAsPod(t, root, configPath)
   const port = portOf((await listeningUrls(bin))[0] ?? '')
   const status = readFileSync(`/proc/${String(bin.child.pid)}/status`, 'utf8')
   t.match(status, new RegExp(`^Uid:\\t${POD_UID}\\t`, 'm'), 'the bin runs as the pod\'s user')
@@ -131,7 +140,7 @@ test('bin as a non-root pod user: starts on a kubelet Secret layout (..data syml
 test('bin as a non-root pod user: a CA key others may read (0444) is refused, naming the file, the mode and the rule', { skip: NOT_ROOT }, async (t) => {
   const ca = await makeCa(fixtureDirectory(t), { name: 'Pod CA' })
   const root = podDirectory(t)
-  const bin = runAsPod(t, layOutPod(root, ca, { mode: 0o444 }))
+  const bin = runAsPod(t, root, layOutPod(root, ca, { mode: 0o444 }))
   t.equal(await within(bin.exited, 'exit', 15_000), 1)
   t.equal(bin.stderr(), `forward-proxy: /interception/ca/key: permissions 0444 for the private key "${join(root, 'ca', 'tls.key')}" are too open: others may read, write or run it; it may be readable by the proxy's user, and by the file's group only when the proxy's user is in that group (modes 0600, 0400, 0640, 0440), by nobody else. Run "chmod 600 ${join(root, 'ca', 'tls.key')}" if nobody else could have read it; otherwise treat the key as exposed and replace it\n`)
 })
@@ -140,7 +149,7 @@ test('bin as a non-root pod user: a 0440 CA key whose group the user is not in i
   const ca = await makeCa(fixtureDirectory(t), { name: 'Pod CA' })
   const root = podDirectory(t)
   // Owned by the pod's user, so it can read it: only the group makes it too open.
-  const bin = runAsPod(t, layOutPod(root, ca, { mode: 0o440, uid: POD_UID, gid: OTHER_GROUP }))
+  const bin = runAsPod(t, root, layOutPod(root, ca, { mode: 0o440, uid: POD_UID, gid: OTHER_GROUP }))
   t.equal(await within(bin.exited, 'exit', 15_000), 1)
   t.match(bin.stderr(), `/interception/ca/key: permissions 0440 for the private key "${join(root, 'ca', 'tls.key')}" are too open: its group (gid ${OTHER_GROUP}) may read it, and the proxy's user is not in that group (gids ${FS_GROUP})`)
 })
