@@ -9,7 +9,7 @@ declare module '../lib/index' {
   }
 }
 
-test('SPEC 5.2: the user a custom check returns is request.proxyUser in the app\'s preHandler; app routes see null', async (t) => {
+test('the user a custom check returns is request.proxyUser in the app\'s preHandler; app routes see null', async (t) => {
   const origin = await startOrigin(t)
   const seen: Array<ForwardProxyUser | null> = []
   const proxy = await startProxy(t, {
@@ -25,7 +25,7 @@ test('SPEC 5.2: the user a custom check returns is request.proxyUser in the app\
   t.same(seen, [{ name: 'bob', tenant: 'tenant-of-bob' }, null])
 })
 
-test('SPEC 5.1: a credential check that throws answers 407 and the proxy keeps serving', async (t) => {
+test('a credential check that throws answers 407 and the proxy keeps serving', async (t) => {
   const origin = await startOrigin(t)
   let calls = 0
   const proxy = await startProxy(t, {

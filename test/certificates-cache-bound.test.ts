@@ -2,7 +2,7 @@ import { test } from 'tap'
 import { createCaCertificateProvider } from '../lib/index'
 import { fixtureDirectory, makeCa } from './helpers/ca-fixtures'
 
-test('DESIGN 4: 1,000 distinct hosts stay within the cache bound, least recently used dropped first', async (t) => {
+test('1,000 distinct hosts stay within the cache bound, least recently used dropped first', async (t) => {
   const ca = await makeCa(fixtureDirectory(t))
   let mints = 0
   const provider = createCaCertificateProvider({ cert: ca.cert, key: ca.key, cacheSize: 100, onLeafIssued: () => { mints++ } })
@@ -27,14 +27,14 @@ test('DESIGN 4: 1,000 distinct hosts stay within the cache bound, least recently
   t.equal(provider.cacheSize, 0, 'clear() empties the cache')
 })
 
-test('DESIGN 4: the default bound is 1,000 hosts', async (t) => {
+test('the default bound is 1,000 hosts', async (t) => {
   const ca = await makeCa(fixtureDirectory(t))
   const provider = createCaCertificateProvider({ cert: ca.cert, key: ca.key })
   for (let index = 0; index < 1001; index++) await provider.getLeaf(`h${index}.example`)
   t.equal(provider.cacheSize, 1000)
 })
 
-test('DESIGN 4: a refused host takes no cache slot', async (t) => {
+test('a refused host takes no cache slot', async (t) => {
   const ca = await makeCa(fixtureDirectory(t))
   const provider = createCaCertificateProvider({ cert: ca.cert, key: ca.key })
   await t.rejects(provider.getLeaf('*.example.com'), { reason: 'invalid_host', message: /no leaf certificate is issued for host/ })

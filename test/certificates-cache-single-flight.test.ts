@@ -3,7 +3,7 @@ import { createCaCertificateProvider } from '../lib/index'
 import type { ForwardProxyIssuedLeaf } from '../types/certificates'
 import { fixtureDirectory, makeCa } from './helpers/ca-fixtures'
 
-test('DESIGN 4: 200 simultaneous getCertificate calls for one new host mint exactly one leaf and share its secure context', async (t) => {
+test('200 simultaneous getCertificate calls for one new host mint exactly one leaf and share its secure context', async (t) => {
   const ca = await makeCa(fixtureDirectory(t))
   const minted: ForwardProxyIssuedLeaf[] = []
   const provider = createCaCertificateProvider({ cert: ca.cert, key: ca.key, onLeafIssued: (leaf) => minted.push(leaf) })
@@ -17,7 +17,7 @@ test('DESIGN 4: 200 simultaneous getCertificate calls for one new host mint exac
   t.equal(minted.length, 1, 'a later call is served from the cache')
 })
 
-test('DESIGN 4: an aborted caller stops waiting, the shared mint goes on for the others', async (t) => {
+test('an aborted caller stops waiting, the shared mint goes on for the others', async (t) => {
   const ca = await makeCa(fixtureDirectory(t))
   let mints = 0
   const provider = createCaCertificateProvider({ cert: ca.cert, key: ca.key, onLeafIssued: () => { mints++ } })
@@ -32,7 +32,7 @@ test('DESIGN 4: an aborted caller stops waiting, the shared mint goes on for the
   t.equal(await provider.getLeaf('abort.example'), leaf, 'and it is cached')
 })
 
-test('DESIGN 4: an already aborted signal rejects at once and takes no cache slot', async (t) => {
+test('an already aborted signal rejects at once and takes no cache slot', async (t) => {
   const ca = await makeCa(fixtureDirectory(t))
   let mints = 0
   const provider = createCaCertificateProvider({ cert: ca.cert, key: ca.key, onLeafIssued: () => { mints++ } })

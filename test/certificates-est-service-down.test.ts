@@ -3,7 +3,7 @@ import type { AddressInfo } from 'node:net'
 import { test } from 'tap'
 import { createEstCertificateProvider } from '../lib/index'
 
-test('EST service down (HOSTILE 32): a refused connection fails the enrollment at once with est_unreachable', async (t) => {
+test('EST service down: a refused connection fails the enrollment at once with est_unreachable', async (t) => {
   // A port that was just free: nothing listens there.
   const probe = createServer()
   await new Promise<void>((resolve) => probe.listen(0, '127.0.0.1', resolve))

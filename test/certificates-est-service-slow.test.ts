@@ -2,7 +2,7 @@ import { test } from 'tap'
 import { createEstCertificateProvider } from '../lib/index'
 import { startOpensslEstResponder } from './helpers/openssl-est-responder'
 
-test('EST service slow (HOSTILE 32): an answer that does not come within the timeout fails the enrollment with est_timeout, at the timeout', async (t) => {
+test('EST service slow: an answer that does not come within the timeout fails the enrollment with est_timeout, at the timeout', async (t) => {
   const responder = await startOpensslEstResponder(t, { delayMs: 30_000 })
   const provider = createEstCertificateProvider({ url: responder.url, ca: responder.ca.cert, timeout: 1000 })
   t.teardown(() => provider.close())

@@ -2,7 +2,7 @@ import { test } from 'tap'
 import { createEstCertificateProvider } from '../lib/index'
 import { startOpensslEstResponder } from './helpers/openssl-est-responder'
 
-test('EST single-flight (HOSTILE 32): 50 concurrent getCertificate calls for one new host make one enrollment and share its leaf', async (t) => {
+test('EST single-flight: 50 concurrent getCertificate calls for one new host make one enrollment and share its leaf', async (t) => {
   const responder = await startOpensslEstResponder(t)
   const provider = createEstCertificateProvider({ url: responder.url, ca: responder.ca.cert })
   t.teardown(() => provider.close())

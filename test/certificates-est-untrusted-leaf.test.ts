@@ -3,7 +3,7 @@ import { createEstCertificateProvider } from '../lib/index'
 import { fixtureDirectory, makeCa } from './helpers/ca-fixtures'
 import { startOpensslEstResponder } from './helpers/openssl-est-responder'
 
-test('EST untrusted leaf (HOSTILE 32): a leaf signed by a CA other than the /cacerts ones is refused, even after /cacerts is read again', async (t) => {
+test('EST untrusted leaf: a leaf signed by a CA other than the /cacerts ones is refused, even after /cacerts is read again', async (t) => {
   const rogue = await makeCa(fixtureDirectory(t), { name: 'Rogue CA' })
   const responder = await startOpensslEstResponder(t, { rogueSigner: rogue })
   const provider = createEstCertificateProvider({ url: responder.url, ca: responder.ca.cert })

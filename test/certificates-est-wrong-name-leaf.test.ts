@@ -2,7 +2,7 @@ import { test } from 'tap'
 import { createEstCertificateProvider } from '../lib/index'
 import { startOpensslEstResponder } from './helpers/openssl-est-responder'
 
-test('EST wrong-name leaf (HOSTILE 32): a responder issuing for another name is refused; nothing is cached, no fallback', async (t) => {
+test('EST wrong-name leaf: a responder issuing for another name is refused; nothing is cached, no fallback', async (t) => {
   const responder = await startOpensslEstResponder(t, { issueForName: 'attacker.example' })
   const issued: string[] = []
   const provider = createEstCertificateProvider({ url: responder.url, ca: responder.ca.cert, onLeafIssued: (leaf) => issued.push(leaf.host) })

@@ -7,7 +7,7 @@ import { eventually } from './helpers/eventually'
 
 const DAY = 86_400_000
 
-test('DESIGN 4: failed background renewals back off (1 s doubling, capped at 5 min) instead of asking the CA again on every handshake; a success resets it', async (t) => {
+test('failed background renewals back off (1 s doubling, capped at 5 min) instead of asking the CA again on every handshake; a success resets it', async (t) => {
   const ca = await makeCa(fixtureDirectory(t), { days: 60 })
   let now = Date.parse(new X509Certificate(ca.cert).validFrom) + DAY
   // Real leaves from a real CA provider; `failing` makes the next mints fail as a CA or EST outage would.

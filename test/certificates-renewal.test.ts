@@ -7,7 +7,7 @@ import { fixtureDirectory, makeCa } from './helpers/ca-fixtures'
 
 const DAY = 86_400_000
 
-test('DESIGN 4: leaves are renewed before expiry (clock injected, no sleeping)', async (t) => {
+test('leaves are renewed before expiry (clock injected, no sleeping)', async (t) => {
   const ca = await makeCa(fixtureDirectory(t), { days: 60 })
   const start = Date.parse(new X509Certificate(ca.cert).validFrom) + DAY
   let now = start
@@ -34,7 +34,7 @@ test('DESIGN 4: leaves are renewed before expiry (clock injected, no sleeping)',
   t.equal(minted.length, 3)
 })
 
-test('DESIGN 4: concurrent requests during a renewal trigger one mint', async (t) => {
+test('concurrent requests during a renewal trigger one mint', async (t) => {
   const ca = await makeCa(fixtureDirectory(t), { days: 60 })
   let now = Date.parse(new X509Certificate(ca.cert).validFrom) + DAY
   let mints = 0
@@ -46,7 +46,7 @@ test('DESIGN 4: concurrent requests during a renewal trigger one mint', async (t
   t.equal(mints, 2, 'one background renewal for 50 requests')
 })
 
-test('DESIGN 4: a leaf cut short by the CA\'s end is not re-minted early (a new one could not last longer)', async (t) => {
+test('a leaf cut short by the CA\'s end is not re-minted early (a new one could not last longer)', async (t) => {
   const ca = await makeCa(fixtureDirectory(t), { days: 2 })
   let now = Date.parse(new X509Certificate(ca.cert).validFrom) + 60_000
   let mints = 0
@@ -58,7 +58,7 @@ test('DESIGN 4: a leaf cut short by the CA\'s end is not re-minted early (a new 
   t.equal(mints, 1, 'no re-mint before it ends')
 })
 
-test('DESIGN 4: a failed background renewal keeps the current leaf and is reported', async (t) => {
+test('a failed background renewal keeps the current leaf and is reported', async (t) => {
   const ca = await makeCa(fixtureDirectory(t), { days: 60 })
   let now = Date.parse(new X509Certificate(ca.cert).validFrom) + DAY
   const failures: Array<[string, Error]> = []

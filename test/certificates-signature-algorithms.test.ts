@@ -11,7 +11,7 @@ const CASES: Array<{ keyKind: CaKeyKind, oid: string, name: string }> = [
 ]
 
 for (const { keyKind, oid, name } of CASES) {
-  test(`SPEC 2.3 rule 5: a ${keyKind} CA signs leaves with ${name}, which verify`, async (t) => {
+  test(`a ${keyKind} CA signs leaves with ${name}, which verify`, async (t) => {
     const ca = await makeCa(fixtureDirectory(t), { keyKind })
     const provider = createCaCertificateProvider({ cert: ca.cert, key: ca.key, passphrase: ca.passphrase })
     const leaf = parseLeaf((await provider.getLeaf('example.com')).cert)
@@ -21,7 +21,7 @@ for (const { keyKind, oid, name } of CASES) {
   })
 }
 
-test('SPEC 2.3 rule 5 (DESIGN 4): keyType rsa-2048 gives RSA 2048 leaves with digitalSignature and keyEncipherment', async (t) => {
+test('keyType rsa-2048 gives RSA 2048 leaves with digitalSignature and keyEncipherment', async (t) => {
   const ca = await makeCa(fixtureDirectory(t))
   const provider = createCaCertificateProvider({ cert: ca.cert, key: ca.key, keyType: 'rsa-2048', keyPoolSize: 0 })
   const issued = await provider.getLeaf('rsa.example')
@@ -35,7 +35,7 @@ test('SPEC 2.3 rule 5 (DESIGN 4): keyType rsa-2048 gives RSA 2048 leaves with di
   t.equal(leaf.pkijs.signatureAlgorithm.algorithmId, '1.2.840.10045.4.3.2', 'still signed by the P-256 CA with ecdsa-with-SHA256')
 })
 
-test('DESIGN 4: ECDSA P-256 leaves by default', async (t) => {
+test('ECDSA P-256 leaves by default', async (t) => {
   const ca = await makeCa(fixtureDirectory(t), { keyKind: 'rsa-pkcs1' })
   const provider = createCaCertificateProvider({ cert: ca.cert, key: ca.key })
   const key = createPrivateKey((await provider.getLeaf('example.com')).key)

@@ -6,7 +6,7 @@ import { runBin } from './helpers/cli-bin'
 
 const parse = (value: unknown): unknown => parseConfig(value, 'proxy.json', '/srv')
 
-test('SPEC 4.1.3, 4.5.3: "http2": true without "tls" is a ConfigError naming /listen/N/http2 (exit 1 from the bin); with tls it is accepted', async (t) => {
+test('"http2": true without "tls" is a ConfigError naming /listen/N/http2 (exit 1 from the bin); with tls it is accepted', async (t) => {
   const file = join(t.testdir(), 'proxy.json')
   writeFileSync(file, JSON.stringify({ listen: [{ host: '127.0.0.1', port: 0, http2: true }] }))
   const bin = runBin(t, ['--config', file])

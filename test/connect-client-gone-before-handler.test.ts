@@ -6,7 +6,7 @@ import { startOrderedDestination } from './helpers/ordered-destination'
 import { eventually } from './helpers/eventually'
 import type { ForwardProxyResolver } from '../lib/index'
 
-test('HOSTILE 38: a client that leaves during a slow credential check is never dialed for, and leaks no slot', async (t) => {
+test('a client that leaves during a slow credential check is never dialed for, and leaks no slot', async (t) => {
   const destination = await startOrderedDestination(t)
   let clientClosed: () => void = () => {}
   const closed = new Promise<void>((resolve) => { clientClosed = resolve })

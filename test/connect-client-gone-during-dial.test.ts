@@ -11,7 +11,7 @@ async function synSentTo (port: number): Promise<number> {
   return stdout.split('\n').filter((line) => line.trim() !== '').length
 }
 
-test('HOSTILE 38: a client that leaves while the proxy is dialing a black-holed destination: the dial is abandoned and the slot released', async (t) => {
+test('a client that leaves while the proxy is dialing a black-holed destination: the dial is abandoned and the slot released', async (t) => {
   // A listener whose accept queue is full and never accepts: Linux drops further SYNs.
   const python = spawn('python3', ['-c', [
     'import socket, sys',

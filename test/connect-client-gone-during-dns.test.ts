@@ -6,7 +6,7 @@ import { openTunnel } from './helpers/raw-client'
 import { eventually } from './helpers/eventually'
 import type { ForwardProxyResolver } from '../lib/index'
 
-test('HOSTILE 38: a client that leaves while the destination is being resolved releases its slot and nothing is dialed', async (t) => {
+test('a client that leaves while the destination is being resolved releases its slot and nothing is dialed', async (t) => {
   const destination = await startOrderedDestination(t)
   let lookupStarted: () => void = () => {}
   const started = new Promise<void>((resolve) => { lookupStarted = resolve })

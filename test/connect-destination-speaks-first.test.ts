@@ -23,7 +23,7 @@ function readBytes (socket: import('node:net').Socket, already: Buffer, expected
   })
 }
 
-test('SPEC 1, opaque tunnel: a destination that speaks first has its banner relayed after the 200, then traffic goes both ways', async (t) => {
+test('Opaque tunnel: a destination that speaks first has its banner relayed after the 200, then traffic goes both ways', async (t) => {
   const destination = await startTcpDestination(t)
   const proxy = await startProxy(t)
   const accepted = destination.nextConnection().then((socket) => {
@@ -42,7 +42,7 @@ test('SPEC 1, opaque tunnel: a destination that speaks first has its banner rela
   tunnel.socket.end()
 })
 
-test('SPEC 1, opaque tunnel: a destination that writes and closes at once has its bytes and its end relayed', async (t) => {
+test('Opaque tunnel: a destination that writes and closes at once has its bytes and its end relayed', async (t) => {
   const destination = await startTcpDestination(t)
   const proxy = await startProxy(t)
   destination.nextConnection().then((socket) => socket.end('bye\r\n'), () => {})

@@ -5,7 +5,7 @@ import { openTunnel } from './helpers/raw-client'
 import { within } from './helpers/within'
 import { expectNothingDialedBefore } from './helpers/nothing-dialed'
 
-test('SPEC 4.1.1: a CONNECT as the first request gets 200 and relays bytes both ways', async (t) => {
+test('a CONNECT as the first request gets 200 and relays bytes both ways', async (t) => {
   const origin = await startOrigin(t)
   const proxy = await startProxy(t)
   const tunnel = await openTunnel(proxy.port, `127.0.0.1:${origin.port}`)
@@ -16,7 +16,7 @@ test('SPEC 4.1.1: a CONNECT as the first request gets 200 and relays bytes both 
   t.match(reply, /"body":"hello"/)
 })
 
-test('SPEC 4.1.1 / SPEC 7 row 501: a CONNECT after another request on a keep-alive connection gets 501 and the connection closes', async (t) => {
+test('a CONNECT after another request on a keep-alive connection gets 501 and the connection closes', async (t) => {
   const sentinel = await startSentinel(t)
   const proxy = await startProxy(t, {}, (app) => { app.get('/first', async () => 'first') })
   const socket = connect(proxy.port, '127.0.0.1')

@@ -9,7 +9,7 @@ import { expectNothingDialedBefore } from './helpers/nothing-dialed'
 
 const AUTH = { auth: { users: { alice: 's3cret' } } }
 
-test('SPEC 5.1 / HOSTILE 16 over HTTP/2: each CONNECT stream is authenticated on its own: with proxy-authorization 200 and request.proxyUser; without, or wrong, 407 with Proxy-Authenticate and Proxy-Status on that stream only', async (t) => {
+test('over HTTP/2: each CONNECT stream is authenticated on its own: with proxy-authorization 200 and request.proxyUser; without, or wrong, 407 with Proxy-Authenticate and Proxy-Status on that stream only', async (t) => {
   const sentinel = await startSentinel(t)
   const destination = await startTcpDestination(t)
   const seen: Array<ForwardProxyUser | null> = []

@@ -7,7 +7,7 @@ import { LOOPBACK_TEST_POLICY, startSentinel } from './helpers/servers'
 import { openHttp2Tunnel } from './helpers/http2-proxy'
 import { expectNothingDialedBefore } from './helpers/nothing-dialed'
 
-test('SPEC 4.1.3: HTTP/2 CONNECT over cleartext h2c (no TLS) gets 501 with Proxy-Status, and nothing is dialed', async (t) => {
+test('HTTP/2 CONNECT over cleartext h2c (no TLS) gets 501 with Proxy-Status, and nothing is dialed', async (t) => {
   const sentinel = await startSentinel(t)
   const app = Fastify({ http2: true }) as unknown as FastifyInstance
   await app.register(forwardProxy, { destinations: LOOPBACK_TEST_POLICY })

@@ -3,7 +3,7 @@ import { createServer, type AddressInfo } from 'node:net'
 import type { ForwardProxyResolver } from '../lib/index'
 import { connectHttp2, openHttp2Tunnel, startHttp2Proxy } from './helpers/http2-proxy'
 
-test('SPEC 4.1.4 before the 200: a failed dial is an HTTP status with Proxy-Status on the stream (502 connection_refused, 502 dns_error), and the session goes on', async (t) => {
+test('before the 200: a failed dial is an HTTP status with Proxy-Status on the stream (502 connection_refused, 502 dns_error), and the session goes on', async (t) => {
   const closed = createServer()
   await new Promise<void>((resolve) => closed.listen(0, '127.0.0.1', resolve))
   const port = (closed.address() as AddressInfo).port

@@ -8,7 +8,7 @@ import { startCountingDestination } from './helpers/counting-destination'
 import { eventually } from './helpers/eventually'
 import { expectNothingDialedBefore } from './helpers/nothing-dialed'
 
-test('SPEC 2.3 destination filter over HTTP/2: a filter returning false refuses the CONNECT stream with 403 before the selector and any dial; the session goes on', async (t) => {
+test('destination filter over HTTP/2: a filter returning false refuses the CONNECT stream with 403 before the selector and any dial; the session goes on', async (t) => {
   const pki = await makeInterceptionPki(t)
   const listenerTls = await makeSelfSignedCertificate(t.testdir())
   const destination = await startCountingDestination(t)

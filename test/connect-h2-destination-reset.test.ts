@@ -5,7 +5,7 @@ import { connectHttp2, openHttp2Tunnel, startHttp2Proxy } from './helpers/http2-
 import { startTcpDestination } from './helpers/tcp-destination'
 import { eventually } from './helpers/eventually'
 
-test('SPEC 4.1.4: a destination that resets after the 200 gets the HTTP/2 tunnel stream reset with CONNECT_ERROR', async (t) => {
+test('a destination that resets after the 200 gets the HTTP/2 tunnel stream reset with CONNECT_ERROR', async (t) => {
   const destination = await startTcpDestination(t)
   const proxy = await startHttp2Proxy(t)
   const session = await connectHttp2(t, proxy)

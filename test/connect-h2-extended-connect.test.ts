@@ -20,7 +20,7 @@ async function extendedConnect (session: ClientHttp2Session, authority: string, 
   return { stream, status: Number(headers[':status']), body }
 }
 
-test('SPEC 4.1.5: extended CONNECT (:protocol) is not a tunnel; it reaches the app\'s CONNECT route at its :path, and nothing is dialed', async (t) => {
+test('extended CONNECT (:protocol) is not a tunnel; it reaches the app\'s CONNECT route at its :path, and nothing is dialed', async (t) => {
   const sentinel = await startSentinel(t)
   const seen: Array<{ url: string, protocol: unknown, proxyDestination: unknown }> = []
   const proxy = await startHttp2Proxy(t, {}, (app) => {

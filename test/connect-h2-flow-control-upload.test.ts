@@ -9,7 +9,7 @@ const CHUNK = 1024 * 1024
 // Loopback socket buffers plus the HTTP/2 windows: far below the 64 MiB attempted.
 const BOUND = 16 * 1024 * 1024
 
-test('SPEC 4.1.3 flow control, upload: a destination that does not read stalls the client\'s writes on its tunnel stream, so the proxy holds a bounded amount; then every byte arrives intact', async (t) => {
+test('flow control, upload: a destination that does not read stalls the client\'s writes on its tunnel stream, so the proxy holds a bounded amount; then every byte arrives intact', async (t) => {
   const destination = await startTcpDestination(t)
   const proxy = await startHttp2Proxy(t)
   const session = await connectHttp2(t, proxy)

@@ -4,7 +4,7 @@ import { startHttp2Proxy } from './helpers/http2-proxy'
 import { startSentinel } from './helpers/servers'
 import { expectNothingDialedBefore } from './helpers/nothing-dialed'
 
-test('SPEC 4.1.1 on the HTTP/2 TLS port: a CONNECT after a request on an HTTP/1.1 keep-alive connection gets 501 and nothing is dialed', async (t) => {
+test('on the HTTP/2 TLS port: a CONNECT after a request on an HTTP/1.1 keep-alive connection gets 501 and nothing is dialed', async (t) => {
   const sentinel = await startSentinel(t)
   const proxy = await startHttp2Proxy(t, {}, (app) => { app.get('/healthz', async () => 'ok') })
   const text = await new Promise<string>((resolve, reject) => {

@@ -45,7 +45,7 @@ function readHead (socket: TLSSocket): Promise<{ head: string, rest: Buffer }> {
   })
 }
 
-test('SPEC 4.5.3: HTTP/1.1 CONNECT on the HTTP/2 TLS port (ALPN http/1.1) still opens a byte-exact tunnel', async (t) => {
+test('HTTP/1.1 CONNECT on the HTTP/2 TLS port (ALPN http/1.1) still opens a byte-exact tunnel', async (t) => {
   const destination = await startTcpDestination(t)
   const proxy = await startHttp2Proxy(t)
   const socket = await connectHttp1OverTls(proxy)

@@ -3,7 +3,7 @@ import { connectHttp2, openHttp2Tunnel, startHttp2Proxy } from './helpers/http2-
 import { startTcpDestination } from './helpers/tcp-destination'
 import { eventually } from './helpers/eventually'
 
-test('SPEC 8 TunnelIdleTimeout applies per HTTP/2 stream: the idle tunnel closes while a busy one on the same session goes on', async (t) => {
+test('TunnelIdleTimeout applies per HTTP/2 stream: the idle tunnel closes while a busy one on the same session goes on', async (t) => {
   const destination = await startTcpDestination(t)
   const proxy = await startHttp2Proxy(t, { limits: { tunnelIdleTimeout: 300 } })
   const session = await connectHttp2(t, proxy)

@@ -3,7 +3,7 @@ import { connectHttp2, openHttp2Tunnel, startHttp2Proxy } from './helpers/http2-
 import { once, startTcpDestination } from './helpers/tcp-destination'
 import { eventually } from './helpers/eventually'
 
-test('SPEC 8 MaxConcurrentTunnels counts HTTP/2 tunnels: with a limit of 1 a second stream gets 503 connection_limit_reached, the first still relays, and the slot comes back when it closes', async (t) => {
+test('MaxConcurrentTunnels counts HTTP/2 tunnels: with a limit of 1 a second stream gets 503 connection_limit_reached, the first still relays, and the slot comes back when it closes', async (t) => {
   const destination = await startTcpDestination(t)
   const proxy = await startHttp2Proxy(t, { limits: { maxConcurrentTunnels: 1 } })
   const session = await connectHttp2(t, proxy)

@@ -11,7 +11,7 @@ import { expectNothingDialedBefore } from './helpers/nothing-dialed'
 const [major = 0, minor = 0] = process.versions.nghttp2?.split('.').map(Number) ?? []
 const NGHTTP2_REFUSES_USERINFO = major > 1 || (major === 1 && minor >= 64)
 
-test('HOSTILE 9 over HTTP/2: a CONNECT :authority without a port, with userinfo, port 0 or out of range is refused (400, or a stream reset where nghttp2 refuses userinfo first); nothing dialed, the session goes on', async (t) => {
+test('over HTTP/2: a CONNECT :authority without a port, with userinfo, port 0 or out of range is refused (400, or a stream reset where nghttp2 refuses userinfo first); nothing dialed, the session goes on', async (t) => {
   const sentinel = await startSentinel(t)
   const proxy = await startHttp2Proxy(t)
   const session = await connectHttp2(t, proxy)

@@ -5,7 +5,7 @@ import { startSentinel } from './helpers/servers'
 import { readAll, startTcpDestination } from './helpers/tcp-destination'
 import { expectNothingDialedBefore } from './helpers/nothing-dialed'
 
-test('DESIGN 4 policy over HTTP/2: a denied host gets 403 http_request_denied; the session stays usable', async (t) => {
+test('policy over HTTP/2: a denied host gets 403 http_request_denied; the session stays usable', async (t) => {
   const sentinel = await startSentinel(t)
   const destination = await startTcpDestination(t)
   const proxy = await startHttp2Proxy(t, { destinations: { allowPrivateNetworks: true, allowedPorts: '*', deniedHosts: ['denied.test'] } })
@@ -27,7 +27,7 @@ test('DESIGN 4 policy over HTTP/2: a denied host gets 403 http_request_denied; t
   await once(allowed.stream, 'close')
 })
 
-test('HOSTILE 17 over HTTP/2: a loopback destination under the default strict policy gets 403 destination_ip_prohibited; the session stays usable', async (t) => {
+test('over HTTP/2: a loopback destination under the default strict policy gets 403 destination_ip_prohibited; the session stays usable', async (t) => {
   const sentinel = await startSentinel(t)
   // The default policy (ports 80 and 443, no special-purpose addresses), except for the sentinel's port.
   const proxy = await startHttp2Proxy(t, { destinations: { allowedPorts: [sentinel.port] } })

@@ -20,7 +20,7 @@ function collect (source: ClientHttp2Stream | Socket, total: number): Promise<Bu
   })
 }
 
-test('SPEC 4.1.3: two HTTP/2 CONNECT tunnels on one session carry data at once, both ways, interleaved, byte-exact', async (t) => {
+test('two HTTP/2 CONNECT tunnels on one session carry data at once, both ways, interleaved, byte-exact', async (t) => {
   const destination = await startTcpDestination(t)
   const proxy = await startHttp2Proxy(t)
   const session = await connectHttp2(t, proxy)

@@ -3,7 +3,7 @@ import { startProxy, startSentinel } from './helpers/servers'
 import { rawExchange } from './helpers/raw-client'
 import { expectNothingDialedBefore } from './helpers/nothing-dialed'
 
-test('HOSTILE 9: malformed CONNECT targets get 400 and are never dialed', async (t) => {
+test('malformed CONNECT targets get 400 and are never dialed', async (t) => {
   const sentinel = await startSentinel(t)
   const proxy = await startProxy(t)
   const p = sentinel.port

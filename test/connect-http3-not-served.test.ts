@@ -39,7 +39,7 @@ async function probeUdp (port: number, attempts = 50): Promise<'refused' | 'answ
   }
 }
 
-test('SPEC 4.1.7: HTTP/3 is not served: QUIC datagrams to the proxy port are refused by the kernel (no UDP listener) and no response advertises Alt-Svc', async (t) => {
+test('HTTP/3 is not served: QUIC datagrams to the proxy port are refused by the kernel (no UDP listener) and no response advertises Alt-Svc', async (t) => {
   const sentinel = await startSentinel(t)
   const proxy = await startProxy(t, { auth: { users: { alice: 's3cret' } } }, (app) => { app.get('/healthz', async () => 'ok') })
   t.equal(await probeUdp(proxy.port), 'refused', 'ICMP port unreachable: nothing holds the proxy port on UDP')

@@ -3,7 +3,7 @@ import { connect } from 'node:net'
 import { startProxy, startSentinel } from './helpers/servers'
 import { eventually } from './helpers/eventually'
 
-test('HOSTILE 9: an IPv6 literal target [::1]:port opens a tunnel when allowed', async (t) => {
+test('an IPv6 literal target [::1]:port opens a tunnel when allowed', async (t) => {
   const sentinel = await startSentinel(t, '::1')
   const proxy = await startProxy(t)
   const res = connect(proxy.port, '127.0.0.1')

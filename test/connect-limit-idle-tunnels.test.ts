@@ -4,7 +4,7 @@ import { openTunnel } from './helpers/raw-client'
 import { once, startTcpDestination } from './helpers/tcp-destination'
 import { eventually } from './helpers/eventually'
 
-test('HOSTILE 34: maxConcurrentTunnels + 1 idle tunnels: the extra one gets 503, the idle ones close at tunnelIdleTimeout, the gauge returns to 0', async (t) => {
+test('maxConcurrentTunnels + 1 idle tunnels: the extra one gets 503, the idle ones close at tunnelIdleTimeout, the gauge returns to 0', async (t) => {
   const destination = await startTcpDestination(t)
   const proxy = await startProxy(t, { limits: { maxConcurrentTunnels: 2, tunnelIdleTimeout: 200 } })
   const idle = [await openTunnel(proxy.port, `127.0.0.1:${destination.port}`), await openTunnel(proxy.port, `127.0.0.1:${destination.port}`)]

@@ -2,7 +2,7 @@ import { test } from 'tap'
 import { startProxy, startSentinel } from './helpers/servers'
 import { openTunnel } from './helpers/raw-client'
 
-test('SPEC 4.1.2: non-CONNECT traffic reaches the application unchanged on the port that also opens tunnels', async (t) => {
+test('non-CONNECT traffic reaches the application unchanged on the port that also opens tunnels', async (t) => {
   const sentinel = await startSentinel(t)
   const proxy = await startProxy(t, {}, (app) => {
     app.get('/healthz', async () => ({ status: 'ok' }))

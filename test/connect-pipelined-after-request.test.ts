@@ -3,7 +3,7 @@ import { startProxy, startSentinel } from './helpers/servers'
 import { rawExchange } from './helpers/raw-client'
 import { expectNothingDialedBefore } from './helpers/nothing-dialed'
 
-test('SPEC 4.1.1: a CONNECT pipelined behind a slow GET gets 501 only after the GET\'s response, in order, and nothing is dialed', async (t) => {
+test('a CONNECT pipelined behind a slow GET gets 501 only after the GET\'s response, in order, and nothing is dialed', async (t) => {
   const sentinel = await startSentinel(t)
   const proxy = await startProxy(t, {}, (app) => {
     app.get('/slow', async () => { await new Promise((resolve) => setTimeout(resolve, 100)); return 'slow-body' })

@@ -3,7 +3,7 @@ import { startOrigin, startProxy } from './helpers/servers'
 import { rawExchange } from './helpers/raw-client'
 import { expectNothingDialedBefore } from './helpers/nothing-dialed'
 
-test('HOSTILE 10: a CONNECT refused by policy (403) with a ClientHello-like payload appended closes without parsing it', async (t) => {
+test('a CONNECT refused by policy (403) with a ClientHello-like payload appended closes without parsing it', async (t) => {
   const origin = await startOrigin(t)
   const proxy = await startProxy(t, { destinations: { allowedPorts: [443] } })
   const res = await rawExchange(proxy.port, Buffer.concat([

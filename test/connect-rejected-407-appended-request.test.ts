@@ -3,7 +3,7 @@ import { startOrigin, startProxy } from './helpers/servers'
 import { basic, rawExchange } from './helpers/raw-client'
 import { expectNothingDialedBefore } from './helpers/nothing-dialed'
 
-test('HOSTILE 10: a rejected CONNECT (407) with a request appended is answered, closed, and the appended bytes are never parsed', async (t) => {
+test('a rejected CONNECT (407) with a request appended is answered, closed, and the appended bytes are never parsed', async (t) => {
   const origin = await startOrigin(t)
   const proxy = await startProxy(t, { auth: { users: { alice: 's3cret' } } })
   const smuggled = `GET http://127.0.0.1:${origin.port}/smuggled HTTP/1.1\r\nHost: x\r\nProxy-Authorization: ${basic('alice', 's3cret')}\r\n\r\n`

@@ -3,7 +3,7 @@ import { connect } from 'node:net'
 import { startProxy, startSentinel } from './helpers/servers'
 import { expectNothingDialedBefore } from './helpers/nothing-dialed'
 
-test('HOSTILE 10: a rejected CONNECT (407) with megabytes appended: the client still gets the whole 407 (no RST), the bytes are never parsed or forwarded', async (t) => {
+test('a rejected CONNECT (407) with megabytes appended: the client still gets the whole 407 (no RST), the bytes are never parsed or forwarded', async (t) => {
   const sentinel = await startSentinel(t)
   const proxy = await startProxy(t, { auth: { users: { alice: 's3cret' } } })
   const socket = connect(proxy.port, '127.0.0.1')

@@ -4,7 +4,7 @@ import { startProxy, startSentinel } from './helpers/servers'
 import { LINGER_TIMEOUT_MS } from './helpers/internals'
 import { expectNothingDialedBefore } from './helpers/nothing-dialed'
 
-test('HOSTILE 10 / resource bound: a refused CONNECT whose client keeps sending is drained only for the linger timeout, then closed', async (t) => {
+test('Resource bound: a refused CONNECT whose client keeps sending is drained only for the linger timeout, then closed', async (t) => {
   const sentinel = await startSentinel(t)
   const proxy = await startProxy(t, { auth: { users: { alice: 's3cret' } } })
   const socket = connect({ port: proxy.port, host: '127.0.0.1', allowHalfOpen: true })

@@ -4,7 +4,7 @@ import { connect } from 'node:net'
 import { startProxy, startSentinel } from './helpers/servers'
 import { expectNothingDialedBefore } from './helpers/nothing-dialed'
 
-test('HOSTILE 33: a CONNECT head dripped one byte at a time is closed at the server headersTimeout, never dialed', async (t) => {
+test('a CONNECT head dripped one byte at a time is closed at the server headersTimeout, never dialed', async (t) => {
   const sentinel = await startSentinel(t)
   const proxy = await startProxy(t, {}, undefined, {
     serverFactory: (handler) => createServer({ headersTimeout: 300, requestTimeout: 600, connectionsCheckingInterval: 50 }, handler)

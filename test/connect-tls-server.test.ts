@@ -5,7 +5,7 @@ import { forwardProxy } from '../lib/index'
 import { LOOPBACK_TEST_POLICY, startOrigin } from './helpers/servers'
 import { makeSelfSignedCertificate } from './helpers/tls-fixture'
 
-test('SPEC 4.1 on TLS: HTTP/1.1 CONNECT through a TLS (HTTPS proxy) Fastify server opens a tunnel', async (t) => {
+test('on TLS: HTTP/1.1 CONNECT through a TLS (HTTPS proxy) Fastify server opens a tunnel', async (t) => {
   const origin = await startOrigin(t)
   const tls = await makeSelfSignedCertificate(t.testdir())
   const app = Fastify({ https: { cert: tls.cert, key: tls.key } })

@@ -17,7 +17,7 @@ function recordHooks (seen: Sighting[]) {
   }
 }
 
-test('SPEC 4.5.1: the app\'s onRequest and preHandler hooks run first and see the proxy request', async (t) => {
+test('the app\'s onRequest and preHandler hooks run first and see the proxy request', async (t) => {
   const origin = await startOrigin(t)
   const seen: Sighting[] = []
   const proxy = await startProxy(t, { auth: { users: { alice: 's3cret' } } }, recordHooks(seen))
@@ -30,7 +30,7 @@ test('SPEC 4.5.1: the app\'s onRequest and preHandler hooks run first and see th
   ], 'onRequest runs before authentication, preHandler after it with the proxy user')
 })
 
-test('SPEC 4.5.1: the app\'s hooks see origin-form requests with no proxy destination', async (t) => {
+test('the app\'s hooks see origin-form requests with no proxy destination', async (t) => {
   const seen: Sighting[] = []
   const proxy = await startProxy(t, {}, (app) => {
     recordHooks(seen)(app)
@@ -41,7 +41,7 @@ test('SPEC 4.5.1: the app\'s hooks see origin-form requests with no proxy destin
   t.same(seen.map((s) => s.destination), [null, null])
 })
 
-test('SPEC 4.3.5: an app hook that replies 403 short-circuits the proxy, destination never contacted', async (t) => {
+test('an app hook that replies 403 short-circuits the proxy, destination never contacted', async (t) => {
   const sentinel = await startSentinel(t)
   const proxy = await startProxy(t, {}, (app) => {
     app.addHook('onRequest', async (request, reply) => {

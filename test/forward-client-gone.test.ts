@@ -4,7 +4,7 @@ import { once } from 'node:events'
 import { startOrigin, startProxy } from './helpers/servers'
 import { rawExchange } from './helpers/raw-client'
 
-test('HOSTILE 38: a client that leaves while the app\'s hooks run is never forwarded', async (t) => {
+test('a client that leaves while the app\'s hooks run is never forwarded', async (t) => {
   const origin = await startOrigin(t)
   let originConnections = 0
   origin.server.on('connection', () => { originConnections++ })

@@ -3,7 +3,7 @@ import { closedPort } from './helpers/closed-port'
 import { startProxy } from './helpers/servers'
 import { rawExchange } from './helpers/raw-client'
 
-test('DESIGN 4: a refused connection gets 502 with Proxy-Status error=connection_refused', async (t) => {
+test('a refused connection gets 502 with Proxy-Status error=connection_refused', async (t) => {
   const port = await closedPort()
   const proxy = await startProxy(t)
   const res = await rawExchange(proxy.port, `GET http://127.0.0.1:${port}/ HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n`)

@@ -2,7 +2,7 @@ import { test } from 'tap'
 import { startProxy } from './helpers/servers'
 import { rawExchange } from './helpers/raw-client'
 
-test('DESIGN 4 / HOSTILE 39: a name that does not resolve gets 502 with Proxy-Status error=dns_error', async (t) => {
+test('a name that does not resolve gets 502 with Proxy-Status error=dns_error', async (t) => {
   const asked: string[] = []
   const proxy = await startProxy(t, {
     // Fake DNS: nothing leaves the machine.

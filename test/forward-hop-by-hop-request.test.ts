@@ -4,7 +4,7 @@ import { rawExchange } from './helpers/raw-client'
 
 const HOP_BY_HOP = ['keep-alive', 'te', 'trailer', 'upgrade', 'proxy-connection', 'proxy-authorization']
 
-test('SPEC 4.4.3: hop-by-hop request headers and every name listed in Connection are removed', async (t) => {
+test('hop-by-hop request headers and every name listed in Connection are removed', async (t) => {
   const origin = await startOrigin(t)
   const proxy = await startProxy(t)
   const head = [

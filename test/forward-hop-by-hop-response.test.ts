@@ -2,7 +2,7 @@ import { test } from 'tap'
 import { startOrigin, startProxy } from './helpers/servers'
 import { rawExchange } from './helpers/raw-client'
 
-test('SPEC 4.4.3: hop-by-hop response headers and names listed in the origin\'s Connection are removed', async (t) => {
+test('hop-by-hop response headers and names listed in the origin\'s Connection are removed', async (t) => {
   const origin = await startOrigin(t, (_req, res) => {
     res.setHeader('Connection', 'X-Internal, keep-alive')
     res.setHeader('X-Internal', '1')

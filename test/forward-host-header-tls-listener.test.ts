@@ -3,7 +3,7 @@ import { connect } from 'node:tls'
 import { startOrigin, startProxy } from './helpers/servers'
 import { makeSelfSignedCertificate } from './helpers/tls-fixture'
 
-test('SPEC 4.4.2 on a TLS listener: an http:// request sent to the proxy over TLS gets its Host from the target, not from the client', async (t) => {
+test('on a TLS listener: an http:// request sent to the proxy over TLS gets its Host from the target, not from the client', async (t) => {
   const origin = await startOrigin(t)
   const listenerTls = await makeSelfSignedCertificate(t.testdir())
   const proxy = await startProxy(t, {}, undefined, { https: { key: listenerTls.key, cert: listenerTls.cert } } as object)

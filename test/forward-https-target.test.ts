@@ -3,7 +3,7 @@ import { startProxy, startSentinel } from './helpers/servers'
 import { rawExchange } from './helpers/raw-client'
 import { expectNothingDialedBefore } from './helpers/nothing-dialed'
 
-test('SPEC 4.1.6 / SPEC 7 row 400: an absolute-form https:// target gets 400 with Proxy-Status, destination not contacted', async (t) => {
+test('an absolute-form https:// target gets 400 with Proxy-Status, destination not contacted', async (t) => {
   const sentinel = await startSentinel(t)
   const proxy = await startProxy(t)
   for (const scheme of ['https', 'HTTPS']) {

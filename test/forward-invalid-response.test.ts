@@ -23,7 +23,7 @@ const MALFORMED: Record<string, string> = {
   'NUL in a header name': 'HTTP/1.1 200 OK\r\nX-A\0: 1\r\nContent-Length: 0\r\n\r\n'
 }
 
-test('DESIGN 4: a malformed response head gets 502 with Proxy-Status error=http_protocol_error', async (t) => {
+test('a malformed response head gets 502 with Proxy-Status error=http_protocol_error', async (t) => {
   const proxy = await startProxy(t)
   for (const [name, response] of Object.entries(MALFORMED)) {
     const port = await startRawOrigin(t, response)
@@ -34,7 +34,7 @@ test('DESIGN 4: a malformed response head gets 502 with Proxy-Status error=http_
   }
 })
 
-test('HOSTILE 36: a response head over the size limit gets 502 http_response_header_section_size', async (t) => {
+test('a response head over the size limit gets 502 http_response_header_section_size', async (t) => {
   const port = await startRawOrigin(t, `HTTP/1.1 200 OK\r\nX-Big: ${'a'.repeat(100_000)}\r\nContent-Length: 0\r\n\r\n`)
   const proxy = await startProxy(t)
   const res = await rawExchange(proxy.port, `GET http://127.0.0.1:${port}/ HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n`)

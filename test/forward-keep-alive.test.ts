@@ -3,7 +3,7 @@ import { connect } from 'node:net'
 import { once } from 'node:events'
 import { startOrigin, startProxy } from './helpers/servers'
 
-test('SPEC 4.4: one client connection carries pipelined requests to different destinations, answered in order', async (t) => {
+test('one client connection carries pipelined requests to different destinations, answered in order', async (t) => {
   const first = await startOrigin(t, (_req, res) => { res.end('from-first') })
   const second = await startOrigin(t, (_req, res) => { res.end('from-second') })
   const proxy = await startProxy(t)

@@ -3,7 +3,7 @@ import { startOrigin, startProxy, startSentinel } from './helpers/servers'
 import { rawExchange } from './helpers/raw-client'
 import { expectNothingDialedBefore } from './helpers/nothing-dialed'
 
-test('HOSTILE 23: a request whose Via already lists this proxy gets 508 proxy_loop_detected, not forwarded', async (t) => {
+test('a request whose Via already lists this proxy gets 508 proxy_loop_detected, not forwarded', async (t) => {
   const sentinel = await startSentinel(t)
   const proxy = await startProxy(t)
   for (const via of ['1.1 fastify-forward-proxy', '1.0 edge, 1.1 FASTIFY-FORWARD-PROXY (Node)', 'HTTP/1.1 fastify-forward-proxy']) {
@@ -14,7 +14,7 @@ test('HOSTILE 23: a request whose Via already lists this proxy gets 508 proxy_lo
   await expectNothingDialedBefore(t, sentinel.accepts, 'no looping request was forwarded')
 })
 
-test('HOSTILE 23: the loop check honours a configured pseudonym and ignores other proxies', async (t) => {
+test('the loop check honours a configured pseudonym and ignores other proxies', async (t) => {
   const sentinel = await startSentinel(t)
   const proxy = await startProxy(t, { via: 'edge-7' })
   const looped = await rawExchange(proxy.port, `GET http://127.0.0.1:${sentinel.port}/ HTTP/1.1\r\nHost: x\r\nVia: 1.1 edge-7\r\nConnection: close\r\n\r\n`)

@@ -36,7 +36,7 @@ function holdResponse (headers: Record<string, string>, firstBytes: string) {
   return { held, handler }
 }
 
-test('HOSTILE 37: an origin that resets mid-body leaves the client with a visibly incomplete chunked body', async (t) => {
+test('an origin that resets mid-body leaves the client with a visibly incomplete chunked body', async (t) => {
   const { held, handler } = holdResponse({ 'content-type': 'text/plain' }, 'partial-body-')
   const origin = await startOrigin(t, handler)
   const proxy = await startProxy(t)
@@ -46,7 +46,7 @@ test('HOSTILE 37: an origin that resets mid-body leaves the client with a visibl
   t.notOk(text.endsWith('0\r\n\r\n'), 'no final chunk: the client can tell the body was cut')
 })
 
-test('HOSTILE 37: an origin that resets mid-body with Content-Length leaves the client short of it', async (t) => {
+test('an origin that resets mid-body with Content-Length leaves the client short of it', async (t) => {
   const { held, handler } = holdResponse({ 'content-type': 'text/plain', 'content-length': '1000' }, 'only-these-bytes')
   const origin = await startOrigin(t, handler)
   const proxy = await startProxy(t)

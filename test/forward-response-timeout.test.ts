@@ -2,7 +2,7 @@ import { test } from 'tap'
 import { startProxy, startSentinel } from './helpers/servers'
 import { rawExchange } from './helpers/raw-client'
 
-test('SPEC 8 / DESIGN 4: an origin that never answers gets 504 http_response_timeout after httpActivityTimeout', async (t) => {
+test('an origin that never answers gets 504 http_response_timeout after httpActivityTimeout', async (t) => {
   const silent = await startSentinel(t)
   const proxy = await startProxy(t, { limits: { httpActivityTimeout: 200 } })
   const started = Date.now()

@@ -31,27 +31,27 @@ const post = (origin: number, headers: string, body: string): string =>
   `POST http://127.0.0.1:${origin}/first HTTP/1.1\r\nHost: x\r\n${headers}\r\n${body}${smuggled(origin)}`
 
 const SHAPES: Record<string, Record<string, Shape>> = {
-  'HOSTILE 1: Content-Length with Transfer-Encoding: chunked': {
+  'Content-Length with Transfer-Encoding: chunked': {
     'CL then TE': (o) => post(o, 'Content-Length: 5\r\nTransfer-Encoding: chunked\r\n', '0\r\n\r\n'),
     'TE then CL': (o) => post(o, 'Transfer-Encoding: chunked\r\nContent-Length: 40\r\n', '0\r\n\r\n')
   },
-  'HOSTILE 2: Transfer-Encoding other than a final chunked': {
+  'Transfer-Encoding other than a final chunked': {
     'chunked, identity': (o) => post(o, 'Transfer-Encoding: chunked, identity\r\n', '5\r\nhello\r\n0\r\n\r\n'),
     xchunked: (o) => post(o, 'Transfer-Encoding: xchunked\r\n', '5\r\nhello\r\n0\r\n\r\n'),
     'space before colon': (o) => post(o, 'Transfer-Encoding :chunked\r\n', '5\r\nhello\r\n0\r\n\r\n')
   },
-  'HOSTILE 3: bare LF in a chunk-size line or chunk extension': {
+  'bare LF in a chunk-size line or chunk extension': {
     'size line': (o) => post(o, 'Transfer-Encoding: chunked\r\n', '5\nhello\r\n0\r\n\r\n'),
     extension: (o) => post(o, 'Transfer-Encoding: chunked\r\n', '5;a=b\nhello\r\n0\r\n\r\n')
   },
-  'HOSTILE 4: duplicate differing or malformed Content-Length': {
+  'duplicate differing or malformed Content-Length': {
     'duplicate differing': (o) => post(o, 'Content-Length: 5\r\nContent-Length: 6\r\n', 'hello'),
     '+5': (o) => post(o, 'Content-Length: +5\r\n', 'hello'),
     '0x5': (o) => post(o, 'Content-Length: 0x5\r\n', 'hello'),
     '-1': (o) => post(o, 'Content-Length: -1\r\n', 'hello'),
     '21 digits': (o) => post(o, 'Content-Length: 100000000000000000000\r\n', 'hello')
   },
-  'HOSTILE 5: obs-fold, bare CR, NUL or 0x80 in a header name': {
+  'obs-fold, bare CR, NUL or 0x80 in a header name': {
     'obs-fold': (o) => `GET http://127.0.0.1:${o}/first HTTP/1.1\r\nHost: x\r\nX-Folded: a\r\n b\r\n\r\n${smuggled(o)}`,
     'obs-fold into Transfer-Encoding': (o) => post(o, 'Transfer-Encoding: identity\r\n chunked\r\nContent-Length: 5\r\n', 'hello'),
     'bare CR in a value': (o) => `GET http://127.0.0.1:${o}/first HTTP/1.1\r\nHost: x\r\nX-A: a\rb\r\n\r\n${smuggled(o)}`,

@@ -5,7 +5,7 @@ import { makeSelfSignedCertificate } from './helpers/tls-fixture'
 import { startHttpsOrigin, startInterceptedPath } from './helpers/https-destination'
 import type { ForwardProxyDestination, TlsInterceptionOptions } from '../lib/index'
 
-test('SPEC 2.4: checkDestinationCertificate sees the certificate, the default check\'s error and the destination, and can accept a pinned self-signed certificate', async (t) => {
+test('checkDestinationCertificate sees the certificate, the default check\'s error and the destination, and can accept a pinned self-signed certificate', async (t) => {
   const fixture = await makeSelfSignedCertificate(t.testdir())
   const pinned = new X509Certificate(fixture.cert).fingerprint256
   const origin = await startHttpsOrigin(t, { cert: fixture.cert, key: fixture.key })

@@ -2,7 +2,7 @@ import { test } from 'tap'
 import { certificateDirectory, makeCa, issueLeaf } from './helpers/destination-certificates'
 import { startHttpsOrigin, startInterceptedPath } from './helpers/https-destination'
 
-test('SPEC 2.4: checkDestinationCertificate returning false refuses an otherwise valid certificate with 502 tls_certificate_error; a check that throws gets 500 proxy_internal_error', async (t) => {
+test('checkDestinationCertificate returning false refuses an otherwise valid certificate with 502 tls_certificate_error; a check that throws gets 500 proxy_internal_error', async (t) => {
   const dir = certificateDirectory(t)
   const ca = await makeCa(dir, 'ca')
   const leaf = await issueLeaf(dir, 'leaf', ca)

@@ -2,7 +2,7 @@ import { test } from 'tap'
 import { certificateDirectory, makeCa, issueLeaf } from './helpers/destination-certificates'
 import { startHttpsOrigin, startInterceptedPath } from './helpers/https-destination'
 
-test('SPEC 7 / HOSTILE 30: an expired destination certificate from a trusted CA gets 502 tls_certificate_error', async (t) => {
+test('an expired destination certificate from a trusted CA gets 502 tls_certificate_error', async (t) => {
   const dir = certificateDirectory(t)
   const ca = await makeCa(dir, 'ca')
   const leaf = await issueLeaf(dir, 'leaf', ca, { startDate: '20200101000000Z', endDate: '20200201000000Z' })

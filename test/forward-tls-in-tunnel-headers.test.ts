@@ -4,7 +4,7 @@ import { openInterceptedTls, rawTlsExchange } from './helpers/intercepted-client
 import { certificateDirectory, makeCa, issueLeaf } from './helpers/destination-certificates'
 import { startHttpsOrigin, startInterceptedPath } from './helpers/https-destination'
 
-test('SPEC 4.3.6 / 4.4.4: forwarding with scheme https (in-tunnel) keeps Max-Forwards untouched, sets Host from the target, adds Via, removes hop-by-hop and Proxy-Authorization', async (t) => {
+test('forwarding with scheme https (in-tunnel) keeps Max-Forwards untouched, sets Host from the target, adds Via, removes hop-by-hop and Proxy-Authorization', async (t) => {
   const dir = certificateDirectory(t)
   const ca = await makeCa(dir, 'ca')
   const leaf = await issueLeaf(dir, 'leaf', ca)

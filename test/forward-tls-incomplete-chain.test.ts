@@ -2,7 +2,7 @@ import { test } from 'tap'
 import { certificateDirectory, makeCa, issueLeaf } from './helpers/destination-certificates'
 import { startHttpsOrigin, startInterceptedPath } from './helpers/https-destination'
 
-test('HOSTILE 30: a destination that omits its intermediate gets 502 tls_certificate_error; sending the intermediate fixes it', async (t) => {
+test('a destination that omits its intermediate gets 502 tls_certificate_error; sending the intermediate fixes it', async (t) => {
   const dir = certificateDirectory(t)
   const root = await makeCa(dir, 'root')
   const intermediate = await issueLeaf(dir, 'intermediate', root, { isCa: true })

@@ -3,7 +3,7 @@ import { createServer } from 'node:http'
 import type { AddressInfo } from 'node:net'
 import { interceptEverything } from './helpers/intercepted-forwarding'
 
-test('SPEC 7, end to end: inside an intercepted tunnel, a destination speaking plain HTTP on its port gets 502 tls_protocol_error', async (t) => {
+test('inside an intercepted tunnel, a destination speaking plain HTTP on its port gets 502 tls_protocol_error', async (t) => {
   const plain = createServer((_req, res) => res.end('plain'))
   await new Promise<void>((resolve) => plain.listen(0, '127.0.0.1', resolve))
   t.teardown(() => { plain.closeAllConnections(); plain.close() })

@@ -3,7 +3,7 @@ import { certificateDirectory, makeCa, issueLeaf } from './helpers/destination-c
 import { startHttpsOrigin } from './helpers/https-destination'
 import { interceptEverything } from './helpers/intercepted-forwarding'
 
-test('SPEC 4.2.4 / 7, end to end: inside an intercepted tunnel, a destination certificate from an untrusted CA gets 502 tls_certificate_error; the client (trusting only the operator CA) gets the answer over the intercepted TLS session', async (t) => {
+test('End to end: inside an intercepted tunnel, a destination certificate from an untrusted CA gets 502 tls_certificate_error; the client (trusting only the operator CA) gets the answer over the intercepted TLS session', async (t) => {
   const dir = certificateDirectory(t)
   const stranger = await makeCa(dir, 'stranger-ca')
   const leaf = await issueLeaf(dir, 'leaf', stranger)

@@ -3,7 +3,7 @@ import { certificateDirectory, makeCa, issueLeaf } from './helpers/destination-c
 import { startHttpsOrigin } from './helpers/https-destination'
 import { interceptEverything } from './helpers/intercepted-forwarding'
 
-test('SPEC 7, end to end: inside an intercepted tunnel, a trusted destination certificate for another name gets 502 tls_certificate_error', async (t) => {
+test('inside an intercepted tunnel, a trusted destination certificate for another name gets 502 tls_certificate_error', async (t) => {
   const dir = certificateDirectory(t)
   const ca = await makeCa(dir, 'ca')
   const leaf = await issueLeaf(dir, 'leaf', ca, { san: 'DNS:elsewhere.example' })

@@ -2,7 +2,7 @@ import { test } from 'tap'
 import { certificateDirectory, makeCa, issueLeaf } from './helpers/destination-certificates'
 import { startHttpsOrigin, startInterceptedPath } from './helpers/https-destination'
 
-test('HOSTILE 30: a destination certificate valid only from 2099 gets 502 tls_certificate_error', async (t) => {
+test('a destination certificate valid only from 2099 gets 502 tls_certificate_error', async (t) => {
   const dir = certificateDirectory(t)
   const ca = await makeCa(dir, 'ca')
   const leaf = await issueLeaf(dir, 'leaf', ca, { startDate: '20990101000000Z', endDate: '20990201000000Z' })

@@ -3,7 +3,7 @@ import { createServer } from 'node:http'
 import type { AddressInfo } from 'node:net'
 import { startInterceptedPath } from './helpers/https-destination'
 
-test('SPEC 7 / HOSTILE 31: a destination speaking plain HTTP on the TLS port gets 502 tls_protocol_error, and never sees a request', async (t) => {
+test('a destination speaking plain HTTP on the TLS port gets 502 tls_protocol_error, and never sees a request', async (t) => {
   const requests: string[] = []
   const plain = createServer((req, res) => { requests.push(req.url ?? ''); res.end('plain') })
   await new Promise<void>((resolve) => plain.listen(0, '127.0.0.1', resolve))

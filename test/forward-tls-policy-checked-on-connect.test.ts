@@ -3,7 +3,7 @@ import { certificateDirectory, makeCa, issueLeaf } from './helpers/destination-c
 import { startHttpsOrigin, startInterceptedPath } from './helpers/https-destination'
 import { expectNothingDialedBefore } from './helpers/nothing-dialed'
 
-test('SPEC 4.3.2: an https destination whose name resolves to loopback is refused at connect time with 403 destination_ip_prohibited', async (t) => {
+test('an https destination whose name resolves to loopback is refused at connect time with 403 destination_ip_prohibited', async (t) => {
   const dir = certificateDirectory(t)
   const ca = await makeCa(dir, 'ca')
   const leaf = await issueLeaf(dir, 'leaf', ca, { san: 'DNS:rebind.test' })

@@ -3,7 +3,7 @@ import { createServer, type Socket } from 'node:net'
 import type { AddressInfo } from 'node:net'
 import { startInterceptedPath } from './helpers/https-destination'
 
-test('HOSTILE 31: a destination that resets the connection on the ClientHello gets 502 tls_protocol_error', async (t) => {
+test('a destination that resets the connection on the ClientHello gets 502 tls_protocol_error', async (t) => {
   const server = createServer((socket: Socket) => {
     socket.on('error', () => {})
     socket.once('data', () => socket.resetAndDestroy())

@@ -2,7 +2,7 @@ import { test } from 'tap'
 import { makeSelfSignedCertificate } from './helpers/tls-fixture'
 import { startHttpsOrigin, startInterceptedPath } from './helpers/https-destination'
 
-test('SPEC 2.4 default / HOSTILE 30: a self-signed destination certificate gets 502 tls_certificate_error', async (t) => {
+test('By default, a self-signed destination certificate gets 502 tls_certificate_error', async (t) => {
   const fixture = await makeSelfSignedCertificate(t.testdir())
   const origin = await startHttpsOrigin(t, { cert: fixture.cert, key: fixture.key })
   const forwarder = await startInterceptedPath(t, origin.port)

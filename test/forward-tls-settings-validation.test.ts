@@ -3,7 +3,7 @@ import { rootCertificates } from 'node:tls'
 import { ForwardProxyOptionsError, type ForwardProxyDestinationCertificateCheck } from '../lib/index'
 import { resolveDestinationTlsSettings } from './helpers/internals'
 
-test('SPEC 2.4: destination TLS options are checked when built: a trustedDestinationCa that is not PEM, a corrupt certificate, or a check that is not a function fails with the option named', async (t) => {
+test('destination TLS options are checked when built: a trustedDestinationCa that is not PEM, a corrupt certificate, or a check that is not a function fails with the option named', async (t) => {
   const cases: Array<[string, () => unknown]> = [
     ['trustedDestinationCa[0]', () => resolveDestinationTlsSettings({ trustedDestinationCa: 'not a certificate' })],
     ['trustedDestinationCa[1]', () => resolveDestinationTlsSettings({ trustedDestinationCa: [rootCertificates[0] ?? '', Buffer.from('x')] })],

@@ -4,7 +4,7 @@ import type { AddressInfo } from 'node:net'
 import { startInterceptedPath } from './helpers/https-destination'
 import { eventually } from './helpers/eventually'
 
-test('HOSTILE 31: a destination that accepts TCP and never answers the ClientHello gets 504 connection_timeout within connectTimeout (DNS, TCP and handshake share it)', async (t) => {
+test('a destination that accepts TCP and never answers the ClientHello gets 504 connection_timeout within connectTimeout (DNS, TCP and handshake share it)', async (t) => {
   const sockets: Socket[] = []
   let closed = 0
   const server = createServer((socket) => {

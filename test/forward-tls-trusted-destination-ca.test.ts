@@ -2,7 +2,7 @@ import { test } from 'tap'
 import { certificateDirectory, makeCa, issueLeaf } from './helpers/destination-certificates'
 import { startHttpsOrigin, startInterceptedPath } from './helpers/https-destination'
 
-test('SPEC 2.4 / 4.3.3: a destination certificate from trustedDestinationCa is accepted; the request leaves over HTTP/1.1 (ALPN http/1.1) with Host from the target', async (t) => {
+test('a destination certificate from trustedDestinationCa is accepted; the request leaves over HTTP/1.1 (ALPN http/1.1) with Host from the target', async (t) => {
   const dir = certificateDirectory(t)
   const ca = await makeCa(dir, 'destination-ca')
   const leaf = await issueLeaf(dir, 'leaf', ca)

@@ -2,7 +2,7 @@ import { test } from 'tap'
 import { certificateDirectory, makeCa, issueLeaf } from './helpers/destination-certificates'
 import { startHttpsOrigin, startInterceptedPath } from './helpers/https-destination'
 
-test('SPEC 7 / HOSTILE 31: a TLS 1.0/1.1-only destination gets 502 tls_protocol_error (the proxy requires TLS 1.2 or later)', async (t) => {
+test('a TLS 1.0/1.1-only destination gets 502 tls_protocol_error (the proxy requires TLS 1.2 or later)', async (t) => {
   const dir = certificateDirectory(t)
   const ca = await makeCa(dir, 'ca')
   const leaf = await issueLeaf(dir, 'leaf', ca)

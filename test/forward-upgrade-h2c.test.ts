@@ -2,7 +2,7 @@ import { test } from 'tap'
 import { startOrigin, startProxy } from './helpers/servers'
 import { rawExchange } from './helpers/raw-client'
 
-test('HOSTILE 11: Upgrade: h2c on a forwarded request is stripped and never switches protocols', async (t) => {
+test('Upgrade: h2c on a forwarded request is stripped and never switches protocols', async (t) => {
   const origin = await startOrigin(t)
   let upgrades = 0
   // An origin that would switch protocols if the upgrade reached it.

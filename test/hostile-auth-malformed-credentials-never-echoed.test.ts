@@ -27,7 +27,7 @@ function collectingLogger (): { lines: string[], stream: Writable } {
   return { lines, stream: new Writable({ write (chunk: Buffer, _encoding, callback) { lines.push(chunk.toString()); callback() } }) }
 }
 
-test('HOSTILE 14: non-UTF-8, raw 8-bit, NUL-carrying and long credentials get 407 (or 400) with Proxy-Status over http:// and CONNECT; nothing forwarded or dialed; no credential in any response or log line', async (t) => {
+test('non-UTF-8, raw 8-bit, NUL-carrying and long credentials get 407 (or 400) with Proxy-Status over http:// and CONNECT; nothing forwarded or dialed; no credential in any response or log line', async (t) => {
   const origin = await startOrigin(t)
   const sentinel = await startSentinel(t)
   const log = collectingLogger()
@@ -54,7 +54,7 @@ test('HOSTILE 14: non-UTF-8, raw 8-bit, NUL-carrying and long credentials get 40
   t.notOk(everything.includes(PASSWORD), 'the configured password appears nowhere')
 })
 
-test('HOSTILE 14 over HTTP/2: a CONNECT stream with Latin-1 or invalid UTF-8 credentials gets 407 with Proxy-Status, the destination is not dialed and the session goes on', async (t) => {
+test('over HTTP/2: a CONNECT stream with Latin-1 or invalid UTF-8 credentials gets 407 with Proxy-Status, the destination is not dialed and the session goes on', async (t) => {
   const sentinel = await startSentinel(t)
   const proxy = await startHttp2Proxy(t, { auth: { users: USERS, failureLimit: false } })
   const session = await connectHttp2(t, proxy)

@@ -7,7 +7,7 @@ import { rawExchange } from './helpers/raw-client'
 
 const CHUNK = Buffer.alloc(16 * 1024, 0x61)
 
-test('HOSTILE 36: an endless chunked body to a client that stops reading is held back by backpressure (bounded, not buffered), then cut at httpActivityTimeout; the client can tell the body is incomplete', async (t) => {
+test('an endless chunked body to a client that stops reading is held back by backpressure (bounded, not buffered), then cut at httpActivityTimeout; the client can tell the body is incomplete', async (t) => {
   let written = 0
   let originClosed: () => void = () => {}
   const originGone = new Promise<void>((resolve) => { originClosed = resolve })

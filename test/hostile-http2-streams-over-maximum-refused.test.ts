@@ -7,7 +7,7 @@ import { HTTP2_MAX_CONCURRENT_STREAMS } from './helpers/internals'
 
 const REFUSED_STREAM = 0x7
 
-test('HOSTILE 35 stream flood: CONNECT streams beyond the 100 one HTTP/2 connection may hold are refused with REFUSED_STREAM and never dialed; closing the connection frees every tunnel', async (t) => {
+test('stream flood: CONNECT streams beyond the 100 one HTTP/2 connection may hold are refused with REFUSED_STREAM and never dialed; closing the connection frees every tunnel', async (t) => {
   const destination = await startCountingDestination(t)
   const proxy = await startBundledHttp2(t)
   const attacker = await connectRawHttp2(proxy.port, proxy.ca)

@@ -12,7 +12,7 @@ const PARTIAL_CLIENT_HELLO = Buffer.from([0x16, 0x03, 0x01, 0x02, 0x00, 0x01, 0x
 // A handshake record whose body is not a ClientHello at all.
 const TLS_GARBAGE = Buffer.concat([Buffer.from([0x16, 0x03, 0x01, 0x00, 0x20]), Buffer.alloc(32, 0xa5)])
 
-test('HOSTILE 38 for interception: a client that leaves before finishing its TLS handshake (nothing sent, or half a ClientHello) gives its tunnel slot back at once, not at handshakeTimeout', async (t) => {
+test('for interception: a client that leaves before finishing its TLS handshake (nothing sent, or half a ClientHello) gives its tunnel slot back at once, not at handshakeTimeout', async (t) => {
   const pki = await makeInterceptionPki(t)
   const proxy = await startInterceptingProxy(t, pki, {
     interception: { certificateProvider: staticProvider(pki), selector: { shouldIntercept: () => true }, handshakeTimeout: HANDSHAKE_TIMEOUT }

@@ -29,7 +29,7 @@ async function handshake (tunnel: OpenTunnel, name: string, ca: Buffer): Promise
   return inner instanceof Error ? inner : 'verified'
 }
 
-test('HOSTILE 1,000 new intercepted hosts at once: each host is minted once, the leaf cache never holds more than its bound, clients get leaves for their own names, and every tunnel slot comes back', async (t) => {
+test('1,000 new intercepted hosts at once: each host is minted once, the leaf cache never holds more than its bound, clients get leaves for their own names, and every tunnel slot comes back', async (t) => {
   const pki = await makeInterceptionPki(t)
   const minted: string[] = []
   let largestCache = 0
@@ -64,7 +64,7 @@ test('HOSTILE 1,000 new intercepted hosts at once: each host is minted once, the
   t.pass('every tunnel slot came back')
 })
 
-test('HOSTILE 1,000 new intercepted hosts at once against maxConcurrentTunnels 100: at most 100 leaves are minted, the others get 503 connection_limit_reached before any mint', async (t) => {
+test('1,000 new intercepted hosts at once against maxConcurrentTunnels 100: at most 100 leaves are minted, the others get 503 connection_limit_reached before any mint', async (t) => {
   const pki = await makeInterceptionPki(t)
   let mints = 0
   const provider = createCaCertificateProvider({ cert: pki.operatorCa.cert, key: pki.operatorCa.key, onLeafIssued: () => { mints++ } })

@@ -22,7 +22,7 @@ function stallAndWaitForClose (port: number, bytes: Buffer): Promise<Buffer> {
 }
 
 // Node's default TLS handshake timeout is 120 s: without the server's 10 s this test would hit its own limit.
-test('HOSTILE 33 slowloris on TLS listeners (HTTPS, HTTP/2): no or half a ClientHello is closed at the 10 s handshake timeout', { timeout: 45_000 }, async (t) => {
+test('slowloris on TLS listeners (HTTPS, HTTP/2): no or half a ClientHello is closed at the 10 s handshake timeout', { timeout: 45_000 }, async (t) => {
   const dir = t.testdir()
   await makeSelfSignedCertificate(dir)
   const tls = { cert: 'cert.pem', key: 'key.pem' }
@@ -38,7 +38,7 @@ test('HOSTILE 33 slowloris on TLS listeners (HTTPS, HTTP/2): no or half a Client
   t.equal(healthz.status, 200, 'the server serves on')
 })
 
-test('HOSTILE 33: with proxyClientErrorHandler on an HTTPS app, a TLS handshake that times out closes the connection (the handler used to answer it with HTTP and keep it open for good)', async (t) => {
+test('with proxyClientErrorHandler on an HTTPS app, a TLS handshake that times out closes the connection (the handler used to answer it with HTTP and keep it open for good)', async (t) => {
   const tls = await makeSelfSignedCertificate(t.testdir())
   const app = Fastify({ logger: false, https: { cert: tls.cert, key: tls.key, handshakeTimeout: 300 }, clientErrorHandler: proxyClientErrorHandler })
   await app.register(forwardProxy)

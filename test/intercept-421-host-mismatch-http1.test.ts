@@ -4,7 +4,7 @@ import { startInterceptingProxy, startTlsOrigin, staticProvider } from './helper
 import { openInterceptedTls, rawTlsExchange } from './helpers/intercepted-client'
 import { expectNothingDialedBefore } from './helpers/nothing-dialed'
 
-test('SPEC 4.3.1 and HOSTILE 27: inside an intercepted HTTP/1.1 tunnel a Host naming another host or port gets 421 with Proxy-Status and is never sent anywhere; equivalent spellings of the CONNECT target are forwarded', async (t) => {
+test('inside an intercepted HTTP/1.1 tunnel a Host naming another host or port gets 421 with Proxy-Status and is never sent anywhere; equivalent spellings of the CONNECT target are forwarded', async (t) => {
   const pki = await makeInterceptionPki(t)
   const origin = await startTlsOrigin(t, pki)
   const proxy = await startInterceptingProxy(t, pki, {
@@ -26,7 +26,7 @@ test('SPEC 4.3.1 and HOSTILE 27: inside an intercepted HTTP/1.1 tunnel a Host na
   t.equal(origin.requests.length, 1)
 })
 
-test('SPEC 4.3.1: Host comparison normalizes case, a trailing dot and the default port 443; a misdirected request is refused before the app hooks run (a hook answering 204 never sees it)', async (t) => {
+test('Host comparison normalizes case, a trailing dot and the default port 443; a misdirected request is refused before the app hooks run (a hook answering 204 never sees it)', async (t) => {
   const pki = await makeInterceptionPki(t)
   const proxy = await startInterceptingProxy(t, pki, {
     proxy: { destinations: { allowedHosts: ['api.example'], allowedPorts: [443] } },

@@ -11,7 +11,7 @@ const expectations: Array<[ForwardProxyClientProtocols, string | false]> = [
 ]
 
 for (const [clientProtocols, negotiated] of expectations) {
-  test(`SPEC 2.4 ClientProtocols ${clientProtocols}: a client offering h2 and http/1.1 negotiates ${String(negotiated)} by ALPN`, async (t) => {
+  test(`ClientProtocols ${clientProtocols}: a client offering h2 and http/1.1 negotiates ${String(negotiated)} by ALPN`, async (t) => {
     const pki = await makeInterceptionPki(t)
     const origin = await startTlsOrigin(t, pki)
     const proxy = await startInterceptingProxy(t, pki, {
@@ -23,7 +23,7 @@ for (const [clientProtocols, negotiated] of expectations) {
   })
 }
 
-test('SPEC 2.4 ClientProtocols http2: a client offering only http/1.1 gets no HTTP/1.1 service', async (t) => {
+test('ClientProtocols http2: a client offering only http/1.1 gets no HTTP/1.1 service', async (t) => {
   const pki = await makeInterceptionPki(t)
   const origin = await startTlsOrigin(t, pki)
   const proxy = await startInterceptingProxy(t, pki, {

@@ -8,7 +8,7 @@ import { openTunnel } from './helpers/raw-client'
 
 const run = promisify(execFile)
 
-test('SPEC 4.5.6: curl trusting only the operator CA (--cacert) sees a valid chain for the destination name through an intercepted tunnel and gets the origin\'s answer', async (t) => {
+test('curl trusting only the operator CA (--cacert) sees a valid chain for the destination name through an intercepted tunnel and gets the origin\'s answer', async (t) => {
   const pki = await makeInterceptionPki(t)
   const origin = await startTlsOrigin(t, pki)
   const proxy = await startInterceptingProxy(t, pki, {
@@ -25,7 +25,7 @@ test('SPEC 4.5.6: curl trusting only the operator CA (--cacert) sees a valid cha
   }
 })
 
-test('SPEC 4.5.6: a Node TLS client trusting only the operator CA authorizes the chain, and the leaf names the CONNECT target, issued by the operator CA', async (t) => {
+test('a Node TLS client trusting only the operator CA authorizes the chain, and the leaf names the CONNECT target, issued by the operator CA', async (t) => {
   const pki = await makeInterceptionPki(t)
   const origin = await startTlsOrigin(t, pki)
   const proxy = await startInterceptingProxy(t, pki, {

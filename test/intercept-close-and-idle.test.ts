@@ -4,7 +4,7 @@ import { startInterceptingProxy, startTlsOrigin, staticProvider } from './helper
 import { openInterceptedTls, rawTlsExchange } from './helpers/intercepted-client'
 import { eventually } from './helpers/eventually'
 
-test('SPEC 8 TunnelIdleTimeout: an intercepted tunnel with no traffic after a request is closed after tunnelIdleTimeout and gives its slot back', async (t) => {
+test('TunnelIdleTimeout: an intercepted tunnel with no traffic after a request is closed after tunnelIdleTimeout and gives its slot back', async (t) => {
   const pki = await makeInterceptionPki(t)
   const origin = await startTlsOrigin(t, pki)
   const proxy = await startInterceptingProxy(t, pki, {
@@ -23,7 +23,7 @@ test('SPEC 8 TunnelIdleTimeout: an intercepted tunnel with no traffic after a re
   await eventually(() => proxy.app.forwardProxy.activeTunnels === 0)
 })
 
-test('SPEC 8: fastify.close() closes open intercepted tunnels (tunnel registry)', async (t) => {
+test('fastify.close() closes open intercepted tunnels (tunnel registry)', async (t) => {
   const pki = await makeInterceptionPki(t)
   const origin = await startTlsOrigin(t, pki)
   const proxy = await startInterceptingProxy(t, pki, {

@@ -4,7 +4,7 @@ import { makeInterceptionPki } from './helpers/interception-pki'
 import { startInterceptingProxy, startTlsOrigin, staticProvider } from './helpers/intercepting-proxy'
 import { installMetrics } from './helpers/metric-reader'
 
-test('SPEC 6: an intercepted CONNECT counts forward_proxy.kind=connect and forward_proxy.outcome=intercepted once per tunnel, and each request inside forward_proxy.kind=intercepted', async (t) => {
+test('an intercepted CONNECT counts forward_proxy.kind=connect and forward_proxy.outcome=intercepted once per tunnel, and each request inside forward_proxy.kind=intercepted', async (t) => {
   const installed = installMetrics(t)
   const pki = await makeInterceptionPki(t)
   const origin = await startTlsOrigin(t, pki)

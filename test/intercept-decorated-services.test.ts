@@ -8,7 +8,7 @@ import { startTlsOrigin, staticProvider } from './helpers/intercepting-proxy'
 import { LOOPBACK_TEST_POLICY } from './helpers/servers'
 import { basic } from './helpers/raw-client'
 
-test('SPEC 2.5 non-generic registration: selector and provider decorated on the instance after tlsInterception, as per-request factories, decide per user', async (t) => {
+test('non-generic registration: selector and provider decorated on the instance after tlsInterception, as per-request factories, decide per user', async (t) => {
   const pki = await makeInterceptionPki(t)
   const origin = await startTlsOrigin(t, pki)
   const app = Fastify({ logger: false })

@@ -3,7 +3,7 @@ import { makeInterceptionPki } from './helpers/interception-pki'
 import { startInterceptingProxy, startTlsOrigin, staticProvider } from './helpers/intercepting-proxy'
 import { http2OverTls, http2Request, openInterceptedTls } from './helpers/intercepted-client'
 
-test('SPEC 4.3.4: WebSockets over HTTP/2 (extended CONNECT with :protocol) inside an intercepted tunnel get 400; the session goes on', async (t) => {
+test('WebSockets over HTTP/2 (extended CONNECT with :protocol) inside an intercepted tunnel get 400; the session goes on', async (t) => {
   const pki = await makeInterceptionPki(t)
   const origin = await startTlsOrigin(t, pki)
   const proxy = await startInterceptingProxy(t, pki, {

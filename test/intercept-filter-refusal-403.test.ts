@@ -4,7 +4,7 @@ import { makeInterceptionPki } from './helpers/interception-pki'
 import { startInterceptingProxy, startTlsOrigin, staticProvider } from './helpers/intercepting-proxy'
 import { basic, openTunnel } from './helpers/raw-client'
 
-test('SPEC 2.3 destination filter: after auth and policy, a filter returning false refuses the CONNECT with 403 http_request_denied before the selector runs and before any dial', async (t) => {
+test('destination filter: after auth and policy, a filter returning false refuses the CONNECT with 403 http_request_denied before the selector runs and before any dial', async (t) => {
   const pki = await makeInterceptionPki(t)
   const origin = await startTlsOrigin(t, pki)
   const filterSaw: Array<ForwardProxyUser | null> = []
@@ -43,7 +43,7 @@ test('SPEC 2.3 destination filter: after auth and policy, a filter returning fal
   t.same(filterSaw, [{ name: 'bob' }, { name: 'alice' }])
 })
 
-test('SPEC 2.3 destination filter: a filter that throws answers 500 proxy_internal_error without details of the error', async (t) => {
+test('destination filter: a filter that throws answers 500 proxy_internal_error without details of the error', async (t) => {
   const pki = await makeInterceptionPki(t)
   const proxy = await startInterceptingProxy(t, pki, {
     interception: {

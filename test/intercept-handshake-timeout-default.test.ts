@@ -3,7 +3,7 @@ import { makeInterceptionPki } from './helpers/interception-pki'
 import { startInterceptingProxy, staticProvider } from './helpers/intercepting-proxy'
 import { openTunnel } from './helpers/raw-client'
 
-test('SPEC 2.4 HandshakeTimeout default: without handshakeTimeout, an intercepted tunnel whose client sends no ClientHello is closed after 10 s, not before', { timeout: 30_000 }, async (t) => {
+test('HandshakeTimeout default: without handshakeTimeout, an intercepted tunnel whose client sends no ClientHello is closed after 10 s, not before', { timeout: 30_000 }, async (t) => {
   const pki = await makeInterceptionPki(t)
   const proxy = await startInterceptingProxy(t, pki, {
     interception: { certificateProvider: staticProvider(pki), selector: { shouldIntercept: () => true } }

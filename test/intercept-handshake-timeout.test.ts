@@ -5,7 +5,7 @@ import { startInterceptingProxy, staticProvider } from './helpers/intercepting-p
 import { openTunnel } from './helpers/raw-client'
 import { eventually } from './helpers/eventually'
 
-test('SPEC 2.4 HandshakeTimeout and HOSTILE 33: an intercepted tunnel whose client sends no ClientHello (or only part of one) is closed at handshakeTimeout and gives its slot back', async (t) => {
+test('HandshakeTimeout: an intercepted tunnel whose client sends no ClientHello (or only part of one) is closed at handshakeTimeout and gives its slot back', async (t) => {
   const pki = await makeInterceptionPki(t)
   const proxy = await startInterceptingProxy(t, pki, {
     interception: { certificateProvider: staticProvider(pki), selector: { shouldIntercept: () => true }, handshakeTimeout: 300 }
@@ -23,7 +23,7 @@ test('SPEC 2.4 HandshakeTimeout and HOSTILE 33: an intercepted tunnel whose clie
   }
 })
 
-test('SPEC 2.4 HandshakeTimeout: the timeout covers a slow certificate provider, whose signal is aborted', async (t) => {
+test('HandshakeTimeout: the timeout covers a slow certificate provider, whose signal is aborted', async (t) => {
   const pki = await makeInterceptionPki(t)
   let aborted: Promise<void> | undefined
   const proxy = await startInterceptingProxy(t, pki, {

@@ -3,7 +3,7 @@ import { ProxyAgent, request } from 'undici'
 import { makeInterceptionPki } from './helpers/interception-pki'
 import { startInterceptingProxy, startTlsOrigin, staticProvider } from './helpers/intercepting-proxy'
 
-test('SPEC 4.3.5: an application hook can answer a request inside an intercepted tunnel itself; the destination is never contacted, and an app route with the same path never serves it', async (t) => {
+test('an application hook can answer a request inside an intercepted tunnel itself; the destination is never contacted, and an app route with the same path never serves it', async (t) => {
   const pki = await makeInterceptionPki(t)
   const origin = await startTlsOrigin(t, pki)
   const proxy = await startInterceptingProxy(t, pki, {

@@ -16,7 +16,7 @@ function editInsideTunnels (app: FastifyInstance): void {
   })
 }
 
-test('SPEC 4.3.5: a hook adds, replaces and removes headers of a request inside an intercepted tunnel (HTTP/1.1 inside) and the destination sees exactly that', async (t) => {
+test('a hook adds, replaces and removes headers of a request inside an intercepted tunnel (HTTP/1.1 inside) and the destination sees exactly that', async (t) => {
   const pki = await makeInterceptionPki(t)
   const origin = await startTlsOrigin(t, pki)
   const proxy = await startInterceptingProxy(t, pki, {
@@ -35,7 +35,7 @@ test('SPEC 4.3.5: a hook adds, replaces and removes headers of a request inside 
   t.equal(seen?.['x-kept'], 'Kept')
 })
 
-test('SPEC 4.3.5: a hook edits headers of a request inside an intercepted tunnel (HTTP/2 inside); pseudo-headers are never forwarded', async (t) => {
+test('a hook edits headers of a request inside an intercepted tunnel (HTTP/2 inside); pseudo-headers are never forwarded', async (t) => {
   const pki = await makeInterceptionPki(t)
   const origin = await startTlsOrigin(t, pki)
   const proxy = await startInterceptingProxy(t, pki, {
@@ -55,7 +55,7 @@ test('SPEC 4.3.5: a hook edits headers of a request inside an intercepted tunnel
   t.equal(seen?.host, target)
 })
 
-test('SPEC 4.3.5: a hook that checks request.interception leaves http:// forwarding alone, and a hook that only reads keeps the raw order and case', async (t) => {
+test('a hook that checks request.interception leaves http:// forwarding alone, and a hook that only reads keeps the raw order and case', async (t) => {
   const pki = await makeInterceptionPki(t)
   const tlsOrigin = await startTlsOrigin(t, pki)
   const plainOrigin = await startOrigin(t)

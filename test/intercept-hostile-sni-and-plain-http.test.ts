@@ -6,7 +6,7 @@ import { openTunnel } from './helpers/raw-client'
 import { eventually } from './helpers/eventually'
 import { expectNothingDialedBefore } from './helpers/nothing-dialed'
 
-test('HOSTILE 26: CONNECT to one host then SNI naming another: the provider is only ever asked for the CONNECT target, and a request for the SNI name gets 421', async (t) => {
+test('CONNECT to one host then SNI naming another: the provider is only ever asked for the CONNECT target, and a request for the SNI name gets 421', async (t) => {
   const pki = await makeInterceptionPki(t)
   const origin = await startTlsOrigin(t, pki)
   const provider = staticProvider(pki)
@@ -26,7 +26,7 @@ test('HOSTILE 26: CONNECT to one host then SNI naming another: the provider is o
   await expectNothingDialedBefore(t, origin.accepts, 'nothing was forwarded')
 })
 
-test('HOSTILE 29: plain HTTP or an SSH banner on a tunnel chosen for interception is closed, never forwarded', async (t) => {
+test('plain HTTP or an SSH banner on a tunnel chosen for interception is closed, never forwarded', async (t) => {
   const pki = await makeInterceptionPki(t)
   const origin = await startTlsOrigin(t, pki)
   const proxy = await startInterceptingProxy(t, pki, {

@@ -100,7 +100,7 @@ async function connectTls (port: number, pki: InterceptionPki): Promise<Socket> 
 }
 
 for (const listener of ['plain', 'TLS'] as const) {
-  test(`SPEC 6 access log: an intercepted HTTP/1.1 tunnel on a ${listener} listener counts exactly the TLS records each way, the ClientHello sent with the CONNECT head included`, async (t) => {
+  test(`access log: an intercepted HTTP/1.1 tunnel on a ${listener} listener counts exactly the TLS records each way, the ClientHello sent with the CONNECT head included`, async (t) => {
     const pki = await makeInterceptionPki(t)
     const origin = await startTlsOrigin(t, pki)
     const log = capturedLog()
@@ -132,7 +132,7 @@ for (const listener of ['plain', 'TLS'] as const) {
   })
 }
 
-test('SPEC 8 TunnelIdleTimeout: an intercepted HTTP/1.1 tunnel whose response trickles for three idle timeouts stays open, and closes once silent', async (t) => {
+test('TunnelIdleTimeout: an intercepted HTTP/1.1 tunnel whose response trickles for three idle timeouts stays open, and closes once silent', async (t) => {
   const pki = await makeInterceptionPki(t)
   const trickle = { chunks: 12, everyMs: 100 }
   const origin = await startTlsOrigin(t, pki, (_req, res) => {

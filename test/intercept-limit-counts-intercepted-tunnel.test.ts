@@ -5,7 +5,7 @@ import { openInterceptedTls } from './helpers/intercepted-client'
 import { openTunnel } from './helpers/raw-client'
 import { eventually } from './helpers/eventually'
 
-test('SPEC 8 MaxConcurrentTunnels: an intercepted tunnel counts against it until it closes (503 connection_limit_reached meanwhile), then the slot comes back', async (t) => {
+test('MaxConcurrentTunnels: an intercepted tunnel counts against it until it closes (503 connection_limit_reached meanwhile), then the slot comes back', async (t) => {
   const pki = await makeInterceptionPki(t)
   const origin = await startTlsOrigin(t, pki)
   const proxy = await startInterceptingProxy(t, pki, {

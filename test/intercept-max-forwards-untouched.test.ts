@@ -3,7 +3,7 @@ import { makeInterceptionPki } from './helpers/interception-pki'
 import { startInterceptingProxy, startTlsOrigin, staticProvider } from './helpers/intercepting-proxy'
 import { openInterceptedTls, rawTlsExchange } from './helpers/intercepted-client'
 
-test('SPEC 4.4.4 (last sentence): Max-Forwards inside an intercepted tunnel is forwarded untouched; OPTIONS and TRACE at 0 reach the origin, never answered by the proxy', async (t) => {
+test('Max-Forwards inside an intercepted tunnel is forwarded untouched; OPTIONS and TRACE at 0 reach the origin, never answered by the proxy', async (t) => {
   const pki = await makeInterceptionPki(t)
   const origin = await startTlsOrigin(t, pki)
   const proxy = await startInterceptingProxy(t, pki, {

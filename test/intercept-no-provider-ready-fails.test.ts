@@ -2,7 +2,7 @@ import Fastify from 'fastify'
 import { test } from 'tap'
 import { forwardProxy, tlsInterception, ForwardProxyOptionsError } from '../lib/index'
 
-test('SPEC 2.5.2: without a certificate provider (no option, no decorator) fastify.ready() rejects with an error naming it', async (t) => {
+test('without a certificate provider (no option, no decorator) fastify.ready() rejects with an error naming it', async (t) => {
   const app = Fastify({ logger: false })
   t.teardown(() => app.close())
   await app.register(forwardProxy)
@@ -12,7 +12,7 @@ test('SPEC 2.5.2: without a certificate provider (no option, no decorator) fasti
   t.match((error as Error).message, /option "certificateProvider" is required by tlsInterception/)
 })
 
-test('SPEC 2.5: tlsInterception before forwardProxy fails registration (plugin dependency)', async (t) => {
+test('tlsInterception before forwardProxy fails registration (plugin dependency)', async (t) => {
   const app = Fastify({ logger: false })
   t.teardown(() => app.close())
   app.register(tlsInterception, { certificateProvider: { getCertificate: () => null } })

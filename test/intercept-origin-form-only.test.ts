@@ -5,7 +5,7 @@ import { openInterceptedTls, rawTlsExchange } from './helpers/intercepted-client
 import { eventually } from './helpers/eventually'
 import { expectNothingDialedBefore } from './helpers/nothing-dialed'
 
-test('SPEC 4.3.1: inside an intercepted tunnel absolute-form, asterisk-form and CONNECT requests get 400 and are never forwarded', async (t) => {
+test('inside an intercepted tunnel absolute-form, asterisk-form and CONNECT requests get 400 and are never forwarded', async (t) => {
   const pki = await makeInterceptionPki(t)
   const origin = await startTlsOrigin(t, pki)
   const proxy = await startInterceptingProxy(t, pki, {

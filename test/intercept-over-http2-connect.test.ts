@@ -10,7 +10,7 @@ import { openHttp2Tunnel } from './helpers/http2-proxy'
 import { LOOPBACK_TEST_POLICY } from './helpers/servers'
 import { eventually } from './helpers/eventually'
 
-test('SPEC 4.2.1: a tunnel opened by an HTTP/2 CONNECT stream is intercepted too: HTTP/1.1 and HTTP/2 spoken inside the stream reach the origin, the hooks see request.interception, and each stream holds a tunnel slot until it closes', async (t) => {
+test('a tunnel opened by an HTTP/2 CONNECT stream is intercepted too: HTTP/1.1 and HTTP/2 spoken inside the stream reach the origin, the hooks see request.interception, and each stream holds a tunnel slot until it closes', async (t) => {
   const pki = await makeInterceptionPki(t)
   const origin = await startTlsOrigin(t, pki)
   // The proxy's own TLS listener reuses the operator-issued leaf for 127.0.0.1.

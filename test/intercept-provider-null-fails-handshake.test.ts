@@ -6,7 +6,7 @@ import { openTunnel } from './helpers/raw-client'
 import { eventually } from './helpers/eventually'
 import { expectNothingDialedBefore } from './helpers/nothing-dialed'
 
-test('SPEC 2.3.3 and 7.1: a certificate provider returning null fails the client\'s TLS handshake with a handshake_failure alert; the tunnel closes and gives its slot back', async (t) => {
+test('a certificate provider returning null fails the client\'s TLS handshake with a handshake_failure alert; the tunnel closes and gives its slot back', async (t) => {
   const pki = await makeInterceptionPki(t)
   const origin = await startTlsOrigin(t, pki)
   const proxy = await startInterceptingProxy(t, pki, {
@@ -23,7 +23,7 @@ test('SPEC 2.3.3 and 7.1: a certificate provider returning null fails the client
   await expectNothingDialedBefore(t, origin.accepts, 'nothing was forwarded')
 })
 
-test('SPEC 2.3.3: a certificate provider that throws fails the handshake the same way (and the error is not shown to the client)', async (t) => {
+test('a certificate provider that throws fails the handshake the same way (and the error is not shown to the client)', async (t) => {
   const pki = await makeInterceptionPki(t)
   const origin = await startTlsOrigin(t, pki)
   const proxy = await startInterceptingProxy(t, pki, {

@@ -8,7 +8,7 @@ function originIssuer (socket: TLSSocket): string {
   return String(socket.getPeerCertificate().issuer.CN)
 }
 
-test('SPEC 4.2.2: a tunnel the selector declines is relayed opaquely: the client talks TLS with the origin itself and the provider is never asked', async (t) => {
+test('a tunnel the selector declines is relayed opaquely: the client talks TLS with the origin itself and the provider is never asked', async (t) => {
   const pki = await makeInterceptionPki(t)
   const origin = await startTlsOrigin(t, pki)
   const provider = staticProvider(pki)
@@ -31,7 +31,7 @@ test('SPEC 4.2.2: a tunnel the selector declines is relayed opaquely: the client
   socket.destroy()
 })
 
-test('SPEC 2.5.1: without a selector nothing is intercepted', async (t) => {
+test('without a selector nothing is intercepted', async (t) => {
   const pki = await makeInterceptionPki(t)
   const origin = await startTlsOrigin(t, pki)
   const provider = staticProvider(pki)

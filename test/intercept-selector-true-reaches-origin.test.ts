@@ -5,7 +5,7 @@ import { makeInterceptionPki } from './helpers/interception-pki'
 import { startInterceptingProxy, startTlsOrigin, staticProvider } from './helpers/intercepting-proxy'
 import { basic } from './helpers/raw-client'
 
-test('SPEC 4.2: a tunnel the selector picks is intercepted; the request inside reaches the HTTPS origin after the app\'s onRequest hook saw request.interception and request.proxyUser', async (t) => {
+test('a tunnel the selector picks is intercepted; the request inside reaches the HTTPS origin after the app\'s onRequest hook saw request.interception and request.proxyUser', async (t) => {
   const pki = await makeInterceptionPki(t)
   const origin = await startTlsOrigin(t, pki)
   const selectorCalls: Array<{ user: ForwardProxyUser | null, destination: ForwardProxyDestination }> = []

@@ -27,7 +27,7 @@ function trickle (socket: TLSSocket, text: string, intervalMs: number): Promise<
   })
 }
 
-test('HOSTILE 33: a request head trickled one byte at a time inside an intercepted tunnel is answered 408 and closed at the host server\'s headersTimeout; a normal request still works', async (t) => {
+test('a request head trickled one byte at a time inside an intercepted tunnel is answered 408 and closed at the host server\'s headersTimeout; a normal request still works', async (t) => {
   const pki = await makeInterceptionPki(t)
   const origin = await startTlsOrigin(t, pki)
   const proxy = await startInterceptingProxy(t, pki, {

@@ -4,7 +4,7 @@ import { makeInterceptionPki } from './helpers/interception-pki'
 import { startInterceptingProxy, startTlsOrigin, staticProvider } from './helpers/intercepting-proxy'
 import { http2OverTls, openInterceptedTls } from './helpers/intercepted-client'
 
-test('SPEC 4.3.8: through an intercepted tunnel spoken as HTTP/2 inside, the first server-sent event reaches the client while the origin still holds the stream open; the second follows once the origin is let go', { timeout: 15_000 }, async (t) => {
+test('through an intercepted tunnel spoken as HTTP/2 inside, the first server-sent event reaches the client while the origin still holds the stream open; the second follows once the origin is let go', { timeout: 15_000 }, async (t) => {
   const pki = await makeInterceptionPki(t)
   // Who did what, in the order it happened: the assertion is on this order, never on time.
   const order: string[] = []

@@ -4,7 +4,7 @@ import { startInterceptingProxy, startTlsOrigin, staticProvider } from './helper
 import { openInterceptedTls, rawTlsExchange } from './helpers/intercepted-client'
 import { expectNothingDialedBefore } from './helpers/nothing-dialed'
 
-test('SPEC 7: a request transform that throws inside an intercepted tunnel gets 500 proxy_internal_error from the proxy, no stack or secret, and nothing reaches the origin', async (t) => {
+test('a request transform that throws inside an intercepted tunnel gets 500 proxy_internal_error from the proxy, no stack or secret, and nothing reaches the origin', async (t) => {
   const pki = await makeInterceptionPki(t)
   const origin = await startTlsOrigin(t, pki)
   const proxy = await startInterceptingProxy(t, pki, {

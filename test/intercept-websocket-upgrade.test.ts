@@ -28,7 +28,7 @@ function handshake (path: string, target: string, key: string): string {
   return [`GET ${path} HTTP/1.1`, `Host: ${target}`, 'Connection: Upgrade', 'Upgrade: websocket', 'Sec-WebSocket-Version: 13', `Sec-WebSocket-Key: ${key}`, 'X-Client: 1'].join('\r\n') + '\r\n\r\n'
 }
 
-test('SPEC 4.3.4: a WebSocket upgrade inside an intercepted tunnel is relayed: 101 with the origin\'s accept key, frames echoed both ways, a frame sent with the handshake reaches the origin only after its 101, half-close carried', async (t) => {
+test('a WebSocket upgrade inside an intercepted tunnel is relayed: 101 with the origin\'s accept key, frames echoed both ways, a frame sent with the handshake reaches the origin only after its 101, half-close carried', async (t) => {
   const pki = await makeInterceptionPki(t)
   const origin = await startWebSocketOrigin(t, pki)
   const hooked: unknown[] = []
@@ -77,7 +77,7 @@ test('SPEC 4.3.4: a WebSocket upgrade inside an intercepted tunnel is relayed: 1
   t.ok(client.closed)
 })
 
-test('HOSTILE 41: an upgrade answered 426 is relayed as an ordinary response, no raw relay, frames sent before it never forwarded, the connection closed after it', async (t) => {
+test('an upgrade answered 426 is relayed as an ordinary response, no raw relay, frames sent before it never forwarded, the connection closed after it', async (t) => {
   const pki = await makeInterceptionPki(t)
   const origin = await startWebSocketOrigin(t, pki)
   const proxy = await startInterceptingProxy(t, pki, {
@@ -96,7 +96,7 @@ test('HOSTILE 41: an upgrade answered 426 is relayed as an ordinary response, no
   t.equal(origin.upgrades.length, 1)
 })
 
-test('SPEC 4.3.6 / 4.3.4: transforms edit the upgrade request and the 101 head; the destination certificate check applies (an untrusted origin gets 502 tls_certificate_error, nothing relayed)', async (t) => {
+test('transforms edit the upgrade request and the 101 head; the destination certificate check applies (an untrusted origin gets 502 tls_certificate_error, nothing relayed)', async (t) => {
   const pki = await makeInterceptionPki(t)
   const origin = await startWebSocketOrigin(t, pki, 0)
   const target = `127.0.0.1:${origin.port}`

@@ -3,7 +3,7 @@ import { installMetrics } from './helpers/metric-reader'
 import { connectHttp2, openHttp2Tunnel, startHttp2Proxy } from './helpers/http2-proxy'
 import { startTcpDestination } from './helpers/tcp-destination'
 
-test('SPEC 6: an HTTP/2 CONNECT stream, opened and refused by policy, each count with forward_proxy.kind=connect', async (t) => {
+test('an HTTP/2 CONNECT stream, opened and refused by policy, each count with forward_proxy.kind=connect', async (t) => {
   const installed = installMetrics(t)
   const destination = await startTcpDestination(t)
   const proxy = await startHttp2Proxy(t, { destinations: { allowPrivateNetworks: true, allowedPorts: [destination.port] } })

@@ -6,7 +6,7 @@ import { expectNothingDialedBefore } from './helpers/nothing-dialed'
 
 const CONNECT_ONLY = [{ value: 1, attributes: { 'forward_proxy.kind': 'connect' } }]
 
-test('SPEC 6: a CONNECT refused by the destination policy (403) is counted with forward_proxy.kind=connect', async (t) => {
+test('a CONNECT refused by the destination policy (403) is counted with forward_proxy.kind=connect', async (t) => {
   const installed = installMetrics(t)
   const sentinel = await startSentinel(t)
   const proxy = await startProxy(t, { destinations: { allowedPorts: [443] } })
@@ -17,7 +17,7 @@ test('SPEC 6: a CONNECT refused by the destination policy (403) is counted with 
   t.strictSame((await installed.collect('forward_proxy.requests'))?.points, CONNECT_ONLY)
 })
 
-test('SPEC 6: a CONNECT answered 407 (no credentials) is counted with forward_proxy.kind=connect', async (t) => {
+test('a CONNECT answered 407 (no credentials) is counted with forward_proxy.kind=connect', async (t) => {
   const installed = installMetrics(t)
   const sentinel = await startSentinel(t)
   const proxy = await startProxy(t, { auth: { users: { alice: 's3cret' } } })
@@ -34,7 +34,7 @@ test('SPEC 6: a CONNECT answered 407 (no credentials) is counted with forward_pr
     'the retry with credentials is a second CONNECT request')
 })
 
-test('SPEC 6: a CONNECT answered by an application hook, and one refused 501 after another request on its connection, are counted', async (t) => {
+test('a CONNECT answered by an application hook, and one refused 501 after another request on its connection, are counted', async (t) => {
   const installed = installMetrics(t)
   const sentinel = await startSentinel(t)
   const proxy = await startProxy(t, {}, (app) => {

@@ -7,7 +7,7 @@ import { startOrigin, startProxy } from './helpers/servers'
 import { openTunnel, rawExchange } from './helpers/raw-client'
 import { startTcpDestination } from './helpers/tcp-destination'
 
-test('SPEC 6: an opened opaque CONNECT tunnel counts forward_proxy.requests once with exactly forward_proxy.kind=connect', async (t) => {
+test('an opened opaque CONNECT tunnel counts forward_proxy.requests once with exactly forward_proxy.kind=connect', async (t) => {
   const installed = installMetrics(t)
   const destination = await startTcpDestination(t)
   const proxy = await startProxy(t)
@@ -32,7 +32,7 @@ test('SPEC 6: an opened opaque CONNECT tunnel counts forward_proxy.requests once
   t.strictSame(metric.points, [{ value: 1, attributes: { 'forward_proxy.kind': 'connect' } }])
 })
 
-test('SPEC 6: each CONNECT counts once; the app\'s own requests are not counted and http:// forwarding counts as forward, not connect', async (t) => {
+test('each CONNECT counts once; the app\'s own requests are not counted and http:// forwarding counts as forward, not connect', async (t) => {
   const installed = installMetrics(t)
   const origin = await startOrigin(t)
   const destination = await startTcpDestination(t)

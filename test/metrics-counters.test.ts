@@ -2,13 +2,13 @@ import { test } from 'tap'
 import { countConnectRequest, countInterceptedRequest, countInterceptedTunnel } from './helpers/internals'
 import { installMetrics } from './helpers/metric-reader'
 
-test('SPEC 6: without a MeterProvider the counters are no-ops', async (t) => {
+test('without a MeterProvider the counters are no-ops', async (t) => {
   t.doesNotThrow(() => { countConnectRequest(); countInterceptedTunnel(); countInterceptedRequest() })
   const installed = installMetrics(t)
   t.equal(await installed.collect('forward_proxy.requests'), undefined, 'nothing recorded before the provider was installed')
 })
 
-test('SPEC 6: the three counts are one instrument, forward_proxy.requests, with exactly one attribute each', async (t) => {
+test('the three counts are one instrument, forward_proxy.requests, with exactly one attribute each', async (t) => {
   const installed = installMetrics(t)
   countConnectRequest()
   countConnectRequest()

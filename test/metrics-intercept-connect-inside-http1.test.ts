@@ -27,7 +27,7 @@ function readOneResponse (socket: TLSSocket): Promise<{ status: number, head: st
   })
 }
 
-test('SPEC 4.3.1 and SPEC 6: an HTTP/1.1 CONNECT inside an intercepted tunnel (first or after a request) gets 400, opens nothing, and counts as forward_proxy.kind=intercepted, never as kind=connect', async (t) => {
+test('an HTTP/1.1 CONNECT inside an intercepted tunnel (first or after a request) gets 400, opens nothing, and counts as forward_proxy.kind=intercepted, never as kind=connect', async (t) => {
   const installed = installMetrics(t)
   const pki = await makeInterceptionPki(t)
   const origin = await startTlsOrigin(t, pki)

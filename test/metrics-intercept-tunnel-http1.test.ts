@@ -4,7 +4,7 @@ import { installMetrics } from './helpers/metric-reader'
 import { makeInterceptionPki } from './helpers/interception-pki'
 import { startInterceptingProxy, startTlsOrigin, staticProvider } from './helpers/intercepting-proxy'
 
-test('SPEC 6: an intercepted tunnel counts forward_proxy.kind=connect once and forward_proxy.outcome=intercepted once; each of 3 HTTP/1.1 requests on it (undici ProxyAgent, keep-alive) counts forward_proxy.kind=intercepted', async (t) => {
+test('an intercepted tunnel counts forward_proxy.kind=connect once and forward_proxy.outcome=intercepted once; each of 3 HTTP/1.1 requests on it (undici ProxyAgent, keep-alive) counts forward_proxy.kind=intercepted', async (t) => {
   const installed = installMetrics(t)
   const pki = await makeInterceptionPki(t)
   const origin = await startTlsOrigin(t, pki)

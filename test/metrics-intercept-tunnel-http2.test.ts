@@ -4,7 +4,7 @@ import { makeInterceptionPki } from './helpers/interception-pki'
 import { startInterceptingProxy, startTlsOrigin, staticProvider } from './helpers/intercepting-proxy'
 import { http2OverTls, http2Request, openInterceptedTls } from './helpers/intercepted-client'
 
-test('SPEC 6: an intercepted tunnel spoken as HTTP/2 inside counts forward_proxy.kind=connect once, forward_proxy.outcome=intercepted once, and forward_proxy.kind=intercepted for each of its 3 concurrent streams', async (t) => {
+test('an intercepted tunnel spoken as HTTP/2 inside counts forward_proxy.kind=connect once, forward_proxy.outcome=intercepted once, and forward_proxy.kind=intercepted for each of its 3 concurrent streams', async (t) => {
   const installed = installMetrics(t)
   const pki = await makeInterceptionPki(t)
   const origin = await startTlsOrigin(t, pki)

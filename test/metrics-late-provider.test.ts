@@ -6,7 +6,7 @@ import { startTcpDestination } from './helpers/tcp-destination'
 
 const ONE_CONNECT = [{ value: 1, attributes: { 'forward_proxy.kind': 'connect' } }]
 
-test('SPEC 6 / DESIGN 3: no-op without a MeterProvider; an SDK installed after the plugin is registered and listening counts from then on', async (t) => {
+test('no-op without a MeterProvider; an SDK installed after the plugin is registered and listening counts from then on', async (t) => {
   // The plugin is imported (by the helpers), registered and listening before any provider exists
   // (installMetrics throws if one was already installed).
   const destination = await startTcpDestination(t)

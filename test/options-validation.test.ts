@@ -23,7 +23,7 @@ const BAD_OPTIONS: Array<[string, unknown]> = [
   ['resolver', { resolver: 'dns' }]
 ]
 
-test('SPEC 2.5 (registration): every bad option fails registration with an error naming it', async (t) => {
+test('Registration: every bad option fails registration with an error naming it', async (t) => {
   for (const [option, options] of BAD_OPTIONS) {
     const error = await registrationError(options)
     t.ok(error instanceof ForwardProxyOptionsError, `${option}: a ForwardProxyOptionsError`)
@@ -32,7 +32,7 @@ test('SPEC 2.5 (registration): every bad option fails registration with an error
   }
 })
 
-test('SPEC 2.5 (registration): valid options register, and the caller\'s options are never mutated', async (t) => {
+test('Registration: valid options register, and the caller\'s options are never mutated', async (t) => {
   const options = { auth: { users: { alice: 's3cret' } }, destinations: { allowedHosts: ['*.Example.COM'], allowedPorts: [443] }, limits: { connectTimeout: 500 } }
   const copy = structuredClone(options)
   t.equal(await registrationError(options), undefined)

@@ -4,7 +4,7 @@ import { openTunnel, rawExchange } from './helpers/raw-client'
 import type { ForwardProxyResolver } from '../lib/index'
 import { expectNothingDialedBefore } from './helpers/nothing-dialed'
 
-// HOSTILE 17-20 under the default address policy (only the port rule is relaxed so the
+// SSRF targets under the default address policy (only the port rule is relaxed so the
 // sentinel's port may be named). Every target must be refused before any connection.
 const REFUSED_TARGETS = [
   '127.0.0.1', '[::1]', 'localhost', '0.0.0.0', '0',
@@ -19,7 +19,7 @@ const resolver: ForwardProxyResolver = async (name) => {
   throw Object.assign(new Error(`unexpected lookup of ${name}`), { code: 'ENOTFOUND' })
 }
 
-test('HOSTILE 17-20: loopback, private, link-local, CGNAT, mapped and NAT64 targets get 403 destination_ip_prohibited over CONNECT, with no connection', async (t) => {
+test('Loopback, private, link-local, CGNAT, mapped and NAT64 targets get 403 destination_ip_prohibited over CONNECT, with no connection', async (t) => {
   const sentinel = await startSentinel(t)
   const proxy = await startProxy(t, { destinations: { allowedPorts: '*' }, resolver })
   for (const host of REFUSED_TARGETS) {
@@ -31,7 +31,7 @@ test('HOSTILE 17-20: loopback, private, link-local, CGNAT, mapped and NAT64 targ
   await expectNothingDialedBefore(t, sentinel.accepts, 'no refused target was ever dialed')
 })
 
-test('HOSTILE 17-20: the same targets get 403 destination_ip_prohibited as absolute-form http:// targets, with no connection', async (t) => {
+test('The same targets get 403 destination_ip_prohibited as absolute-form http:// targets, with no connection', async (t) => {
   const sentinel = await startSentinel(t)
   const proxy = await startProxy(t, { destinations: { allowedPorts: '*' }, resolver })
   for (const host of REFUSED_TARGETS) {
@@ -42,14 +42,14 @@ test('HOSTILE 17-20: the same targets get 403 destination_ip_prohibited as absol
   await expectNothingDialedBefore(t, sentinel.accepts, 'no refused target was ever dialed')
 })
 
-test('HOSTILE 19: a zone identifier in an IPv6 target is not a host and gets 400', async (t) => {
+test('a zone identifier in an IPv6 target is not a host and gets 400', async (t) => {
   const proxy = await startProxy(t, { destinations: { allowedPorts: '*' }, resolver })
   const tunnel = await openTunnel(proxy.port, '[fe80::1%25eth0]:443')
   t.equal(tunnel.status, 400)
   tunnel.socket.destroy()
 })
 
-test('HOSTILE 22: ports 25, 22 and 6379 are refused with 403 http_request_denied under the default ports', async (t) => {
+test('ports 25, 22 and 6379 are refused with 403 http_request_denied under the default ports', async (t) => {
   let lookups = 0
   const countingResolver: ForwardProxyResolver = async () => { lookups++; return [{ address: '127.0.0.9', family: 4 }] }
   const proxy = await startProxy(t, { destinations: {}, resolver: countingResolver })

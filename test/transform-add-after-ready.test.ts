@@ -2,7 +2,7 @@ import { test } from 'tap'
 import Fastify from 'fastify'
 import { forwardProxy, ForwardProxyOptionsError, type ForwardProxyRequestTransform } from '../lib/index'
 
-test('SPEC 2.5: transforms are registered before the server is ready; addTransform afterwards throws, and a transform without functions is refused with the option named', async (t) => {
+test('transforms are registered before the server is ready; addTransform afterwards throws, and a transform without functions is refused with the option named', async (t) => {
   const app = Fastify()
   t.teardown(() => app.close())
   await app.register(forwardProxy)

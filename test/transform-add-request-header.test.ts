@@ -3,7 +3,7 @@ import { request } from 'undici'
 import { startOrigin, startProxy } from './helpers/servers'
 import { absoluteFormAgent } from './helpers/forward-client'
 
-test('SPEC 4.3.6: a transform adds a request header on http:// forwarding, without touching the client\'s request headers', async (t) => {
+test('a transform adds a request header on http:// forwarding, without touching the client\'s request headers', async (t) => {
   const origin = await startOrigin(t)
   let clientHeaders: Record<string, unknown> = {}
   const proxy = await startProxy(t, {

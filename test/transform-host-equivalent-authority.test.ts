@@ -4,7 +4,7 @@ import { startOrigin, startProxy } from './helpers/servers'
 import { absoluteFormAgent } from './helpers/forward-client'
 import { isEquivalentAuthority } from './helpers/internals'
 
-test('SPEC 4.3.7: a transform may set an equivalent Host (upper case, another IPv4 spelling, explicit port); it is sent as the transform wrote it', async (t) => {
+test('a transform may set an equivalent Host (upper case, another IPv4 spelling, explicit port); it is sent as the transform wrote it', async (t) => {
   const origin = await startOrigin(t, undefined)
   const proxy = await startProxy(t, {
     resolver: async () => [{ address: '127.0.0.1', family: 4 }],
@@ -29,7 +29,7 @@ test('SPEC 4.3.7: a transform may set an equivalent Host (upper case, another IP
   }
 })
 
-test('SPEC 4.3.7: an omitted default port is equivalent (80 for http, 443 for https); another port or host is not', async (t) => {
+test('an omitted default port is equivalent (80 for http, 443 for https); another port or host is not', async (t) => {
   t.ok(isEquivalentAuthority('Example.COM', { host: 'example.com', port: 80 }, 80))
   t.ok(isEquivalentAuthority('example.com:80', { host: 'example.com', port: 80 }, 80))
   t.ok(isEquivalentAuthority('example.com.', { host: 'example.com', port: 443 }, 443), 'trailing dot')

@@ -5,7 +5,7 @@ import { absoluteFormAgent } from './helpers/forward-client'
 import { expectNothingDialedBefore } from './helpers/nothing-dialed'
 
 for (const host of ['other.example', '127.0.0.2', 'PORT', '127.0.0.1', '127.0.0.1:1:2']) {
-  test(`SPEC 4.3.7: a transform that sets Host to another authority (${host}) gets 500 proxy_internal_error and nothing is sent`, async (t) => {
+  test(`a transform that sets Host to another authority (${host}) gets 500 proxy_internal_error and nothing is sent`, async (t) => {
     const sentinel = await startSentinel(t)
     // 'PORT' stands for the right host with another port; '127.0.0.1' omits the port, meaning 80.
     const value = host === 'PORT' ? `127.0.0.1:${sentinel.port + 1}` : host

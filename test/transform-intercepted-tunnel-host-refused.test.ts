@@ -3,7 +3,7 @@ import { startTlsOrigin } from './helpers/intercepting-proxy'
 import { interceptEverything } from './helpers/intercepted-forwarding'
 import { expectNothingDialedBefore } from './helpers/nothing-dialed'
 
-test('SPEC 4.3.7, end to end: inside an intercepted tunnel a transform that points Host at another authority gets 500 proxy_internal_error, and the destination sees nothing', async (t) => {
+test('inside an intercepted tunnel a transform that points Host at another authority gets 500 proxy_internal_error, and the destination sees nothing', async (t) => {
   const setup = await interceptEverything(t, {
     transforms: [{ transformRequest (_request, _destination, outgoing) { outgoing.headers.host = 'internal.example' } }]
   })

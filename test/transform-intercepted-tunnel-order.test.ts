@@ -3,7 +3,7 @@ import { startTlsOrigin } from './helpers/intercepting-proxy'
 import { interceptEverything } from './helpers/intercepted-forwarding'
 import type { ForwardProxyRequestTransform } from '../lib/index'
 
-test('SPEC 4.3.6, end to end: transforms from forwardProxy and from tlsInterception run in that order inside an intercepted tunnel, on the built request (Host of the CONNECT target) and on the response', async (t) => {
+test('transforms from forwardProxy and from tlsInterception run in that order inside an intercepted tunnel, on the built request (Host of the CONNECT target) and on the response', async (t) => {
   const seenHosts: string[] = []
   const tag = (name: string): ForwardProxyRequestTransform => ({
     transformRequest (request, destination, outgoing) {

@@ -4,7 +4,7 @@ import { startProxy, startSentinel } from './helpers/servers'
 import { absoluteFormAgent } from './helpers/forward-client'
 import { expectNothingDialedBefore } from './helpers/nothing-dialed'
 
-test('Design decision (SPEC 4.3.7 extended): a transform that changes the method gets 500 proxy_internal_error, since the proxy framed the request and its response for that method', async (t) => {
+test('A transform that changes the method gets 500 proxy_internal_error, since the proxy framed the request and its response for that method', async (t) => {
   const sentinel = await startSentinel(t)
   const proxy = await startProxy(t, {
     transforms: [{ transformRequest (_request, _destination, outgoing) { (outgoing as { method: string }).method = 'DELETE' } }]

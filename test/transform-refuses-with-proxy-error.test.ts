@@ -5,7 +5,7 @@ import { startOrigin, startProxy, startSentinel } from './helpers/servers'
 import { absoluteFormAgent } from './helpers/forward-client'
 import { expectNothingDialedBefore } from './helpers/nothing-dialed'
 
-test('SPEC 4.3.6: a transform that throws a ProxyError refuses the request with that status and Proxy-Status; nothing is sent', async (t) => {
+test('a transform that throws a ProxyError refuses the request with that status and Proxy-Status; nothing is sent', async (t) => {
   const sentinel = await startSentinel(t)
   const proxy = await startProxy(t, {
     transforms: [{ transformRequest () { throw new ProxyError('http_request_denied', 'Not on weekends.', { status: 403, details: 'refused by a transform' }) } }]

@@ -18,7 +18,7 @@ function appending (name: string): ForwardProxyRequestTransform {
   }
 }
 
-test('SPEC 2.3 rule 6: transforms run in registration order, the transforms option first, then addTransform calls, each awaited before the next', async (t) => {
+test('transforms run in registration order, the transforms option first, then addTransform calls, each awaited before the next', async (t) => {
   const origin = await startOrigin(t)
   const app = Fastify()
   t.teardown(() => app.close())

@@ -3,7 +3,7 @@ import { request } from 'undici'
 import { startOrigin, startProxy } from './helpers/servers'
 import { absoluteFormAgent } from './helpers/forward-client'
 
-test('SPEC 4.3.6: a transform removes a request header (a client cookie) before the request leaves', async (t) => {
+test('a transform removes a request header (a client cookie) before the request leaves', async (t) => {
   const origin = await startOrigin(t)
   const proxy = await startProxy(t, {
     transforms: [{ transformRequest (_request, _destination, outgoing) { delete outgoing.headers.cookie } }]

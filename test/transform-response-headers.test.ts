@@ -3,7 +3,7 @@ import { request } from 'undici'
 import { startOrigin, startProxy } from './helpers/servers'
 import { absoluteFormAgent } from './helpers/forward-client'
 
-test('SPEC 4.3.6: transformResponse edits the response head before it is written: sees status and headers after hop-by-hop removal, sets, removes and changes the status', async (t) => {
+test('transformResponse edits the response head before it is written: sees status and headers after hop-by-hop removal, sets, removes and changes the status', async (t) => {
   const origin = await startOrigin(t, (_req, res) => {
     res.setHeader('connection', 'x-origin-hop')
     res.setHeader('x-origin-hop', 'hop')

@@ -3,7 +3,7 @@ import { request } from 'undici'
 import { startOrigin, startProxy } from './helpers/servers'
 import { absoluteFormAgent } from './helpers/forward-client'
 
-test('SPEC 7: a response transform that throws gets 500 proxy_internal_error and the destination\'s body is discarded', async (t) => {
+test('a response transform that throws gets 500 proxy_internal_error and the destination\'s body is discarded', async (t) => {
   const origin = await startOrigin(t, (_req, res) => { res.end('destination body must not leak') })
   const proxy = await startProxy(t, {
     transforms: [{ async transformResponse () { throw new Error('boom') } }]

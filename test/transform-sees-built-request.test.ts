@@ -3,7 +3,7 @@ import { startOrigin, startProxy } from './helpers/servers'
 import { rawExchange } from './helpers/raw-client'
 import type { ForwardProxyOutgoingRequest } from '../lib/index'
 
-test('SPEC 4.3.6: transformRequest sees the built request: hop-by-hop, Connection-listed and Proxy-Authorization removed, Host from the target, decremented Max-Forwards and Via added, lower-case names, repeats as arrays, raw path', async (t) => {
+test('transformRequest sees the built request: hop-by-hop, Connection-listed and Proxy-Authorization removed, Host from the target, decremented Max-Forwards and Via added, lower-case names, repeats as arrays, raw path', async (t) => {
   const origin = await startOrigin(t)
   const seen: ForwardProxyOutgoingRequest[] = []
   const proxy = await startProxy(t, {

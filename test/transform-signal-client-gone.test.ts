@@ -5,7 +5,7 @@ import { startOrderedDestination } from './helpers/ordered-destination'
 import { absoluteFormAgent } from './helpers/forward-client'
 import { eventually } from './helpers/eventually'
 
-test('SPEC 2.3: the transform\'s signal aborts when the client leaves, and the request is then not sent', async (t) => {
+test('the transform\'s signal aborts when the client leaves, and the request is then not sent', async (t) => {
   const destination = await startOrderedDestination(t)
   let aborted = false
   let entered = false

@@ -4,7 +4,7 @@ import { startProxy, startSentinel } from './helpers/servers'
 import { absoluteFormAgent } from './helpers/forward-client'
 import { expectNothingDialedBefore } from './helpers/nothing-dialed'
 
-test('SPEC 7: a request transform that throws gets 500 proxy_internal_error, nothing reaches the destination, and the error is logged server-side only', async (t) => {
+test('a request transform that throws gets 500 proxy_internal_error, nothing reaches the destination, and the error is logged server-side only', async (t) => {
   const sentinel = await startSentinel(t)
   const logs: string[] = []
   const proxy = await startProxy(t, {

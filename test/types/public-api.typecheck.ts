@@ -37,7 +37,7 @@ void option
 // Extra servers: HTTP/1.1 plain or TLS, and HTTP/2 over TLS.
 app.forwardProxy.attachServer(createServer())
 app.forwardProxy.attachServer(createSecureServer({ allowHTTP1: true }))
-// @ts-expect-error a cleartext HTTP/2 server cannot carry HTTP/2 CONNECT (SPEC 4.1.3)
+// @ts-expect-error a cleartext HTTP/2 server cannot carry HTTP/2 CONNECT
 app.forwardProxy.attachServer(createHttp2Server())
 
 // An HTTP/2 Fastify app takes the plugin too.

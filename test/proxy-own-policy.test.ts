@@ -4,10 +4,10 @@ import { startOrigin, startProxy } from './helpers/servers'
 import { basic, rawExchange } from './helpers/raw-client'
 import { expectNothingDialedBefore } from './helpers/nothing-dialed'
 
-// SPEC 4.5.2 and 5.4: the proxy runs its own policy (Proxy-Authorization, 407) and is not
+// The proxy runs its own policy (Proxy-Authorization, 407) and is not
 // wrapped in the application's authorization (Authorization, 401), which guards only the
 // application's own routes.
-test('SPEC 4.5.2 / 5.4: the proxy runs its own policy, not the application authorization', async (t) => {
+test('the proxy runs its own policy, not the application authorization', async (t) => {
   const origin = await startOrigin(t)
   const proxy = await startProxy(t, { auth: { users: { alice: 's3cret' } } }, (app) => {
     app.register(async (admin) => {
