@@ -13,7 +13,7 @@ export { CERTIFICATE_ERROR_CODES, EST_ERROR_CODES, OPTIONS_ERROR_CODE, RULE_ERRO
 export { timingSafeEqualText } from './security/proxy-auth'
 export type * from '../types/index'
 export { proxyClientErrorHandler, createProxyClientErrorHandler } from './protocol/error-responses'
-export { proxyFrameworkErrors, createProxyFrameworkErrors, type ProxyFrameworkErrorHandler } from './protocol/error-responses'
+export { proxyFrameworkErrors, createProxyFrameworkErrors, type ProxyFrameworkErrorHandler } from './framework-errors'
 export { createHostListSelector } from './interception/host-list-selector'
 export { ForwardProxyRuleError } from './protocol/errors'
 export { createHeaderRulesTransform } from './forward/transforms'

@@ -10,7 +10,8 @@ import type { Http2SecureServer } from 'node:http2'
 import { forwardProxy } from '../plugin'
 import { secondaryServersOf, type ProxyServer } from '../connect/listener'
 import type { ForwardProxyOptions } from '../../types/options'
-import { proxyClientErrorHandler, proxyFrameworkErrors } from '../protocol/error-responses'
+import { proxyClientErrorHandler } from '../protocol/error-responses'
+import { proxyFrameworkErrors } from '../framework-errors'
 import {
   type ListenerConfig,
   type ProxyServerConfig,
