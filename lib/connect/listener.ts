@@ -19,7 +19,7 @@ import { countConnectRequest } from '../telemetry/metrics'
 import { writeRawProxyError, writeRawResponseError } from '../protocol/error-responses'
 import { interceptedTunnelOf, inTunnelProblemError, routeUnderConnectPath } from '../core/proxy-request'
 import { ProxyError } from '../protocol/errors'
-import { ObjectSlot } from '../core/object-slot'
+import { ObjectSlot } from '../protocol/object-slot'
 
 /** How a server is joined to the proxy. */
 export interface AttachOptions {

@@ -8,7 +8,7 @@ import { constants, type Http2ServerRequest, type ServerHttp2Stream } from 'node
 import type { ForwardProxyDestination } from '../../types/destination'
 import type { ProxyRuntime, InterceptionRuntime, InterceptedClient } from '../core/runtime'
 import type { ConnectRequestTarget, RawRequest } from '../core/proxy-request'
-import { ObjectSlot } from '../core/object-slot'
+import { ObjectSlot } from '../protocol/object-slot'
 import { ProxyError, policyRefusal, refusedBy } from '../protocol/errors'
 import { Cancellation, connectToDestination } from '../security/destination-connector'
 import type { SecretSet } from '../security/secrets'

@@ -11,7 +11,7 @@ import type { ForwardProxyInterception } from '../../types/interception'
 import type { ForwardProxyUser } from '../../types/user'
 import { canonicalHost, isEquivalentAuthority } from '../protocol/hosts'
 import { ProxyError } from '../protocol/errors'
-import { ObjectSlot } from './object-slot'
+import { ObjectSlot } from '../protocol/object-slot'
 import type { TunnelGrant } from '../security/tunnel-grant'
 
 /** A raw request as either Node server hands it to Fastify. */

@@ -5,7 +5,7 @@ import type { FastifyReply, onSendHookHandler } from 'fastify'
 import type { Readable } from 'node:stream'
 import type { ForwardProxyDestination } from '../../types/destination'
 import type { ForwardProxyRequestTransform } from '../../types/interception'
-import { ObjectSlot } from '../core/object-slot'
+import { ObjectSlot } from '../protocol/object-slot'
 import type { SecretScrubber } from '../security/secret-scrubber'
 import { transformIncomingResponse, type HeaderRecord, type TransformCancellation } from './transforms'
 

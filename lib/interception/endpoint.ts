@@ -37,7 +37,7 @@ import {
 import { forwardRequest } from '../forward/forward-handler'
 import { isWebSocketUpgrade, upgradeRequestHasBody } from '../forward/websocket-upgrade'
 import { ProxyError } from '../protocol/errors'
-import { ObjectSlot } from '../core/object-slot'
+import { ObjectSlot } from '../protocol/object-slot'
 
 /** The address the in-memory endpoint is listed under (it is never bound to a port). */
 export const INTERCEPTION_ADDRESS = 'https://forward-proxy-tls-interception'

@@ -7,6 +7,7 @@ import { createHash, timingSafeEqual } from 'node:crypto'
 import type { ForwardProxyCredentialCheck, ForwardProxyUser, ForwardProxyUserEntry } from '../../types/user'
 import { AUTH_LOCKOUT_DETAILS, ProxyError, refusedBy } from '../protocol/errors'
 import type { UserRecheck } from './tunnel-grant'
+import { ObjectSlot } from '../protocol/object-slot'
 
 /** The `Proxy-Authenticate` challenge for a realm. */
 export function proxyAuthenticateChallenge (realm: string): string {
@@ -97,16 +98,8 @@ function lockedOut (): ProxyError {
 }
 
 // What a CONNECT passed authentication with, so that the tunnel it opens can be checked again
-// after a reconfiguration: kept on the request object under a private symbol (as core's
-// ObjectSlot does, which this layer may not import), as long as the request lives (the tunnel's).
-const CREDENTIALS = Symbol('fastify-forward-proxy.proxyCredentials')
-
-interface PassedCredentials { readonly username: string, readonly password: string }
-
-const credentialsOf = {
-  get: (request: FastifyRequest): PassedCredentials | undefined => (request as FastifyRequest & { [CREDENTIALS]?: PassedCredentials })[CREDENTIALS],
-  set: (request: FastifyRequest, credentials: PassedCredentials): void => { (request as FastifyRequest & { [CREDENTIALS]?: PassedCredentials })[CREDENTIALS] = credentials }
-}
+// after a reconfiguration. Kept on the request object, as long as it lives (the tunnel's).
+const credentialsOf = new ObjectSlot<{ readonly username: string, readonly password: string }>('proxyCredentials')
 
 /**
  * How to check again, against `currentCheck()` (the users or `validate` in force at the time),

@@ -11,7 +11,7 @@ import {
   countRequestOutcome,
   countErrorOutcome
 } from './metrics'
-import { ObjectSlot } from '../core/object-slot'
+import { ObjectSlot } from '../protocol/object-slot'
 import { startProxySpan, endProxySpan, endAbandonedProxySpan, contextWithSpan } from './traces'
 import { refusalRuleOf, type ProxyError } from '../protocol/errors'
 import type { ReportedRefusal } from '../security/report-mode'
