@@ -1,7 +1,7 @@
 import { test } from 'tap'
 import { resolveToLoopback, startOrigin, startProxy } from './helpers/servers'
-import { openTunnel, rawExchange } from './helpers/raw-client'
-import { once, readAll, startTcpDestination } from './helpers/tcp-destination'
+import { rawExchange } from './helpers/raw-client'
+import { expectTunnelRelays, startTcpDestination } from './helpers/tcp-destination'
 import { eventually } from './helpers/eventually'
 import { capturedLog } from './helpers/captured-log'
 import { closedPort } from './helpers/closed-port'
@@ -19,13 +19,7 @@ test('Report mode on destinations: what allowedHosts or deniedHosts would refuse
   const notListed = await rawExchange(proxy.port, `GET http://elsewhere.test:${origin.port}/reported HTTP/1.1\r\nHost: elsewhere.test:${origin.port}\r\nConnection: close\r\n\r\n`)
   t.equal(notListed.status, 200, 'a host allowedHosts leaves out is forwarded')
   t.equal(origin.requests[0]?.url, '/reported')
-  const tunnel = await openTunnel(proxy.port, `denied.test:${destination.port}`)
-  t.equal(tunnel.status, 200, 'a CONNECT to a denied host opens')
-  const upstream = await destination.nextConnection()
-  upstream.end('through')
-  t.equal(await readAll(tunnel.socket), 'through')
-  tunnel.socket.end()
-  await once(tunnel.socket, 'close')
+  await expectTunnelRelays(t, proxy.port, `denied.test:${destination.port}`, destination, 'a CONNECT to a denied host opens')
   const badPort = await rawExchange(proxy.port, `GET http://allowed.test:${unlisted}/ HTTP/1.1\r\nHost: allowed.test:${unlisted}\r\nConnection: close\r\n\r\n`)
   t.equal(badPort.status, 403, 'report mode does not lift allowedPorts')
   t.match(badPort.text, /details="port not allowed"/)

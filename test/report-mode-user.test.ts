@@ -1,7 +1,7 @@
 import { test } from 'tap'
 import { resolveToLoopback, startOrigin, startProxy } from './helpers/servers'
-import { basic, openTunnel, rawExchange } from './helpers/raw-client'
-import { once, readAll, startTcpDestination } from './helpers/tcp-destination'
+import { basic, rawExchange } from './helpers/raw-client'
+import { expectTunnelRelays, startTcpDestination } from './helpers/tcp-destination'
 import { eventually } from './helpers/eventually'
 import { capturedLog } from './helpers/captured-log'
 
@@ -29,13 +29,7 @@ test('Report mode on a user: a request and a CONNECT outside its allowedHosts ar
   const forwarded = await get(proxy.port, `http://outside.test:${origin.port}/reported`, trial)
   t.equal(forwarded.status, 200, 'the request its allowedHosts would refuse is forwarded')
   t.equal(origin.requests[0]?.url, '/reported')
-  const tunnel = await openTunnel(proxy.port, `outside.test:${destination.port}`, trial)
-  t.equal(tunnel.status, 200, 'so is the CONNECT')
-  const upstream = await destination.nextConnection()
-  upstream.end('through')
-  t.equal(await readAll(tunnel.socket), 'through')
-  tunnel.socket.end()
-  await once(tunnel.socket, 'close')
+  await expectTunnelRelays(t, proxy.port, `outside.test:${destination.port}`, destination, 'so is the CONNECT', trial)
   t.equal((await get(proxy.port, `http://allowed.test:${origin.port}/allowed`, trial)).status, 200)
   t.equal((await get(proxy.port, `http://allowed.test:${origin.port}/fourth`, trial)).status, 429, 'report mode does not lift the request rate')
   t.equal((await get(proxy.port, `http://outside.test:${origin.port}/strict`, strict)).status, 403, 'a user in enforce mode is refused')

@@ -1,6 +1,7 @@
 import { createServer, type AddressInfo, type Socket } from 'node:net'
 import type { Test } from 'tap'
 import { within } from './within'
+import { openTunnel } from './raw-client'
 
 /** A raw TCP destination on 127.0.0.1 that hands each accepted socket to the test. */
 export interface TcpDestination {
@@ -58,4 +59,19 @@ export async function echoesThrough (client: Socket, upstream: Socket, text: str
   upstream.once('data', (chunk: Buffer) => upstream.write(chunk))
   client.write(text)
   await echoed
+}
+
+/**
+ * Opens a CONNECT through the proxy on `proxyPort` to `target` (served by `destination`),
+ * checks it is answered 200 (`opened` names that check), has the destination send a few bytes
+ * and end, checks the client reads exactly them, and closes the tunnel.
+ */
+export async function expectTunnelRelays (t: Test, proxyPort: number, target: string, destination: TcpDestination, opened: string, headers: Record<string, string> = {}): Promise<void> {
+  const tunnel = await openTunnel(proxyPort, target, headers)
+  t.equal(tunnel.status, 200, opened)
+  const upstream = await destination.nextConnection()
+  upstream.end('through')
+  t.equal(await readAll(tunnel.socket), 'through')
+  tunnel.socket.end()
+  await once(tunnel.socket, 'close')
 }
