@@ -34,11 +34,7 @@ export function readSettings () {
   const all = [...LOAD_SCENARIOS, ...EXTRA_SCENARIOS]
   return {
     suite,
-    smoke,
-    rounds: number('BENCH_ROUNDS', smoke ? 1 : 5),
-    duration: number('BENCH_DURATION', smoke ? 0.5 : 3),
-    warmupMs: number('BENCH_WARMUP_MS', smoke ? 1 : 1000),
-    connections: number('BENCH_CONNECTIONS', 32),
+    ...roundSettings(smoke),
     scenarios: list('BENCH_SCENARIOS', all, all),
     // The chained peer (ours through ours) only when asked for.
     peers: list('BENCH_PEERS', smoke ? ['ours'] : PEER_NAMES.filter((name) => name !== 'chained'), PEER_NAMES),
@@ -53,6 +49,17 @@ export function readSettings () {
   }
 }
 
+/** The knobs both suites share: `smoke`, and the rounds, their length, the warm-up and the connections. */
+function roundSettings (smoke) {
+  return {
+    smoke,
+    rounds: number('BENCH_ROUNDS', smoke ? 1 : 5),
+    duration: number('BENCH_DURATION', smoke ? 0.5 : 3),
+    warmupMs: number('BENCH_WARMUP_MS', smoke ? 1 : 1000),
+    connections: number('BENCH_CONNECTIONS', 32)
+  }
+}
+
 /**
  * The per-request suite's knobs: the same names, other defaults (every path, hey for every load
  * scenario), and BENCH_ACCESS_LOG (`file`: ours' stdout and Squid's access_log into files in the
@@ -61,12 +68,8 @@ export function readSettings () {
 function readSuiteSettings (smoke) {
   return {
     suite: 'per-request',
-    smoke,
-    rounds: number('BENCH_ROUNDS', smoke ? 1 : 5),
-    duration: number('BENCH_DURATION', smoke ? 0.5 : 3),
-    // A hey run of this length through every path before each scenario's rounds (not counted; none under 100 ms).
-    warmupMs: number('BENCH_WARMUP_MS', smoke ? 1 : 1000),
-    connections: number('BENCH_CONNECTIONS', 32),
+    // warmupMs: a hey run of this length through every path before each scenario's rounds (not counted; none under 100 ms).
+    ...roundSettings(smoke),
     scenarios: list('BENCH_SCENARIOS', SUITE_SCENARIOS, SUITE_SCENARIOS),
     peers: list('BENCH_PEERS', SUITE_PEER_NAMES, SUITE_PEER_NAMES),
     accessLog: list('BENCH_ACCESS_LOG', ['file'], ['file', 'null'])[0],
