@@ -204,12 +204,13 @@ function hopByHopNames (rawHeaders: readonly string[]): HeaderNames {
 
 /** The `Connection`-listed names of an already-parsed header object (an upstream response). */
 export function hopByHopNamesOfObject (headers: Readonly<Record<string, string | string[] | undefined>>): HeaderNames {
-  const connection = headers.connection
-  const proxyConnection = headers['proxy-connection']
-  if (connection === undefined && proxyConnection === undefined) return HOP_BY_HOP
+  // Most responses have neither: nothing is allocated for them.
+  if (headers.connection === undefined && headers['proxy-connection'] === undefined) return HOP_BY_HOP
   const raw: string[] = []
-  if (connection !== undefined) raw.push('connection', Array.isArray(connection) ? connection.join(',') : connection)
-  if (proxyConnection !== undefined) raw.push('proxy-connection', Array.isArray(proxyConnection) ? proxyConnection.join(',') : proxyConnection)
+  for (const name of ['connection', 'proxy-connection']) {
+    const value = headers[name]
+    if (value !== undefined) raw.push(name, Array.isArray(value) ? value.join(',') : value)
+  }
   return hopByHopNames(raw)
 }
 
