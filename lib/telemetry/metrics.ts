@@ -17,8 +17,7 @@ import {
   type ProxyError,
   type ProxyErrorType,
   policyRefusalReasonOf,
-  type PolicyRefusalReason,
-  refusalRuleOf
+  type PolicyRefusalReason
 } from '../protocol/errors'
 
 /*
@@ -103,86 +102,6 @@ export function countForwardRequest (): void {
  */
 export function countRequestOutcome (kind: ProxyRequestKind, outcome: ProxyRequestOutcome): void {
   proxyInstruments().requestOutcomes.add(1, OUTCOME_ATTRIBUTES[kind][outcome])
-}
-
-/** The attribute naming why the proxy answered with an error, on the `refused` and `failed` outcomes. */
-export const PROXY_REASON_ATTRIBUTE = 'forward_proxy.reason'
-
-/**
- * Why the proxy answered a request with an error of its own (`forward_proxy.reason`): which
- * rule refused it, or what failed. A closed set, so the counter never grows with traffic.
- */
-export type ProxyRefusalReason =
-  | 'auth' | 'destination_policy' | 'user_hosts' | 'user_secrets' | 'user_rate_limit' | 'user_tunnel_limit'
-  | 'secret_destination' | 'tunnel_limit' | 'request_limit' | 'loop' | 'transform' | 'bad_request'
-  | 'destination_error' | 'internal_error' | 'other'
-
-const REASONS: readonly ProxyRefusalReason[] = [
-  'auth', 'destination_policy', 'user_hosts', 'user_secrets', 'user_rate_limit', 'user_tunnel_limit',
-  'secret_destination', 'tunnel_limit', 'request_limit', 'loop', 'transform', 'bad_request',
-  'destination_error', 'internal_error', 'other'
-]
-
-type ErrorOutcome = 'refused' | 'failed'
-type ReasonAttributes = Readonly<Record<ErrorOutcome, Readonly<Record<ProxyRefusalReason, Attributes>>>>
-
-// Built once, like OUTCOME_ATTRIBUTES: an error's count allocates nothing either.
-const REASON_ATTRIBUTES: Readonly<Record<ProxyRequestKind, ReasonAttributes>> = Object.freeze({
-  connect: reasonAttributes('connect'),
-  forward: reasonAttributes('forward'),
-  intercepted: reasonAttributes('intercepted')
-})
-
-function reasonAttributes (kind: ProxyRequestKind): ReasonAttributes {
-  const byOutcome = (outcome: ErrorOutcome): Readonly<Record<ProxyRefusalReason, Attributes>> => {
-    const table: Partial<Record<ProxyRefusalReason, Attributes>> = {}
-    for (const reason of REASONS) table[reason] = Object.freeze({ [PROXY_KIND_ATTRIBUTE]: kind, [PROXY_OUTCOME_ATTRIBUTE]: outcome, [PROXY_REASON_ATTRIBUTE]: reason })
-    return Object.freeze(table as Record<ProxyRefusalReason, Attributes>)
-  }
-  return Object.freeze({ refused: byOutcome('refused'), failed: byOutcome('failed') })
-}
-
-/**
- * Counts a proxy request the proxy answered with `error`: `forward_proxy.request.outcomes` +1
- * with its kind, `refused` (a 4xx) or `failed` (a 5xx) by `status`, and the reason
- * ({@link refusalReasonOf}).
- */
-export function countErrorOutcome (kind: ProxyRequestKind, status: number, error: ProxyError): void {
-  proxyInstruments().requestOutcomes.add(1, REASON_ATTRIBUTES[kind][status >= 500 ? 'failed' : 'refused'][refusalReasonOf(error)])
-}
-
-/**
- * The reason of an error the proxy answered with, from the rule that refused it
- * (`refusalRuleOf`): proxy authentication and its brute-force guard (`auth`), the destination
- * policy or a destination filter (`destination_policy`), a user's `allowedHosts`, `secrets`,
- * `requestsPerMinute` or `maxConcurrentTunnels`, a secret's placeholder where its secret may not
- * go (`secret_destination`), the proxy's limits, a loop, a transform, a malformed request
- * (`bad_request`); without a rule, a failure: `internal_error`, else `destination_error` (5xx)
- * or `bad_request`.
- */
-export function refusalReasonOf (error: ProxyError): ProxyRefusalReason {
-  const rule = refusalRuleOf(error)
-  if (rule === undefined) return error.errorType === 'proxy_internal_error' ? 'internal_error' : error.status >= 500 ? 'destination_error' : 'bad_request'
-  switch (rule) {
-    case 'auth': case 'auth.failureLimit': return 'auth'
-    case 'destinationFilters': return 'destination_policy'
-    case 'limits.maxConcurrentTunnels': return 'tunnel_limit'
-    case 'limits.maxConcurrentRequests': return 'request_limit'
-    case 'loop': return 'loop'
-    case 'transforms': return 'transform'
-    case 'request': return 'bad_request'
-    case 'headers[].tlsOnly': return 'secret_destination'
-  }
-  if (rule.startsWith('destinations.')) return 'destination_policy'
-  if (rule.startsWith('secrets.')) return 'secret_destination'
-  // `users.<name>.<field>`: the field is the last segment whatever the name holds.
-  if (rule.startsWith('users.')) {
-    if (rule.endsWith('.allowedHosts')) return 'user_hosts'
-    if (rule.endsWith('.secrets')) return 'user_secrets'
-    if (rule.endsWith('.requestsPerMinute')) return 'user_rate_limit'
-    if (rule.endsWith('.maxConcurrentTunnels')) return 'user_tunnel_limit'
-  }
-  return 'other'
 }
 
 /**

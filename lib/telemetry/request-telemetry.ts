@@ -8,9 +8,9 @@ import { proxyRequestTargetOf, type ProxyRequestTarget, interceptedTunnelOf } fr
 import {
   type TunnelKind,
   countForwardRequest,
-  countRequestOutcome,
-  countErrorOutcome
+  countRequestOutcome
 } from './metrics'
+import { countErrorOutcome } from './refusal-reasons'
 import { ObjectSlot } from '../protocol/object-slot'
 import { startProxySpan, endProxySpan, endAbandonedProxySpan, contextWithSpan } from './traces'
 import { refusalRuleOf, type ProxyError } from '../protocol/errors'
