@@ -9,9 +9,12 @@ import {
   MetricReader,
   DataPointType,
   type MetricData,
-  type ResourceMetrics
+  type ResourceMetrics,
+  type ScopeMetrics
 } from '@opentelemetry/sdk-metrics'
 import type { MetricsListenerConfig } from './config'
+import { isWorker } from './workers'
+import { joinClusterMetrics, workersText, type ClusterMetricsWorker } from './cluster-metrics'
 
 /** A reader that collects only when scraped: no timer, no push. */
 class ScrapeReader extends MetricReader {
@@ -33,7 +36,9 @@ export interface MetricsEndpoint {
  * Installs an OpenTelemetry MeterProvider as the global one and serves its metrics in the
  * Prometheus text format at `GET /metrics` on a listener of its own: never a proxy listener,
  * so no proxy client reaches it and it needs no proxy authentication. Anything else gets 404
- * (405 for another method on `/metrics`).
+ * (405 for another method on `/metrics`). In a worker of a `workers` server the workers share
+ * the listener, and a scrape answers the sum over every worker (see cluster-metrics.ts), with
+ * `forward_proxy_metrics_workers` and `forward_proxy_metrics_workers_reporting`.
  * @throws when the port cannot be bound, or another MeterProvider is already installed.
  */
 export async function startMetricsEndpoint (config: MetricsListenerConfig): Promise<MetricsEndpoint> {
@@ -43,6 +48,8 @@ export async function startMetricsEndpoint (config: MetricsListenerConfig): Prom
     await provider.shutdown()
     throw new Error('metrics: another OpenTelemetry MeterProvider is already installed')
   }
+  const collectHere = async (): Promise<ScopeMetrics[]> => (await reader.collect()).resourceMetrics.scopeMetrics
+  const workers = isWorker() ? joinClusterMetrics(collectHere) : undefined
   const server: Server = createServer((req, res) => {
     const path = (req.url ?? '').split('?')[0]
     if (path !== '/metrics') {
@@ -53,8 +60,7 @@ export async function startMetricsEndpoint (config: MetricsListenerConfig): Prom
       res.writeHead(405, { allow: 'GET, HEAD', 'content-type': 'text/plain; charset=utf-8' }).end('Method not allowed\n')
       return
     }
-    reader.collect().then(({ resourceMetrics }) => {
-      const body = toPrometheusText(resourceMetrics)
+    scrape(collectHere, workers).then((body) => {
       res.writeHead(200, { 'content-type': PROMETHEUS_CONTENT_TYPE, 'content-length': Buffer.byteLength(body), 'cache-control': 'no-store' })
       res.end(req.method === 'HEAD' ? undefined : body)
     }, () => {
@@ -69,22 +75,33 @@ export async function startMetricsEndpoint (config: MetricsListenerConfig): Prom
       server.listen(config.port, config.host, () => { server.removeListener('error', reject); resolve() })
     })
   } catch (error) {
+    workers?.close()
     metrics.disable()
     await provider.shutdown()
     throw error
   }
+  workers?.announce()
   const address = server.address() as AddressInfo
   const host = address.family === 'IPv6' ? `[${address.address}]` : address.address
   return {
     url: `http://${host}:${address.port}/metrics`,
     server,
     async close () {
+      workers?.close()
       server.closeAllConnections()
       await new Promise<void>((resolve) => server.close(() => resolve()))
       metrics.disable()
       await provider.shutdown()
     }
   }
+}
+
+/** The body of a scrape: this process's metrics, or with `workers` the sum over every worker. */
+async function scrape (collectHere: () => Promise<ScopeMetrics[]>, workers: ClusterMetricsWorker | undefined): Promise<string> {
+  if (workers === undefined) return toPrometheusText({ scopeMetrics: await collectHere() })
+  const collection = await workers.collect()
+  if (collection.reporting === 0) throw new Error('no worker answered')
+  return toPrometheusText(collection) + workersText(collection)
 }
 
 /** The content type of the Prometheus text exposition format this module writes. */
@@ -111,7 +128,7 @@ export function prometheusName (metric: MetricData): string {
  * (monotonic sums), gauges (up-down counters and gauges) and histograms with cumulative
  * `_bucket{le=...}`, `_sum` and `_count`. Exponential histograms are not exported.
  */
-export function toPrometheusText (resourceMetrics: ResourceMetrics): string {
+export function toPrometheusText (resourceMetrics: Pick<ResourceMetrics, 'scopeMetrics'>): string {
   const lines: string[] = []
   for (const scope of resourceMetrics.scopeMetrics) {
     for (const metric of scope.metrics) writeMetric(lines, metric)

@@ -1,6 +1,7 @@
 // Runs the bundled server in several worker processes sharing its listeners.
 
 import cluster, { type Worker } from 'node:cluster'
+import { relayMetricsCollection } from './cluster-metrics'
 
 /** What a worker tells the first process once its listeners are bound. */
 interface ReadyMessage {
@@ -35,7 +36,8 @@ export function reportWorkerReady (summary: string, shutdown: () => void): void 
  * listening the first summary is printed with a `workers:` line. A worker that fails to start
  * stops everything with exit code 1; one that dies later is replaced. SIGTERM or SIGINT asks
  * every worker to close gracefully; the process exits 0 when all exited 0, else 1. SIGHUP is
- * passed to every worker, which reloads the configuration file.
+ * passed to every worker, which reloads the configuration file. A scrape of the metrics
+ * listener (which the workers share) is answered with the sum over every worker.
  */
 export async function runWorkers (count: number): Promise<void> {
   let closing = false
@@ -53,6 +55,8 @@ export async function runWorkers (count: number): Promise<void> {
   }
   process.on('SIGINT', shutdown)
   process.on('SIGTERM', shutdown)
+  // A scrape of the shared metrics listener sums every worker's metrics (cluster-metrics.ts).
+  relayMetricsCollection()
   // Each worker reloads the file itself (and watches it); the signal only reaches this process.
   process.on('SIGHUP', () => {
     for (const worker of live) worker.process.kill('SIGHUP')
