@@ -26,6 +26,8 @@ import {
 } from './core/runtime'
 import { DestinationPolicy, OwnListeners } from './security/destination-policy'
 import { UserPolicy } from './security/user-policy'
+import { openSharedLimits } from './limit-store-setup'
+import { workersLimitStoreOf } from './core/shared-limits-options'
 import { transformForwardedResponse } from './forward/forwarded-response'
 import { createDestinationDispatcher, createTlsDestinationDispatcher, createUpstreamDispatcher } from './forward/destinations'
 import { INTERCEPTION_ADDRESS, InterceptionEndpoint } from './interception/endpoint'
@@ -37,6 +39,7 @@ import { ForwardProxyOptionsError } from './protocol/errors'
 
 async function forwardProxyPlugin (fastify: FastifyInstance, options: ForwardProxyOptions): Promise<void> {
   const settings = resolveProxySettings(options)
+  const sharedLimits = openSharedLimits(settings.redis, workersLimitStoreOf(options), fastify.log)
   const policy = new DestinationPolicy(settings.destinations)
   const ownListeners = new OwnListeners()
   const connector = { policy, resolver: settings.resolver, connectTimeout: settings.limits.connectTimeout, ownListeners, upstreams: settings.upstreams }
@@ -46,7 +49,8 @@ async function forwardProxyPlugin (fastify: FastifyInstance, options: ForwardPro
     policy,
     connector,
     tunnels: new TunnelRegistry(settings.limits.maxConcurrentTunnels),
-    userPolicy: new UserPolicy(),
+    userPolicy: new UserPolicy(sharedLimits),
+    sharedLimits,
     forwardedRequests: new ConcurrencyLimit(settings.limits.maxConcurrentRequests),
     ...createDispatchers(),
     destinationTls: DEFAULT_DESTINATION_TLS,
@@ -130,6 +134,8 @@ async function forwardProxyPlugin (fastify: FastifyInstance, options: ForwardPro
   })
   fastify.addHook('onClose', async function closeDispatchers () {
     await Promise.all([runtime.dispatcher, runtime.tlsDispatcher, runtime.upstreamDispatcher, ...retiring].map(async (dispatcher) => await dispatcher.destroy()))
+    // After the tunnels: their slots are given back before the store closes.
+    await sharedLimits?.close()
   })
 
   await fastify.register(proxyRoutes(runtime))

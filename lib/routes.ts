@@ -45,7 +45,7 @@ export function proxyRoutes (runtime: ProxyRuntime) {
     })
     instance.setErrorHandler(createProxyErrorHandler(runtime.settings))
     const { auth } = runtime.settings
-    const authenticate = auth === null ? undefined : authenticateOrRecheckTunnel(await registerProxyAuthentication(instance, auth.realm, () => runtime.settings.auth?.check ?? auth.check, auth.failureLimit), runtime)
+    const authenticate = auth === null ? undefined : authenticateOrRecheckTunnel(await registerProxyAuthentication(instance, auth.realm, () => runtime.settings.auth?.check ?? auth.check, auth.failureLimit, runtime.sharedLimits), runtime)
 
     instance.route({
       method: instance.supportedMethods as HTTPMethods[],

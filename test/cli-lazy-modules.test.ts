@@ -28,10 +28,10 @@ async function loadedPackages (t: Test, config: object): Promise<string[]> {
   return packages
 }
 
-test('bin: without interception and metrics it loads neither the certificate code (pkijs, asn1js) nor the OpenTelemetry SDK', async (t) => {
+test('bin: without interception, metrics and redis it loads neither the certificate code (pkijs, asn1js), the OpenTelemetry SDK nor ioredis', async (t) => {
   const packages = await loadedPackages(t, { listen: [{ host: '127.0.0.1', port: 0 }] })
   t.ok(packages.includes('fastify') && packages.includes('undici'), 'the probe sees the packages the proxy needs')
-  for (const name of ['pkijs', 'asn1js', '@opentelemetry/sdk-metrics']) t.notOk(packages.includes(name), `${name} not loaded`)
+  for (const name of ['pkijs', 'asn1js', '@opentelemetry/sdk-metrics', 'ioredis']) t.notOk(packages.includes(name), `${name} not loaded`)
 })
 
 test('bin: with interception and metrics it loads the certificate code and the OpenTelemetry SDK', async (t) => {

@@ -129,7 +129,7 @@ test('Per-user policy: bad users entries are refused at registration naming the 
 
 test('Per-user policy: requestsPerMinute counts in one-minute windows: refused with the seconds left as Retry-After until the minute is over, then counted afresh (a clock driven by the test)', async (t) => {
   let now = 1_000_000
-  const policy = new UserPolicy(() => now)
+  const policy = new UserPolicy(null, () => now)
   const agent = { name: 'agent-7', requestsPerMinute: 2 }
   const destination = { host: 'api.example.test', port: 443 }
   const refusal = (): unknown => { try { policy.admitRequest(agent, destination); return null } catch (error) { return error } }

@@ -6,6 +6,7 @@ export type { ForwardProxyUser, ForwardProxyUserEntry, ForwardProxyCredentialChe
 export type { ForwardProxyOptions, ForwardProxyAuthOptions, ForwardProxyAuthFailureLimit, ForwardProxyDestinationOptions, ForwardProxyPolicyMode, ForwardProxyLimitOptions, ForwardProxyResolver, ResolvedAddress } from './options'
 export type { ForwardProxyInterceptionSelector, ForwardProxyInterceptionSelectorSource, ForwardProxyCertificateProvider, ForwardProxyCertificateProviderSource, ForwardProxyCertificate, ForwardProxyPemCertificate, ForwardProxyRequestTransform, ForwardProxyOutgoingRequest, ForwardProxyIncomingResponse, ForwardProxyDestinationFilter, ForwardProxyClientProtocols, ForwardProxyDestinationCertificateCheck, ForwardProxyInterception, ForwardProxyInterceptionAddress, TlsInterceptionOptions } from './interception'
 export type { ForwardProxyHeaderRule } from './header-rules'
+export type { ForwardProxyRedisOptions } from './shared-limits'
 export type { ForwardProxySecret, ForwardProxySecretSource } from './secrets'
 export type { ForwardProxyUpstreamRule, ForwardProxyUpstreamSelector } from './upstream'
 export type { ForwardProxyCaProviderOptions, ForwardProxyCaCertificateProvider, ForwardProxyIssuedLeaf, ForwardProxyLeafKeyType } from './certificates'

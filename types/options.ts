@@ -2,6 +2,7 @@ import type { ForwardProxyCredentialCheck, ForwardProxyUserEntry } from './user'
 import type { ForwardProxyRequestTransform } from './interception'
 import type { ForwardProxySecret } from './secrets'
 import type { ForwardProxyUpstreamRule, ForwardProxyUpstreamSelector } from './upstream'
+import type { ForwardProxyRedisOptions } from './shared-limits'
 
 /**
  * Proxy authentication. Basic credentials on `Proxy-Authorization`; failures answer
@@ -166,4 +167,10 @@ export interface ForwardProxyOptions {
    * Default `true`.
    */
   propagateTraceContext?: boolean
+  /**
+   * Counts each user's `requestsPerMinute` and `maxConcurrentTunnels` and the authentication
+   * lockout in one Redis for every process and replica that uses it. Default: none (each
+   * process counts its own).
+   */
+  redis?: ForwardProxyRedisOptions
 }

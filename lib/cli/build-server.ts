@@ -20,6 +20,11 @@ import {
   readConfigFile
 } from './config'
 import { ConfigError } from './config-errors'
+import { redisOption } from './redis-option'
+import type { ForwardProxyRedisOptions } from '../../types/shared-limits'
+import { WORKERS_LIMIT_STORE } from '../core/shared-limits-options'
+import { isWorker } from './workers'
+import { workersLimitStore } from './workers-limits'
 import {
   closeAllConnections,
   closeIdleConnections,
@@ -77,10 +82,14 @@ export interface StartOptions {
   readonly shutdownGracePeriod?: number
 }
 
-/** Maps the configuration file onto the plugin's options. */
-export function pluginOptionsFromConfig (config: ProxyServerConfig): ForwardProxyOptions {
+/**
+ * Maps the configuration file onto the plugin's options. `redis` is the plugin's `redis` option,
+ * built once at start-up ({@link redisOption}): the key needs a restart, so a reload keeps it.
+ */
+export function pluginOptionsFromConfig (config: ProxyServerConfig, redis?: ForwardProxyRedisOptions): ForwardProxyOptions {
   const secretValues = loadSecrets(config.secrets)
   return {
+    ...(redis === undefined ? {} : { redis }),
     ...(config.users === undefined ? {} : { auth: { users: config.users, ...(config.authFailureLimit === undefined ? {} : { failureLimit: config.authFailureLimit }) } }),
     ...(config.destinations === undefined ? {} : { destinations: config.destinations }),
     ...(config.limits === undefined ? {} : { limits: config.limits }),
@@ -103,6 +112,14 @@ function upstreamProxiesOption (upstreams: NonNullable<ProxyServerConfig['upstre
 }
 
 /**
+ * In a worker of a `workers` server without `redis`: the option that counts its users' limits
+ * and the authentication lockout in the first process, for all workers. Nothing otherwise.
+ */
+function sharedLimitsOfWorkers (redis: ForwardProxyRedisOptions | undefined): object {
+  return redis === undefined && isWorker() ? { [WORKERS_LIMIT_STORE]: workersLimitStore() } : {}
+}
+
+/**
  * Starts the ready-to-run proxy: one Fastify app with the forward proxy and `GET /healthz`,
  * serving every configured listener (the first is Fastify's own server, the others are joined
  * with `forwardProxy.attachServer`). Refuses to start an open proxy on a non-loopback address
@@ -116,8 +133,9 @@ export async function startProxyServer (config: ProxyServerConfig, options: Star
   checkListenerExposure(config)
   // Every certificate is checked before anything listens.
   const tlsFiles = config.listen.map((listener, index) => listener.tls === undefined ? undefined : loadListenerTls(listener.tls, index))
+  const redis = config.redis === undefined ? undefined : redisOption(config.redis)
   const app = createProxyApp(first, tlsFiles[0], config)
-  await app.register(forwardProxy, pluginOptionsFromConfig(config))
+  await app.register(forwardProxy, { ...pluginOptionsFromConfig(config, redis), ...sharedLimitsOfWorkers(redis) })
   const interception = config.interception === undefined ? undefined : await interceptionFromConfig().registerInterceptionFromConfig(app, config.interception, config.dataDirectory)
   let current = config
   const reload: ReloadTarget = {
@@ -127,7 +145,7 @@ export async function startProxyServer (config: ProxyServerConfig, options: Star
       const hosts = next.interception?.hosts
       // Checked before anything changes: createHostListSelector throws on a bad pattern.
       if (hosts !== undefined) createHostListSelector(hosts)
-      app.forwardProxy.reconfigure(pluginOptionsFromConfig(next))
+      app.forwardProxy.reconfigure(pluginOptionsFromConfig(next, redis))
       if (hosts !== undefined) interception?.setHosts(hosts)
       current = next
     }

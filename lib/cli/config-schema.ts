@@ -168,6 +168,28 @@ export const CONFIG_SCHEMA = {
         }
       }
     },
+    // Where users' rates, tunnel slots and the authentication lockout are counted for every replica.
+    redis: {
+      type: 'object',
+      additionalProperties: false,
+      required: ['url'],
+      properties: {
+        url: { type: 'string', pattern: '^rediss?://', description: 'a URL redis://host:port/db or rediss://host:port/db' },
+        password: {
+          type: 'object',
+          additionalProperties: false,
+          properties: {
+            env: { type: 'string', pattern: '^[A-Za-z_][A-Za-z0-9_]*$', description: 'an environment variable name' },
+            file: { type: 'string', minLength: 1 }
+          }
+        },
+        ca: { type: 'string', minLength: 1 },
+        keyPrefix: { type: 'string', minLength: 1 },
+        onError: { enum: ['allow', 'deny'] },
+        timeout: { type: 'integer', minimum: 1, maximum: 60000 },
+        leaseTime: { type: 'integer', minimum: 300, maximum: 3600000 }
+      }
+    },
     dataDirectory: { type: 'string', minLength: 1 },
     // Processes sharing the listeners (Node cluster); 1 runs everything in this process.
     workers: { type: 'integer', minimum: 1, maximum: 64 },

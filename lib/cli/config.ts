@@ -17,6 +17,7 @@ import { canonicalHost, compileHostPattern, parseCidr, type HostPattern } from '
 import { splitSecretHost } from '../security/secrets'
 import type { LogConfig } from './logging'
 import { KEY_FILE_RULE, octalMode, tooOpenKeyFile, type TooOpenKeyFile } from '../certificates/pem'
+import { checkRedisConfig, type RedisConfig } from './redis-config'
 import { ConfigError, describeSchemaError } from './config-errors'
 
 /** One listener of the configuration file; TLS paths already resolved against the file's folder. */
@@ -51,6 +52,8 @@ export interface ProxyServerConfig {
   headers?: ForwardProxyHeaderRule[]
   /** Named credentials for header rules (`{{secret:NAME}}`); `file` paths resolved against the file's folder. */
   secrets?: Record<string, SecretConfig>
+  /** Where users' rates, tunnel slots and the authentication lockout are counted for every replica. */
+  redis?: RedisConfig
   dataDirectory: string
   /** Processes that share the listeners (Node `cluster`); 1, the default, runs in this process. */
   workers?: number
@@ -156,6 +159,7 @@ export function parseConfig (value: unknown, source: string, baseDirectory: stri
     ...(secrets === undefined
       ? {}
       : { secrets: Object.fromEntries(Object.entries(secrets).map(([name, secret]) => [name, secret.file === undefined ? secret : { ...secret, file: resolve(baseDirectory, secret.file) }])) }),
+    ...(config.redis === undefined ? {} : { redis: checkRedisConfig(config.redis, source, baseDirectory) }),
     dataDirectory: resolve(baseDirectory, config.dataDirectory ?? '.forward-proxy'),
     workers: config.workers ?? 1,
     log: { level: config.log?.level ?? 'info', format: config.log?.format ?? 'json' },

@@ -7,6 +7,7 @@ import { ConfigError } from './config-errors'
 import { configFromCommandLine, parseCommandLine, startupSummary } from './command-line'
 import { startProxyServer } from './build-server'
 import { isWorker, reportWorkerReady, runWorkers } from './workers'
+import { serveWorkersLimits } from './workers-limits'
 import { answerReloadWithoutFile, watchConfiguration } from './reload'
 
 const USAGE = `Usage: forward-proxy [--config <file>] [--host <address>] [--port <n>]
@@ -31,6 +32,8 @@ async function main (): Promise<void> {
   const config = configFromCommandLine(commandLine)
   const workers = config.workers ?? 1
   if (workers > 1 && !isWorker()) {
+    // Without redis the workers count users' limits and the lockout here, for all of them.
+    if (config.redis === undefined) serveWorkersLimits()
     await runWorkers(workers)
     return
   }

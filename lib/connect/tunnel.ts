@@ -53,8 +53,16 @@ export async function admitConnect (request: FastifyRequest, reply: FastifyReply
   const reportedByUser = runtime.userPolicy.admitRequest(request.proxyUser, destination)
   const reported = reportedByPolicy ?? reportedByUser
   if (reported !== null) noteReportedRefusal(request, reported)
-
-  const releaseUserTunnel = runtime.userPolicy.reserveTunnel(request.proxyUser)
+  // With shared limits the rate and the user's slot are counted in their store.
+  const counted = runtime.userPolicy.countInStore(request.proxyUser)
+  if (counted !== null) await counted
+  const reserved = runtime.userPolicy.reserveTunnel(request.proxyUser)
+  const releaseUserTunnel = reserved instanceof Promise ? await reserved : reserved
+  if (client.gone) {
+    releaseUserTunnel()
+    dropAbandonedConnect(request, reply)
+    return
+  }
   const releaseTunnel = runtime.tunnels.tryReserve()
   if (releaseTunnel === null) {
     releaseUserTunnel()

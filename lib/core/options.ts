@@ -23,6 +23,7 @@ import { isPolicyMode, POLICY_MODE_PROBLEM } from '../security/report-mode'
 import { compileUpstreamProxies, type UpstreamRoutes } from '../security/upstream-proxy'
 import { ForwardProxyOptionsError } from '../protocol/errors'
 import { DEFAULT_PSEUDONYM } from '../protocol/error-responses'
+import { changedRedisSetting, resolveRedisOptions, type ResolvedRedisSettings } from './shared-limits-options'
 
 /** Default limits, in milliseconds where they are durations. */
 export const DEFAULT_LIMITS = {
@@ -53,10 +54,12 @@ export interface ResolvedProxySettings {
   /** The `upstreamProxies` option compiled; null: every destination is reached directly. */
   readonly upstreams: UpstreamRoutes | null
   readonly propagateTraceContext: boolean
+  /** The `redis` option: where the limits shared between processes are counted; null: in each process. */
+  readonly redis: ResolvedRedisSettings | null
 }
 
 const KNOWN_KEYS: Record<string, readonly string[]> = {
-  '': ['auth', 'destinations', 'limits', 'via', 'resolver', 'transforms', 'secrets', 'upstreamProxies', 'propagateTraceContext'],
+  '': ['auth', 'destinations', 'limits', 'via', 'resolver', 'transforms', 'secrets', 'upstreamProxies', 'propagateTraceContext', 'redis'],
   auth: ['realm', 'users', 'validate', 'failureLimit'],
   'auth.failureLimit': ['maxFailures', 'window'],
   destinations: ['allowedHosts', 'deniedHosts', 'allowedPorts', 'allowPrivateNetworks', 'allowedNetworks', 'mode'],
@@ -85,7 +88,8 @@ export function resolveProxySettings (options: ForwardProxyOptions = {}): Resolv
     transforms: asArray('transforms', options.transforms ?? []).map((transform, index) => checkTransform(transform, `transforms[${index}]`)),
     secrets,
     upstreams: compileUpstreamProxies(options.upstreamProxies),
-    propagateTraceContext: resolvePropagateTraceContext(options.propagateTraceContext)
+    propagateTraceContext: resolvePropagateTraceContext(options.propagateTraceContext),
+    redis: resolveRedisOptions(options.redis)
   }
 }
 
@@ -105,7 +109,7 @@ export function changedRegistrationOnlySetting (current: ResolvedProxySettings, 
   for (const key of ['httpActivityTimeout', 'firstByteTimeout', 'maxStreamResets'] as const) {
     if (current.limits[key] !== next.limits[key]) return `limits.${key}`
   }
-  return null
+  return changedRedisSetting(current.redis, next.redis)
 }
 
 /**

@@ -20,6 +20,7 @@ import type { DestinationTlsSettings, InterceptionSettings } from './interceptio
 import type { DestinationPolicy } from '../security/destination-policy'
 import type { DestinationConnectorSettings } from '../security/destination-connector'
 import type { UserPolicy } from '../security/user-policy'
+import type { SharedLimits } from '../security/shared-limits'
 import type { ForwardProxyControl } from '../../types/control'
 import type { ForwardProxyDestination } from '../../types/destination'
 import type { TunnelGrant } from '../security/tunnel-grant'
@@ -39,6 +40,8 @@ export interface ProxyRuntime {
   readonly tunnels: TunnelRegistry
   /** Each user's own hosts, open tunnels and request rate (fields of `request.proxyUser`). */
   readonly userPolicy: UserPolicy
+  /** Where the limits shared between processes are counted; null: in this process only. */
+  readonly sharedLimits: SharedLimits | null
   /** Forwarded requests in flight (`http://` and inside intercepted tunnels), against `limits.maxConcurrentRequests`. */
   readonly forwardedRequests: ConcurrencyLimit
   /**

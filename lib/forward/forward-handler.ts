@@ -70,6 +70,9 @@ export async function forwardRequest (
   target: ForwardTarget
 ): Promise<void> {
   const prepared = prepareOutgoingRequest(request, runtime, target)
+  // With shared limits the user's request rate is counted in their store, before anything leaves.
+  const counted = runtime.userPolicy.countInStore(request.proxyUser)
+  if (counted !== null) await counted
   if (prepared.kind === 'answer-options') {
     reply.code(200).header('proxy-status', runtime.settings.pseudonym).header('content-length', '0').send()
     return

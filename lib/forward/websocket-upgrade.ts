@@ -70,6 +70,8 @@ export async function forwardWebSocketUpgrade (
   const { limits } = runtime.settings
   const { destination } = target
   const prepared = prepareOutgoingRequest(request, runtime, { destination, scheme: 'https', pathAndQuery: target.pathAndQuery, applyMaxForwards: false })
+  const counted = runtime.userPolicy.countInStore(request.proxyUser)
+  if (counted !== null) await counted
   const { received, via, transforms } = prepared
 
   const abort = new Cancellation()

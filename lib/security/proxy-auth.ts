@@ -8,6 +8,8 @@ import type { ForwardProxyCredentialCheck, ForwardProxyUser, ForwardProxyUserEnt
 import { AUTH_LOCKOUT_DETAILS, ProxyError, refusedBy } from '../protocol/errors'
 import type { UserRecheck } from './tunnel-grant'
 import { ObjectSlot } from '../protocol/object-slot'
+import type { AuthFailureCount } from './limit-store'
+import type { SharedLimits } from './shared-limits'
 
 /** The `Proxy-Authenticate` challenge for a realm. */
 export function proxyAuthenticateChallenge (realm: string): string {
@@ -27,19 +29,31 @@ export async function registerProxyAuthentication (
   instance: FastifyInstance,
   realm: string,
   currentCheck: () => ForwardProxyCredentialCheck,
-  failureLimit: AuthFailureLimitSettings | null
+  failureLimit: AuthFailureLimitSettings | null,
+  shared: SharedLimits | null = null
 ): Promise<onRequestHookHandler> {
   const limiter = failureLimit === null ? null : new AuthFailureLimiter(failureLimit)
+  const sharedFailures = limiter === null || failureLimit === null ? null : shared
+  // Failures any process counted in the store, this one's included, reach every process.
+  sharedFailures?.store.onAuthFailures((client, count) => limiter?.adopt(client, count))
   // The usual attempt (a users table, no lockout under way) is decided without a promise: the
-  // plugin's `done` is called before validate returns.
-  const decide = (username: string, password: string, request: FastifyRequest, client: string, verdict: boolean | ForwardProxyUser): void => {
+  // plugin's `done` is called before validate returns. A failure counted in a shared store is
+  // answered once counted there, so the next attempt, on any process, finds it counted.
+  const decide = (username: string, password: string, request: FastifyRequest, client: string, verdict: boolean | ForwardProxyUser): Promise<void> | undefined => {
     limiter?.settle(client, verdict === false)
     if (verdict === false) {
-      throw new ProxyError('http_request_denied', 'Proxy authentication failed.', { status: 407, details: 'invalid credentials' })
+      const refusal = new ProxyError('http_request_denied', 'Proxy authentication failed.', { status: 407, details: 'invalid credentials' })
+      const recorded = sharedFailures?.recordAuthFailure(client, (failureLimit as AuthFailureLimitSettings).window)
+      if (recorded === undefined || recorded === null) throw refusal
+      return recorded.then((count) => {
+        if (count !== null) limiter?.adopt(client, count)
+        throw refusal
+      })
     }
     request.proxyUser = verdict === true ? { name: username } : verdict
     // Only a CONNECT opens a tunnel whose user is checked again after a reconfiguration.
     if (request.raw.method === 'CONNECT') credentialsOf.set(request, { username, password })
+    return undefined
   }
   // Resolves once decided, or returns undefined when decided already; throws a refusal.
   const check = (username: string, password: string, request: FastifyRequest, client: string): Promise<void> | undefined => {
@@ -51,10 +65,7 @@ export async function registerProxyAuthentication (
       limiter?.settle(client, false)
       throw error
     }
-    if (!isThenable(verdict)) {
-      decide(username, password, request, client, verdict)
-      return undefined
-    }
+    if (!isThenable(verdict)) return decide(username, password, request, client, verdict)
     return Promise.resolve(verdict).then((settled) => decide(username, password, request, client, settled), (error: unknown) => {
       limiter?.settle(client, false)
       throw error
@@ -260,6 +271,23 @@ export class AuthFailureLimiter {
     const checks = this.#inFlight.get(client)
     if (checks === undefined) return
     checks.running -= 1
+    this.#admitWaiting(client, checks)
+  }
+
+  /**
+   * Takes in the count of `client`'s failures kept for every process (by a shared store), with
+   * its window, when it is higher than this process's own count.
+   */
+  adopt (client: string, count: AuthFailureCount): void {
+    const window = this.#current(client)
+    if (window === undefined || count.failures > window.failures) {
+      this.#track(client, { endsAt: this.#now() + count.msLeft, failures: count.failures })
+    }
+    const checks = this.#inFlight.get(client)
+    if (checks !== undefined) this.#admitWaiting(client, checks)
+  }
+
+  #admitWaiting (client: string, checks: ChecksInFlight): void {
     while (checks.waiting.length > 0) {
       const locked = this.isLocked(client)
       if (!locked && !this.#hasRoom(client, checks)) break
@@ -276,7 +304,13 @@ export class AuthFailureLimiter {
       window.failures += 1
       return
     }
-    this.#windows.set(client, { endsAt: this.#now() + this.#settings.window, failures: 1 })
+    this.#track(client, { endsAt: this.#now() + this.#settings.window, failures: 1 })
+  }
+
+  #track (client: string, window: FailureWindow): void {
+    // Deleted first so that a replaced window counts as the newest.
+    this.#windows.delete(client)
+    this.#windows.set(client, window)
     for (const oldest of this.#windows.keys()) {
       if (this.#windows.size <= MAX_TRACKED_CLIENTS) break
       this.#windows.delete(oldest)

@@ -6,6 +6,7 @@ import type { ForwardProxyUser } from '../../types/user'
 import { ForwardProxyOptionsError, ProxyError, refusedBy } from '../protocol/errors'
 import { compileHostPattern, matchesAny, type HostPattern } from '../protocol/hosts'
 import { isPolicyMode, POLICY_MODE_PROBLEM, type ReportedRefusal } from './report-mode'
+import { COUNT_HERE, type SharedLimits } from './shared-limits'
 
 const WINDOW_MS = 60_000
 const HOST_NOT_ALLOWED_FOR_USER = 'host not allowed for this user'
@@ -46,6 +47,10 @@ function policyProblem (user: Readonly<Record<string, unknown>>, secretNames: re
  * Enforces each user's own policy, once the destination policy has passed: its hosts, its open
  * tunnels and its requests per minute. Users are told apart by name. A user with none of the
  * fields costs a property read or two per request.
+ *
+ * With `shared` limits, the requests per minute and open tunnels are counted in their store for
+ * every process ({@link UserPolicy.countInStore}, {@link UserPolicy.reserveTunnel}), and in this
+ * process only while the store cannot be reached.
  */
 export class UserPolicy {
   readonly #openTunnels = new Map<string, number>()
@@ -54,14 +59,17 @@ export class UserPolicy {
   // array each time is not compiled again.
   readonly #hostPatterns = new WeakMap<readonly string[], HostPattern[]>()
   readonly #now: () => number
+  readonly #shared: SharedLimits | null
 
-  constructor (now: () => number = Date.now) {
+  constructor (shared: SharedLimits | null = null, now: () => number = Date.now) {
+    this.#shared = shared
     this.#now = now
   }
 
   /**
    * Checks a proxy request of `user` toward `destination` and counts it against the user's
-   * requests per minute. For a user in report mode (`mode: 'report'`), a host outside
+   * requests per minute (with shared limits, {@link UserPolicy.countInStore} counts it
+   * instead: call it next). For a user in report mode (`mode: 'report'`), a host outside
    * `allowedHosts` is returned as a reported refusal instead of thrown (its rate still counts
    * and is enforced). Returns null when nothing was reported.
    * @throws ProxyError 403 `http_request_denied` for a host outside `allowedHosts`; 429
@@ -79,8 +87,29 @@ export class UserPolicy {
       if (user.mode === 'report') reported = { rule, reason: HOST_NOT_ALLOWED_FOR_USER }
       else throw refusedBy(rule, new ProxyError('http_request_denied', 'This user may not reach that destination host.', { details: HOST_NOT_ALLOWED_FOR_USER }))
     }
-    if (requestsPerMinute !== undefined) this.#count(user.name, requestsPerMinute)
+    if (requestsPerMinute !== undefined && this.#shared === null) this.#count(user.name, requestsPerMinute)
     return reported
+  }
+
+  /**
+   * With shared limits, counts a request {@link UserPolicy.admitRequest} admitted against the
+   * user's requests per minute in the store; null when there is nothing to wait for (no shared
+   * limits, no rate, or counted in this process while the store is lost).
+   * @throws ProxyError (or rejects with it) 429 `http_request_denied` with `retryAfter` over
+   * `requestsPerMinute`; 503 while the store is lost with `onError: 'deny'`.
+   */
+  countInStore (user: ForwardProxyUser | null): Promise<void> | null {
+    const limit = user?.requestsPerMinute
+    if (this.#shared === null || user === null || limit === undefined) return null
+    const asked = this.#shared.countRequest(user.name, limit, WINDOW_MS)
+    if (asked === COUNT_HERE) {
+      this.#count(user.name, limit)
+      return null
+    }
+    return asked.then((msLeft) => {
+      if (msLeft === COUNT_HERE) this.#count(user.name, limit)
+      else if (msLeft > 0) throw rateRefusal(user.name, msLeft)
+    })
   }
 
   /**
@@ -99,29 +128,40 @@ export class UserPolicy {
 
   /**
    * Takes one of the user's `maxConcurrentTunnels` slots; returns the function that gives it
-   * back (once), or a no-op without a limit.
-   * @throws ProxyError 429 `connection_limit_reached` when the user has that many open.
+   * back (once), or a no-op without a limit. With shared limits the slot is taken in the store,
+   * and the answer is a promise.
+   * @throws ProxyError (or rejects with it) 429 `connection_limit_reached` when the user has
+   * that many open; 503 while the store is lost with `onError: 'deny'`.
    */
-  reserveTunnel (user: ForwardProxyUser | null): () => void {
+  reserveTunnel (user: ForwardProxyUser | null): (() => void) | Promise<() => void> {
     const limit = user?.maxConcurrentTunnels
     if (user === null || limit === undefined) return noop
     this.#checkFields(user)
-    const open = this.#openTunnels.get(user.name) ?? 0
-    if (open >= limit) {
-      throw refusedBy(`users.${user.name}.maxConcurrentTunnels`, new ProxyError('connection_limit_reached', 'This user has reached its limit of open tunnels; close one and try again.', { status: 429, details: 'tunnel limit of this user reached' }))
-    }
-    this.#openTunnels.set(user.name, open + 1)
+    if (this.#shared === null) return this.#reserveHere(user.name, limit)
+    const asked = this.#shared.acquireSlot(user.name, limit)
+    if (asked === COUNT_HERE) return this.#reserveHere(user.name, limit)
+    return asked.then((slot) => {
+      if (slot === COUNT_HERE) return this.#reserveHere(user.name, limit)
+      if (slot === null) throw tunnelRefusal(user.name)
+      return slot
+    })
+  }
+
+  #reserveHere (name: string, limit: number): () => void {
+    const open = this.#openTunnels.get(name) ?? 0
+    if (open >= limit) throw tunnelRefusal(name)
+    this.#openTunnels.set(name, open + 1)
     let released = false
     return () => {
       if (released) return
       released = true
-      const left = (this.#openTunnels.get(user.name) ?? 1) - 1
-      if (left === 0) this.#openTunnels.delete(user.name)
-      else this.#openTunnels.set(user.name, left)
+      const left = (this.#openTunnels.get(name) ?? 1) - 1
+      if (left === 0) this.#openTunnels.delete(name)
+      else this.#openTunnels.set(name, left)
     }
   }
 
-  /** Open tunnels of a user, as counted against its `maxConcurrentTunnels`. */
+  /** Open tunnels of a user counted in this process (without shared limits: all of them). */
   openTunnelsOf (name: string): number {
     return this.#openTunnels.get(name) ?? 0
   }
@@ -150,10 +190,7 @@ export class UserPolicy {
       window = { start: now, count: 0 }
       this.#windows.set(name, window)
     }
-    if (window.count >= limit) {
-      const retryAfter = Math.max(1, Math.ceil((window.start + WINDOW_MS - now) / 1000))
-      throw refusedBy(`users.${name}.requestsPerMinute`, new ProxyError('http_request_denied', 'This user has made too many requests; try again later.', { status: 429, details: 'request rate limit of this user reached', retryAfter }))
-    }
+    if (window.count >= limit) throw rateRefusal(name, window.start + WINDOW_MS - now)
     window.count += 1
   }
 
@@ -165,3 +202,12 @@ export class UserPolicy {
 }
 
 function noop (): void {}
+
+function rateRefusal (name: string, msLeft: number): ProxyError {
+  const retryAfter = Math.max(1, Math.ceil(msLeft / 1000))
+  return refusedBy(`users.${name}.requestsPerMinute`, new ProxyError('http_request_denied', 'This user has made too many requests; try again later.', { status: 429, details: 'request rate limit of this user reached', retryAfter }))
+}
+
+function tunnelRefusal (name: string): ProxyError {
+  return refusedBy(`users.${name}.maxConcurrentTunnels`, new ProxyError('connection_limit_reached', 'This user has reached its limit of open tunnels; close one and try again.', { status: 429, details: 'tunnel limit of this user reached' }))
+}

@@ -141,6 +141,7 @@ export interface ProxyInstruments {
   readonly connectFailures: Counter
   readonly policyRefusals: Counter
   readonly authFailures: Counter
+  readonly limitStoreTransitions: Counter
 }
 
 /** Bucket boundaries (seconds) for durations from a millisecond to an hour. */
@@ -189,7 +190,8 @@ function createInstruments (meter: Meter): ProxyInstruments {
     certificateCacheLookups: counter('forward_proxy.certificate.cache.lookups', '{lookup}', 'Leaf certificate cache lookups of the bundled providers, by result (hit, miss).'),
     connectFailures: counter('forward_proxy.destination.connect.failures', '{failure}', 'Connections to destinations that failed (DNS, TCP or TLS), by Proxy-Status error type.'),
     policyRefusals: counter('forward_proxy.policy.refusals', '{request}', 'Requests and tunnels refused by the destination policy or a destination filter, by reason.'),
-    authFailures: counter('forward_proxy.auth.failures', '{request}', 'Proxy requests answered 407: missing, malformed or rejected Proxy-Authorization.')
+    authFailures: counter('forward_proxy.auth.failures', '{request}', 'Proxy requests answered 407: missing, malformed or rejected Proxy-Authorization.'),
+    limitStoreTransitions: counter('forward_proxy.limit_store.transitions', '{transition}', 'Times the store of shared limits (redis) became unreachable (state lost) or answered again (state back).')
   }
 }
 
@@ -374,4 +376,15 @@ export function startCertificateIssue (): (succeeded: boolean) => void {
     if (succeeded) instruments.certificatesIssued.add(1, NO_ATTRIBUTES)
     instruments.certificateIssueDuration.record((performance.now() - started) / 1000, succeeded ? NO_ATTRIBUTES : FAILED)
   }
+}
+
+/** The attribute of `forward_proxy.limit_store.transitions`: `lost` or `back`. */
+export const LIMIT_STORE_STATE_ATTRIBUTE = 'forward_proxy.limit_store.state'
+
+const STORE_LOST: Attributes = Object.freeze({ [LIMIT_STORE_STATE_ATTRIBUTE]: 'lost' })
+const STORE_BACK: Attributes = Object.freeze({ [LIMIT_STORE_STATE_ATTRIBUTE]: 'back' })
+
+/** Counts the store of shared limits becoming unreachable (`lost`) or answering again (`back`). */
+export function recordLimitStoreTransition (state: 'lost' | 'back'): void {
+  proxyInstruments().limitStoreTransitions.add(1, state === 'lost' ? STORE_LOST : STORE_BACK)
 }

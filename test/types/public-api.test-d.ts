@@ -4,6 +4,7 @@
 import type { SecureContext } from 'node:tls'
 import Fastify, { type FastifyRequest } from 'fastify'
 import { expectAssignable, expectError, expectNotAssignable, expectType } from 'tsd'
+import { Redis } from 'ioredis'
 import {
   CA_PROVIDER_DEFAULTS,
   CERTIFICATE_ERROR_CODES,
@@ -39,6 +40,7 @@ import {
   type ForwardProxyRequestTransform,
   type ForwardProxyUser,
   type ForwardProxyPolicyMode,
+  type ForwardProxyRedisOptions,
   type ForwardProxyErrorCode,
   type ProxyErrorCode,
   type ProxyErrorType,
@@ -62,6 +64,12 @@ expectError(app.register(forwardProxy, { destinations: { allowedPorts: ['443'] }
 expectError(app.register(forwardProxy, { limits: { connectTimeout: '10s' } }))
 expectError(createHeaderRulesTransform([{ hosts: ['a.example'], tlsOnly: 'yes' }]))
 expectError(app.register(forwardProxy, { limits: { maxStreamResets: true } }))
+// redis: a URL, or the application's ioredis client
+void app.register(forwardProxy, { redis: { url: 'rediss://redis.internal:6380/0', password: 'pw', ca: Buffer.from(''), keyPrefix: 'egress:', onError: 'deny', timeout: 100, leaseTime: 10_000 } })
+void app.register(forwardProxy, { redis: { client: new Redis() } })
+expectAssignable<ForwardProxyRedisOptions>({ url: 'redis://127.0.0.1:6379/0' })
+expectError(app.register(forwardProxy, { redis: { url: 'redis://127.0.0.1:6379/0', onError: 'retry' } }))
+expectError(app.register(forwardProxy, { redis: { url: 6379 } }))
 const secret: ForwardProxySecret = { name: 'github', value: 'ghp_x', hosts: ['api.github.com'], placeholder: 'PLACEHOLDER_GITHUB' }
 void app.register(forwardProxy, { secrets: [secret, { name: 'openai', value: 'sk-x', hosts: ['api.openai.com'] }] })
 void app.register(forwardProxy, { auth: { validate: (name) => ({ name, secrets: ['github'] }) } })

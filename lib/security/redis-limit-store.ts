@@ -1,0 +1,513 @@
+// The shared limits kept in Redis, so that every process and replica of the proxy counts the
+// same request rates, tunnel slots and authentication failures.
+
+import { createHash, randomBytes } from 'node:crypto'
+import { Redis, type RedisOptions } from 'ioredis'
+import { ForwardProxyOptionsError } from '../protocol/errors'
+import type { AuthFailureCount, LimitStore } from './limit-store'
+
+/** The `code` of every error a store call rejects with when Redis cannot answer it. */
+export const LIMIT_STORE_UNAVAILABLE_CODE = 'FFP_ERR_LIMIT_STORE_UNAVAILABLE'
+
+/**
+ * A store call Redis did not answer: unreachable, too slow (no answer within the store's
+ * `timeout`), an error reply, or the store closed. The caller counts in its own process instead.
+ * The message names the store by its label, never with credentials.
+ */
+export class LimitStoreUnavailableError extends Error {
+  /** Stable code, {@link LIMIT_STORE_UNAVAILABLE_CODE}. */
+  readonly code = LIMIT_STORE_UNAVAILABLE_CODE
+
+  constructor (label: string, reason: string) {
+    super(`fastify-forward-proxy: limit store ${label} unavailable: ${reason}`)
+    this.name = 'LimitStoreUnavailableError'
+  }
+}
+
+/** Where the Redis limit store connects, and how long it waits. */
+export interface RedisLimitStoreSettings {
+  /** `redis://[user:pass@]host:port/db` or `rediss://...`; absent when `client` is given. */
+  readonly url?: string
+  /** The password to authenticate with; overrides any in `url`. */
+  readonly password?: string
+  /** For `rediss://`: the CA to trust (PEM); absent: the system's. */
+  readonly ca?: string | Buffer
+  /** A client the application already has, used instead of `url` and never closed by the store. */
+  readonly client?: Redis
+  /** Put before every key and channel of the store, e.g. `forward-proxy:`. */
+  readonly keyPrefix: string
+  /** Milliseconds a store call may take before it rejects. */
+  readonly timeout: number
+  /** Milliseconds a tunnel slot stays taken after its process last renewed it. */
+  readonly leaseTime: number
+}
+
+/** Keys per script call, at most: bounds the time one script holds Redis. */
+const MAX_KEYS_PER_CALL = 1000
+/** How long one connection attempt may take. */
+const CONNECT_TIMEOUT_MS = 2000
+/** The longest pause between reconnection attempts. */
+const MAX_RECONNECT_DELAY_MS = 1000
+
+// Redis's own clock, so that the leases of replicas whose clocks differ expire alike.
+const SERVER_MS = `local function serverMs ()
+  local time = redis.call('TIME')
+  return tonumber(time[1]) * 1000 + math.floor(tonumber(time[2]) / 1000)
+end
+local function keepFor (key, ms)
+  if redis.call('PTTL', key) < ms then redis.call('PEXPIRE', key, ms) end
+end
+`
+
+// One INCR per key and call, in the calls' order. KEYS[i]: a rate counter; ARGV[2i-1], ARGV[2i]:
+// its limit and window. Answers, per call, 0 (within the limit) or the milliseconds left (>= 1).
+const COUNT_REQUESTS = `local results = {}
+for i = 1, #KEYS do
+  local count = redis.call('INCR', KEYS[i])
+  local windowMs = ARGV[2 * i]
+  if count == 1 then redis.call('PEXPIRE', KEYS[i], windowMs) end
+  local msLeft = 0
+  if count > tonumber(ARGV[2 * i - 1]) then
+    msLeft = redis.call('PTTL', KEYS[i])
+    if msLeft < 0 then
+      redis.call('PEXPIRE', KEYS[i], windowMs)
+      msLeft = tonumber(windowMs)
+    elseif msLeft == 0 then
+      msLeft = 1
+    end
+  end
+  results[i] = msLeft
+end
+return results`
+
+// KEYS[1]: the leases of one key (member: lease id, score: expiry). ARGV: limit, lease id, lease ms.
+const ACQUIRE_SLOT = `${SERVER_MS}
+local now = serverMs()
+local leaseMs = tonumber(ARGV[3])
+redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', now)
+if redis.call('ZCARD', KEYS[1]) >= tonumber(ARGV[1]) then return 0 end
+redis.call('ZADD', KEYS[1], now + leaseMs, ARGV[2])
+keepFor(KEYS[1], leaseMs)
+return 1`
+
+// KEYS[i]: where lease ARGV[i + 1] is; ARGV[1]: lease ms. A lease that already expired stays gone.
+const RENEW_SLOTS = `${SERVER_MS}
+local now = serverMs()
+local leaseMs = tonumber(ARGV[1])
+for i = 1, #KEYS do
+  redis.call('ZREMRANGEBYSCORE', KEYS[i], '-inf', now)
+  redis.call('ZADD', KEYS[i], 'XX', now + leaseMs, ARGV[i + 1])
+  keepFor(KEYS[i], leaseMs)
+end
+return #KEYS`
+
+// KEYS[i]: where lease ARGV[i] is.
+const RELEASE_SLOTS = `for i = 1, #KEYS do redis.call('ZREM', KEYS[i], ARGV[i]) end
+return #KEYS`
+
+// KEYS[1]: a client's failure counter. ARGV: window ms, channel, client. Answers {failures, msLeft}.
+const RECORD_AUTH_FAILURE = `local failures = redis.call('INCR', KEYS[1])
+if failures == 1 then redis.call('PEXPIRE', KEYS[1], ARGV[1]) end
+local msLeft = redis.call('PTTL', KEYS[1])
+if msLeft < 0 then
+  redis.call('PEXPIRE', KEYS[1], ARGV[1])
+  msLeft = tonumber(ARGV[1])
+elseif msLeft == 0 then
+  msLeft = 1
+end
+redis.call('PUBLISH', ARGV[2], cjson.encode({ client = ARGV[3], failures = failures, msLeft = msLeft }))
+return { failures, msLeft }`
+
+/** A Lua script run by its SHA1 (EVALSHA), sent whole only when Redis does not have it yet. */
+class LuaScript {
+  readonly #body: string
+  readonly #sha: string
+
+  constructor (body: string) {
+    this.#body = body
+    this.#sha = createHash('sha1').update(body).digest('hex')
+  }
+
+  async run (client: Redis, keyCount: number, keysThenArgs: ReadonlyArray<string | number>): Promise<unknown> {
+    try {
+      return await client.evalsha(this.#sha, keyCount, ...keysThenArgs)
+    } catch (error) {
+      if (!(error instanceof Error) || !error.message.startsWith('NOSCRIPT')) throw error
+      return await client.eval(this.#body, keyCount, ...keysThenArgs)
+    }
+  }
+}
+
+const countRequests = new LuaScript(COUNT_REQUESTS)
+const acquireSlot = new LuaScript(ACQUIRE_SLOT)
+const renewSlots = new LuaScript(RENEW_SLOTS)
+const releaseSlots = new LuaScript(RELEASE_SLOTS)
+const recordAuthFailure = new LuaScript(RECORD_AUTH_FAILURE)
+
+/** A request counted in the current event-loop turn, answered when its batch is. */
+interface PendingCount {
+  readonly key: string
+  readonly limit: number
+  readonly windowMs: number
+  readonly resolve: (msLeft: number) => void
+  readonly reject: (error: Error) => void
+}
+
+/** One lease this process holds: the key of its slots and its member there. */
+interface Lease {
+  readonly slotsKey: string
+  readonly id: string
+}
+
+/**
+ * 'starting': not connected yet, calls wait for the first connection (within their timeout);
+ * 'up': connected; 'down': unreachable, calls reject at once.
+ */
+type Reachability = 'starting' | 'up' | 'down'
+
+const noop = (): void => {}
+
+/**
+ * Creates a {@link LimitStore} kept in Redis. Requests counted during one event-loop turn go to
+ * Redis as one script call; tunnel slots are leases renewed every `leaseTime / 3`, so a process
+ * that dies gives its slots back when they expire; authentication failures are published to
+ * every process using the same `keyPrefix`. Every call rejects with a
+ * {@link LimitStoreUnavailableError} within `timeout` when Redis cannot answer; nothing waits
+ * for Redis to come back. Throws a ForwardProxyOptionsError for unusable settings (the message
+ * never holds the URL).
+ */
+export function createRedisLimitStore (settings: RedisLimitStoreSettings): LimitStore {
+  checkNumber('timeout', settings.timeout)
+  checkNumber('leaseTime', settings.leaseTime)
+  if (settings.client !== undefined) return new RedisLimitStore(settings, settings.client, false, labelOfClient(settings.client))
+  if (settings.url === undefined) throw new ForwardProxyOptionsError('url', 'is required when no client is given')
+  const { options, label } = connectionOf(settings.url, settings)
+  return new RedisLimitStore(settings, new Redis(options), true, label)
+}
+
+class RedisLimitStore implements LimitStore {
+  readonly label: string
+  readonly #client: Redis
+  readonly #ownsClient: boolean
+  readonly #timeout: number
+  readonly #leaseTime: number
+  readonly #rateKey: string
+  readonly #slotsKey: string
+  readonly #authKey: string
+  readonly #channel: string
+  readonly #leasePrefix = `${randomBytes(9).toString('base64url')}:`
+  #leaseCount = 0
+  readonly #held = new Map<string, Lease>()
+  readonly #renewal: NodeJS.Timeout
+  #pending: PendingCount[] = []
+  #reachability: Reachability = 'starting'
+  readonly #started: Promise<void>
+  #startedOrFailed: (error?: Error) => void = noop
+  #availabilityListener: (available: boolean) => void = noop
+  #authListener: (client: string, count: AuthFailureCount) => void = noop
+  #subscriber: Redis | null = null
+  #closing: Promise<void> | null = null
+  readonly #clientListeners: ReadonlyArray<[string, (error?: Error) => void]>
+
+  constructor (settings: RedisLimitStoreSettings, client: Redis, ownsClient: boolean, label: string) {
+    this.label = label
+    this.#client = client
+    this.#ownsClient = ownsClient
+    this.#timeout = settings.timeout
+    this.#leaseTime = Math.ceil(settings.leaseTime)
+    this.#rateKey = `${settings.keyPrefix}rate:`
+    this.#slotsKey = `${settings.keyPrefix}slots:`
+    this.#authKey = `${settings.keyPrefix}auth:`
+    this.#channel = `${settings.keyPrefix}auth-failures`
+    this.#started = new Promise<void>((resolve, reject) => {
+      this.#startedOrFailed = (error) => { if (error === undefined) resolve(); else reject(error) }
+    })
+    this.#started.catch(noop)
+    this.#clientListeners = [
+      ['ready', () => this.#reached()],
+      // Connection errors and Redis's own (a refused password) name neither a password nor the URL.
+      ['error', (error?: Error) => this.#lost(error?.message)],
+      ['close', () => this.#lost()]
+    ]
+    for (const [event, listener] of this.#clientListeners) client.on(event, listener)
+    if (client.status === 'ready') this.#reached()
+    else if (client.status === 'end') this.#lost()
+    else if (client.status === 'wait') client.connect().catch(noop)
+    this.#renewal = setInterval(() => this.#renewLeases(), Math.max(1, Math.floor(this.#leaseTime / 3)))
+    this.#renewal.unref()
+  }
+
+  countRequest (key: string, limit: number, windowMs: number): Promise<number> {
+    if (this.#closing !== null) return Promise.reject(this.#unavailable('closed'))
+    if (!(limit >= 0) || !(windowMs >= 1) || !Number.isFinite(windowMs)) return Promise.reject(outOfRange(limit >= 0 ? 'windowMs' : 'limit'))
+    return new Promise((resolve, reject) => {
+      if (this.#pending.push({ key: this.#rateKey + key, limit, windowMs: Math.ceil(windowMs), resolve, reject }) === 1) {
+        setImmediate(() => this.#flushCounts())
+      }
+    })
+  }
+
+  async acquireSlot (key: string, limit: number): Promise<(() => void) | null> {
+    if (this.#closing !== null) throw this.#unavailable('closed')
+    if (!(limit >= 0)) throw outOfRange('limit')
+    const lease: Lease = { slotsKey: this.#slotsKey + key, id: this.#leasePrefix + String(++this.#leaseCount) }
+    const taken = await this.#call(acquireSlot, 1, [lease.slotsKey, limit, lease.id, this.#leaseTime])
+    if (taken !== 1) return null
+    if (this.#closing !== null) {
+      this.#giveBack([lease]).catch(noop)
+      throw this.#unavailable('closed')
+    }
+    this.#held.set(lease.id, lease)
+    return () => {
+      // Once given back (or the store closed) the lease is no longer ours to remove.
+      if (!this.#held.delete(lease.id)) return
+      this.#giveBack([lease]).catch(noop)
+    }
+  }
+
+  async recordAuthFailure (client: string, windowMs: number): Promise<AuthFailureCount> {
+    if (this.#closing !== null) throw this.#unavailable('closed')
+    if (!(windowMs >= 1) || !Number.isFinite(windowMs)) throw outOfRange('windowMs')
+    const reply = await this.#call(recordAuthFailure, 1, [this.#authKey + client, Math.ceil(windowMs), this.#channel, client])
+    if (!isNumbers(reply, 2)) throw this.#unavailable('unexpected reply')
+    const [failures, msLeft] = reply as [number, number]
+    return { failures, msLeft }
+  }
+
+  onAuthFailures (listener: (client: string, count: AuthFailureCount) => void): void {
+    this.#authListener = listener
+    if (this.#subscriber === null && this.#closing === null) this.#subscriber = this.#subscribe()
+  }
+
+  onAvailability (listener: (available: boolean) => void): void {
+    this.#availabilityListener = listener
+  }
+
+  close (): Promise<void> {
+    this.#closing ??= this.#shutdown()
+    return this.#closing
+  }
+
+  #flushCounts (): void {
+    const pending = this.#pending
+    this.#pending = []
+    if (pending.length <= MAX_KEYS_PER_CALL) this.#countBatch(pending)
+    else for (const part of chunks(pending)) this.#countBatch(part)
+  }
+
+  /** One script call for the batch: KEYS are the counters, ARGV each one's limit and window. */
+  #countBatch (batch: readonly PendingCount[]): void {
+    const size = batch.length
+    const keysThenArgs: Array<string | number> = new Array(size * 3)
+    for (let i = 0; i < size; i++) {
+      const count = batch[i] as PendingCount
+      keysThenArgs[i] = count.key
+      keysThenArgs[size + 2 * i] = count.limit
+      keysThenArgs[size + 2 * i + 1] = count.windowMs
+    }
+    this.#call(countRequests, size, keysThenArgs).then((reply) => {
+      if (!isNumbers(reply, size)) throw this.#unavailable('unexpected reply')
+      for (let i = 0; i < size; i++) (batch[i] as PendingCount).resolve(reply[i] as number)
+    }).catch((error: Error) => {
+      for (const count of batch) count.reject(error)
+    })
+  }
+
+  #renewLeases (): void {
+    if (this.#held.size === 0) return
+    for (const leases of chunks([...this.#held.values()])) {
+      const keysThenArgs: Array<string | number> = leases.map((lease) => lease.slotsKey)
+      keysThenArgs.push(this.#leaseTime, ...leases.map((lease) => lease.id))
+      // A renewal Redis misses is retried at the next tick; a lease it never renews expires.
+      this.#call(renewSlots, leases.length, keysThenArgs).catch(noop)
+    }
+  }
+
+  async #giveBack (leases: readonly Lease[]): Promise<void> {
+    await Promise.all(chunks(leases).map((part) => {
+      return this.#call(releaseSlots, part.length, [...part.map((lease) => lease.slotsKey), ...part.map((lease) => lease.id)])
+    }))
+  }
+
+  /**
+   * Runs `script` within the timeout. Only a connected client is sent anything (nothing queues
+   * while Redis is unreachable), except while the first connection is being made.
+   */
+  #call (script: LuaScript, keyCount: number, keysThenArgs: ReadonlyArray<string | number>): Promise<unknown> {
+    const client = this.#client
+    let reply: Promise<unknown>
+    if (client.status === 'ready') reply = script.run(client, keyCount, keysThenArgs)
+    else if (this.#reachability === 'starting') reply = this.#started.then(() => script.run(client, keyCount, keysThenArgs))
+    else return Promise.reject(this.#unavailable(`not connected (${client.status})`))
+    return new Promise((resolve, reject) => {
+      let timedOut = false
+      const timer = setTimeout(() => {
+        timedOut = true
+        this.#lost()
+        reject(this.#unavailable(`no answer within ${this.#timeout} ms`))
+      }, this.#timeout)
+      reply.then((value) => {
+        if (timedOut) return
+        clearTimeout(timer)
+        this.#reached()
+        resolve(value)
+      }, (error: unknown) => {
+        if (timedOut) return
+        clearTimeout(timer)
+        // An error reply comes from a Redis that is there; anything else means it is not.
+        if (!(error instanceof Error && error.name === 'ReplyError')) this.#lost()
+        if (error instanceof LimitStoreUnavailableError) reject(error)
+        else reject(this.#unavailable(error instanceof Error ? error.message : String(error)))
+      })
+    })
+  }
+
+  #reached (): void {
+    const was = this.#reachability
+    this.#reachability = 'up'
+    if (was === 'starting') this.#startedOrFailed()
+    else if (was === 'down' && this.#closing === null) this.#availabilityListener(true)
+  }
+
+  #lost (reason?: string): void {
+    const was = this.#reachability
+    this.#reachability = 'down'
+    if (was === 'starting') this.#startedOrFailed(this.#unavailable(reason === undefined ? 'could not connect' : `could not connect: ${reason}`))
+    if (was !== 'down' && this.#closing === null) this.#availabilityListener(false)
+  }
+
+  /** A second connection, in subscriber mode, on which every process's failures arrive. */
+  #subscribe (): Redis {
+    const subscriber = this.#client.duplicate({
+      // Subscribing is the only command it sends: it may wait for the connection, and is
+      // sent again after each reconnection.
+      enableOfflineQueue: true,
+      maxRetriesPerRequest: null,
+      commandTimeout: undefined,
+      lazyConnect: false,
+      autoResubscribe: true,
+      retryStrategy: reconnectDelay
+    })
+    subscriber.on('error', noop)
+    subscriber.on('message', (_channel: string, message: string) => {
+      const failure = parseAuthFailure(message)
+      if (failure !== null) this.#authListener(failure.client, { failures: failure.failures, msLeft: failure.msLeft })
+    })
+    subscriber.subscribe(this.#channel).catch(noop)
+    return subscriber
+  }
+
+  async #shutdown (): Promise<void> {
+    clearInterval(this.#renewal)
+    const leases = [...this.#held.values()]
+    this.#held.clear()
+    await this.#giveBack(leases).catch(noop)
+    this.#subscriber?.disconnect()
+    if (this.#ownsClient) await this.#quit()
+    else for (const [event, listener] of this.#clientListeners) this.#client.off(event, listener)
+  }
+
+  /** QUIT, within the timeout; the connection is dropped when Redis does not answer. */
+  async #quit (): Promise<void> {
+    const client = this.#client
+    if (client.status === 'ready') {
+      let timer: NodeJS.Timeout | undefined
+      const late = new Promise<void>((resolve) => { timer = setTimeout(resolve, this.#timeout) })
+      await Promise.race([client.quit().catch(noop), late])
+      clearTimeout(timer)
+    }
+    client.disconnect()
+  }
+
+  #unavailable (reason: string): LimitStoreUnavailableError {
+    return new LimitStoreUnavailableError(this.label, reason)
+  }
+}
+
+/** The client options and label of a `redis://` or `rediss://` URL; neither leaks its password. */
+function connectionOf (text: string, settings: RedisLimitStoreSettings): { options: RedisOptions, label: string } {
+  let url: URL
+  try {
+    url = new URL(text)
+  } catch {
+    // The parser's error holds the URL, password included.
+    throw new ForwardProxyOptionsError('url', 'must be a redis:// or rediss:// URL')
+  }
+  if (url.protocol !== 'redis:' && url.protocol !== 'rediss:') throw new ForwardProxyOptionsError('url', 'must be a redis:// or rediss:// URL')
+  if (url.hostname === '') throw new ForwardProxyOptionsError('url', 'must name a host')
+  const path = url.pathname.replace(/^\//, '')
+  if (!/^\d*$/.test(path)) throw new ForwardProxyOptionsError('url', 'must end with a database number, e.g. /0')
+  const db = path === '' ? 0 : Number(path)
+  const port = url.port === '' ? 6379 : Number(url.port)
+  const host = url.hostname.replace(/^\[(.*)\]$/, '$1')
+  const password = settings.password ?? decoded(url.password)
+  const options: RedisOptions = {
+    host,
+    port,
+    db,
+    username: decoded(url.username),
+    password,
+    tls: url.protocol === 'rediss:' ? (settings.ca === undefined ? {} : { ca: settings.ca }) : undefined,
+    enableOfflineQueue: false,
+    maxRetriesPerRequest: 0,
+    commandTimeout: settings.timeout,
+    connectTimeout: CONNECT_TIMEOUT_MS,
+    retryStrategy: reconnectDelay
+  }
+  return { options, label: `${url.protocol}//${url.hostname}:${port}/${db}` }
+}
+
+/** A user name or password of a URL, percent-decoded; undefined when empty. */
+function decoded (part: string): string | undefined {
+  if (part === '') return undefined
+  try {
+    return decodeURIComponent(part)
+  } catch {
+    throw new ForwardProxyOptionsError('url', 'has a malformed percent-encoding in its user or password')
+  }
+}
+
+/** The label of a client the application passed: where it connects, without credentials. */
+function labelOfClient (client: Redis): string {
+  const { host, port, db, path, tls } = client.options
+  if (path !== undefined && path !== null && path !== '') return `unix:${path}`
+  const hostname = host !== undefined && host.includes(':') ? `[${host}]` : host ?? 'localhost'
+  return `${tls === undefined ? 'redis' : 'rediss'}://${hostname}:${port ?? 6379}/${db ?? 0}`
+}
+
+/** Reconnects for as long as the store lives, backing off to at most a second between attempts. */
+function reconnectDelay (attempt: number): number {
+  return Math.min(attempt * 100, MAX_RECONNECT_DELAY_MS)
+}
+
+function checkNumber (name: string, value: number): void {
+  if (!(value > 0) || !Number.isFinite(value)) throw new ForwardProxyOptionsError(name, 'must be a positive number of milliseconds')
+}
+
+function outOfRange (what: string): RangeError {
+  return Object.assign(new RangeError(`fastify-forward-proxy: limit store: ${what} is out of range`), { code: 'ERR_OUT_OF_RANGE' })
+}
+
+function isNumbers (reply: unknown, length: number): reply is number[] {
+  return Array.isArray(reply) && reply.length === length && reply.every((value) => typeof value === 'number')
+}
+
+function chunks<T> (items: readonly T[]): T[][] {
+  const parts: T[][] = []
+  for (let start = 0; start < items.length; start += MAX_KEYS_PER_CALL) parts.push(items.slice(start, start + MAX_KEYS_PER_CALL))
+  return parts
+}
+
+/** A published failure, or null for a message that is not one (another publisher's). */
+function parseAuthFailure (message: string): { client: string, failures: number, msLeft: number } | null {
+  let value: unknown
+  try {
+    value = JSON.parse(message)
+  } catch {
+    return null
+  }
+  if (typeof value !== 'object' || value === null) return null
+  const { client, failures, msLeft } = value as Record<string, unknown>
+  if (typeof client !== 'string' || typeof failures !== 'number' || typeof msLeft !== 'number') return null
+  return { client, failures, msLeft }
+}

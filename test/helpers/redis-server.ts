@@ -1,0 +1,129 @@
+// A real redis-server on a free loopback port for the Redis limit store's tests: nothing saved to
+// disk, stopped at teardown; killed, paused and restarted on the same port on demand.
+
+import { spawn, type ChildProcess } from 'node:child_process'
+import { accessSync, constants, mkdtempSync, rmSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { delimiter, join } from 'node:path'
+import type { Test } from 'tap'
+import { closedPort } from './closed-port'
+
+/** The redis-server binary: Debian's, else the first on PATH; undefined when there is none. */
+export const REDIS_SERVER: string | undefined = findRedisServer()
+
+/** Why tests that need redis-server skip (false when it is installed), for tap's `skip` option. */
+export const redisServerMissing: string | false = REDIS_SERVER === undefined ? 'redis-server not installed: apt-get install redis-server' : false
+
+const STARTUP_MS = 10_000
+
+/** A running redis-server. */
+export interface RedisServer {
+  readonly port: number
+  /** `redis://127.0.0.1:<port>/0`, without credentials. */
+  readonly url: string
+  /** SIGTERM, resolved once it exited. */
+  stop: () => Promise<void>
+  /** SIGKILL, resolved once it exited: clients see the connection drop. */
+  kill: () => Promise<void>
+  /** SIGSTOP: connections stay open and nothing answers. */
+  pause: () => void
+  /** SIGCONT after {@link RedisServer.pause}. */
+  resume: () => void
+  /** Starts it again (empty) on the same port, after stop or kill. */
+  restart: () => Promise<void>
+}
+
+/** Starts redis-server (with `--requirepass` when `password` is given); killed at teardown. */
+export async function startRedisServer (t: Test, options: { password?: string } = {}): Promise<RedisServer> {
+  const binary = REDIS_SERVER
+  if (binary === undefined) throw new Error('redis-server not installed: apt-get install redis-server')
+  const directory = mkdtempSync(join(tmpdir(), 'ffp-redis-'))
+  let child: Running | null = null
+  t.teardown(async () => {
+    await child?.signal('SIGKILL')
+    rmSync(directory, { recursive: true, force: true })
+  })
+  let port = 0
+  // A port found free may be taken before redis-server binds it: try another one.
+  for (let attempt = 1; child === null; attempt++) {
+    port = await closedPort()
+    try {
+      child = await run(binary, port, directory, options.password)
+    } catch (error) {
+      if (attempt === 3 || !(error instanceof Error) || !error.message.includes('in use')) throw error
+    }
+  }
+  const current = (): Running => {
+    if (child === null) throw new Error('redis-server is not running')
+    return child
+  }
+  return {
+    port,
+    url: `redis://127.0.0.1:${port}/0`,
+    stop: async () => { await current().signal('SIGTERM') },
+    kill: async () => { await current().signal('SIGKILL') },
+    pause: () => { current().process.kill('SIGSTOP') },
+    resume: () => { current().process.kill('SIGCONT') },
+    restart: async () => {
+      if (child?.process.exitCode === null && child.process.signalCode === null) throw new Error('redis-server is still running')
+      child = await run(binary, port, directory, options.password)
+    }
+  }
+}
+
+/** A started redis-server process. */
+interface Running {
+  readonly process: ChildProcess
+  /** Sends `signal` (SIGCONT first, should it be paused) and waits for the exit. */
+  signal: (signal: NodeJS.Signals) => Promise<void>
+}
+
+/** Spawns redis-server and resolves once it logs that it accepts connections. */
+async function run (binary: string, port: number, directory: string, password: string | undefined): Promise<Running> {
+  const args = ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no', '--dir', directory]
+  if (password !== undefined) args.push('--requirepass', password)
+  const child = spawn(binary, args, { stdio: ['ignore', 'pipe', 'pipe'] })
+  const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()))
+  let output = ''
+  await new Promise<void>((resolve, reject) => {
+    const timer = setTimeout(() => fail('did not start in time'), STARTUP_MS)
+    function fail (why: string): void {
+      clearTimeout(timer)
+      child.kill('SIGKILL')
+      reject(new Error(`redis-server on port ${port} ${why}: ${output}`))
+    }
+    const read = (chunk: Buffer): void => {
+      output += chunk.toString()
+      if (output.includes('Ready to accept connections')) {
+        clearTimeout(timer)
+        resolve()
+      }
+    }
+    child.stdout.on('data', read)
+    child.stderr.on('data', read)
+    child.once('error', (error) => fail(error.message))
+    child.once('exit', () => fail(`exited${/already in use/.test(output) ? ' (port in use)' : ''}`))
+  })
+  return {
+    process: child,
+    signal: async (signal) => {
+      if (child.exitCode === null && child.signalCode === null) {
+        child.kill('SIGCONT')
+        child.kill(signal)
+      }
+      await exited
+    }
+  }
+}
+
+function findRedisServer (): string | undefined {
+  const candidates = ['/usr/bin/redis-server', ...(process.env.PATH ?? '').split(delimiter).filter((dir) => dir !== '').map((dir) => join(dir, 'redis-server'))]
+  return candidates.find((candidate) => {
+    try {
+      accessSync(candidate, constants.X_OK)
+      return true
+    } catch {
+      return false
+    }
+  })
+}

@@ -1,0 +1,82 @@
+import { test, type Test } from 'tap'
+import { request as httpRequest } from 'node:http'
+import { writeFileSync } from 'node:fs'
+import { join } from 'node:path'
+import { listeningUrls, runBin, type BinProcess } from './helpers/cli-bin'
+import { startOrigin } from './helpers/servers'
+import { eventually } from './helpers/eventually'
+
+const AUTH = `Basic ${Buffer.from('alice:alice-password').toString('base64')}`
+const WRONG = `Basic ${Buffer.from('alice:wrong').toString('base64')}`
+
+/** An absolute-form GET on a new connection (the cluster hands each to the next worker). */
+function get (proxy: URL, target: string, authorization: string): Promise<number> {
+  return new Promise((resolve, reject) => {
+    httpRequest({ host: proxy.hostname, port: proxy.port, path: target, agent: false, headers: { 'proxy-authorization': authorization } }, (res) => {
+      res.resume()
+      res.on('end', () => resolve(res.statusCode ?? 0))
+    }).on('error', reject).end()
+  })
+}
+
+/** The pids of the workers that wrote an access line with `status`. */
+function pidsAnswering (bin: BinProcess, status: number): Set<number> {
+  const pids = new Set<number>()
+  for (const line of bin.stdout().split('\n')) {
+    if (!line.startsWith('{')) continue
+    const entry = JSON.parse(line) as { pid: number, access?: { status?: number } }
+    if (entry.access?.status === status) pids.add(entry.pid)
+  }
+  return pids
+}
+
+function startTwoWorkers (t: Test, user: object, extra: object = {}): BinProcess {
+  const file = join(t.testdir(), 'proxy.json')
+  writeFileSync(file, JSON.stringify({
+    listen: [{ host: '127.0.0.1', port: 0 }],
+    workers: 2,
+    users: { alice: { password: 'alice-password', ...user } },
+    destinations: { allowedPorts: '*', allowedNetworks: ['127.0.0.1/32'] },
+    log: { level: 'info' },
+    ...extra
+  }))
+  return runBin(t, ['--config', file])
+}
+
+test('workers without a store: a user\'s requestsPerMinute counts across both workers (30 requests, 10 answered, 20 refused)', async (t) => {
+  const origin = await startOrigin(t)
+  const bin = startTwoWorkers(t, { requestsPerMinute: 10 }, { metrics: { port: 0 } })
+  const proxy = new URL((await listeningUrls(bin))[0] ?? '')
+  const metricsUrl = /metrics: (http:\/\/\S+)/.exec(bin.stdout())?.[1] ?? ''
+  const statuses: number[] = []
+  for (let i = 0; i < 30; i++) statuses.push(await get(proxy, `http://127.0.0.1:${origin.port}/${i}`, AUTH))
+  t.equal(statuses.filter((status) => status === 200).length, 10, 'exactly the user\'s 10')
+  t.equal(statuses.filter((status) => status === 429).length, 20, 'every other one refused')
+  t.same(statuses.slice(0, 10), Array(10).fill(200), 'the first ten are the ones answered')
+  await eventually(() => pidsAnswering(bin, 429).size >= 2 && pidsAnswering(bin, 200).size >= 2, 5000).catch(() => {})
+  t.equal(pidsAnswering(bin, 200).size, 2, 'both workers answered some')
+  t.equal(pidsAnswering(bin, 429).size, 2, 'both workers refused some: neither counted alone')
+  const metrics = await (await fetch(metricsUrl)).text()
+  t.match(metrics, /\nforward_proxy_requests_total\{forward_proxy_kind="forward"\} 30\n/, '/metrics counts all 30')
+  t.match(metrics, /\nforward_proxy_request_outcomes_total\{[^}]*forward_proxy_outcome="refused",forward_proxy_reason="user_rate_limit"\} 20\n/, 'and the 20 refusals')
+  bin.child.kill('SIGTERM')
+  t.equal(await bin.exited, 0)
+})
+
+test('workers without a store: the authentication lockout counts failures from both workers', async (t) => {
+  const origin = await startOrigin(t)
+  const bin = startTwoWorkers(t, {}, { authFailureLimit: { maxFailures: 4, window: 60000 } })
+  const proxy = new URL((await listeningUrls(bin))[0] ?? '')
+  const target = `http://127.0.0.1:${origin.port}/`
+  // Four wrong guesses on four connections: two per worker, so neither alone reaches 4.
+  for (let i = 0; i < 4; i++) t.equal(await get(proxy, target, WRONG), 407)
+  await eventually(() => pidsAnswering(bin, 407).size >= 2, 5000).catch(() => {})
+  t.equal(pidsAnswering(bin, 407).size, 2, 'both workers counted failures')
+  // Right credentials now, on both workers: locked out on each.
+  t.equal(await get(proxy, target, AUTH), 429)
+  t.equal(await get(proxy, target, AUTH), 429)
+  await eventually(() => pidsAnswering(bin, 429).size >= 2, 5000).catch(() => {})
+  t.equal(pidsAnswering(bin, 429).size, 2, 'both workers refused the locked-out client')
+  bin.child.kill('SIGTERM')
+  t.equal(await bin.exited, 0)
+})
