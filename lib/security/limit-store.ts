@@ -5,6 +5,9 @@
 /**
  * Counts shared limits for every process that uses it. Each call counts atomically in the
  * store; a call the store cannot answer rejects (the caller then counts in its own process).
+ * A call that timed out may still have been counted by the store: a request is then counted
+ * twice (once there, once by its process), and a slot taken that way is never renewed and comes
+ * back when its lease expires.
  * Keys are opaque strings chosen by the caller (a user name, a client address); the store adds
  * its own prefix.
  */

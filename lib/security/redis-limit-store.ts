@@ -59,24 +59,25 @@ local function keepFor (key, ms)
 end
 `
 
-// One INCR per key and call, in the calls' order. KEYS[i]: a rate counter; ARGV[2i-1], ARGV[2i]:
-// its limit and window. Answers, per call, 0 (within the limit) or the milliseconds left (>= 1).
+// One INCRBY per counter for all the requests of a batch that count on it: they get the counts
+// from count - added + 1 to count, in their order, exactly as one INCR each would. KEYS[i]: a
+// rate counter; ARGV[2i-1], ARGV[2i]: the requests added and the window. Answers, per counter,
+// its count after them and the milliseconds left in its window (>= 1).
 const COUNT_REQUESTS = `local results = {}
 for i = 1, #KEYS do
-  local count = redis.call('INCR', KEYS[i])
+  local added = tonumber(ARGV[2 * i - 1])
+  local count = redis.call('INCRBY', KEYS[i], added)
   local windowMs = ARGV[2 * i]
-  if count == 1 then redis.call('PEXPIRE', KEYS[i], windowMs) end
-  local msLeft = 0
-  if count > tonumber(ARGV[2 * i - 1]) then
-    msLeft = redis.call('PTTL', KEYS[i])
-    if msLeft < 0 then
-      redis.call('PEXPIRE', KEYS[i], windowMs)
-      msLeft = tonumber(windowMs)
-    elseif msLeft == 0 then
-      msLeft = 1
-    end
+  if count == added then redis.call('PEXPIRE', KEYS[i], windowMs) end
+  local msLeft = redis.call('PTTL', KEYS[i])
+  if msLeft < 0 then
+    redis.call('PEXPIRE', KEYS[i], windowMs)
+    msLeft = tonumber(windowMs)
+  elseif msLeft == 0 then
+    msLeft = 1
   end
-  results[i] = msLeft
+  results[2 * i - 1] = count
+  results[2 * i] = msLeft
 end
 return results`
 
@@ -290,24 +291,43 @@ class RedisLimitStore implements LimitStore {
 
   #flushCounts (): void {
     const pending = this.#pending
+    if (pending.length === 0) return
     this.#pending = []
     if (pending.length <= MAX_KEYS_PER_CALL) this.#countBatch(pending)
     else for (const part of chunks(pending)) this.#countBatch(part)
   }
 
-  /** One script call for the batch: KEYS are the counters, ARGV each one's limit and window. */
+  /**
+   * One script call for the batch, one counter per key: a request is within its limit when its
+   * place in the window's count is.
+   */
   #countBatch (batch: readonly PendingCount[]): void {
-    const size = batch.length
+    const byKey = new Map<string, PendingCount[]>()
+    for (const count of batch) {
+      const same = byKey.get(count.key)
+      if (same === undefined) byKey.set(count.key, [count])
+      else same.push(count)
+    }
+    const keys = [...byKey.keys()]
+    const size = keys.length
     const keysThenArgs: Array<string | number> = new Array(size * 3)
     for (let i = 0; i < size; i++) {
-      const count = batch[i] as PendingCount
-      keysThenArgs[i] = count.key
-      keysThenArgs[size + 2 * i] = count.limit
-      keysThenArgs[size + 2 * i + 1] = count.windowMs
+      const counts = byKey.get(keys[i] as string) as PendingCount[]
+      keysThenArgs[i] = keys[i] as string
+      keysThenArgs[size + 2 * i] = counts.length
+      keysThenArgs[size + 2 * i + 1] = (counts[0] as PendingCount).windowMs
     }
     this.#call(countRequests, size, keysThenArgs).then((reply) => {
-      if (!isNumbers(reply, size)) throw this.#unavailable('unexpected reply')
-      for (let i = 0; i < size; i++) (batch[i] as PendingCount).resolve(reply[i] as number)
+      if (!isNumbers(reply, 2 * size)) throw this.#unavailable('unexpected reply')
+      for (let i = 0; i < size; i++) {
+        const counts = byKey.get(keys[i] as string) as PendingCount[]
+        const first = (reply[2 * i] as number) - counts.length + 1
+        const msLeft = reply[2 * i + 1] as number
+        for (let j = 0; j < counts.length; j++) {
+          const count = counts[j] as PendingCount
+          count.resolve(first + j <= count.limit ? 0 : msLeft)
+        }
+      }
     }).catch((error: Error) => {
       for (const count of batch) count.reject(error)
     })
