@@ -7,20 +7,18 @@
 // from /proc/PID/stat).
 // `npm run build && node bench/bin-ab.mjs <tree-before> [<tree-after> = this checkout]`
 // (BENCH_ROUNDS, default 3; BENCH_SECONDS, default 5)
-import { execFileSync, spawn } from 'node:child_process'
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
+import { spawn } from 'node:child_process'
+import { mkdtempSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join, resolve } from 'node:path'
-import { Pool } from 'undici'
 import { makeCa } from './pki.mjs'
+import { CONNECTIONS, cpuMicros, hey, heyLoad, median, startBin, undiciLoad } from './bin-load.mjs'
 
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 3)
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 5)
-const CONNECTIONS = 32
 const here = resolve(import.meta.dirname, '..')
 const trees = process.argv.length > 3 ? process.argv.slice(2, 4) : [process.argv[2], here]
 if (trees[0] === undefined) throw new Error('usage: node bench/bin-ab.mjs <tree-before> [<tree-after>]')
-const hey = (() => { try { return execFileSync('sh', ['-c', 'command -v hey'], { encoding: 'utf8' }).trim() || undefined } catch { return undefined } })()
 
 const dir = mkdtempSync(join(tmpdir(), 'ffp-bin-ab-'))
 const ca = makeCa(dir, 'operator')
@@ -38,57 +36,19 @@ const configs = {
 const origin = spawn(process.execPath, [join(here, 'bench', 'origin.mjs')], { stdio: ['ignore', 'pipe', 'inherit'] })
 const originPort = Number(await new Promise((resolve) => origin.stdout.once('data', (chunk) => resolve(String(chunk).trim()))))
 
-function cpuMicros (pid) {
-  const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1].split(' ')
-  return (Number(fields[11]) + Number(fields[12])) * 10_000
-}
-
-async function startBin (tree, config) {
-  const port = 20_000 + Math.floor(Math.random() * 20_000)
-  const file = join(dir, `proxy-${port}.json`)
-  writeFileSync(file, JSON.stringify(configs[config](port)))
-  const bin = spawn(process.execPath, [join(tree, 'dist', 'lib', 'cli', 'main.js'), '--config', file], { env: { ...process.env, NODE_ENV: 'production' }, stdio: ['ignore', 'pipe', 'inherit'] })
-  bin.stdout.resume()
-  // Listening once a plain request gets the proxy's 407.
-  for (let tries = 0; tries < 100; tries++) {
-    const answered = await fetch(`http://127.0.0.1:${port}/`).then(() => true, () => false)
-    if (answered) return { bin, port }
-    await new Promise((resolve) => setTimeout(resolve, 50))
-  }
-  throw new Error(`the bin of ${tree} did not start`)
-}
-
-async function undiciLoad (port, seconds) {
-  const pool = new Pool(`http://127.0.0.1:${port}`, { connections: CONNECTIONS })
-  const authorization = `Basic ${Buffer.from(`${USER}:${PASSWORD}`).toString('base64')}`
-  let answered = 0
-  const until = Date.now() + seconds * 1000
-  await Promise.all(Array.from({ length: CONNECTIONS }, async () => {
-    while (Date.now() < until) {
-      const response = await pool.request({ path: `http://127.0.0.1:${originPort}/small`, method: 'GET', headers: { host: `127.0.0.1:${originPort}`, 'proxy-authorization': authorization } })
-      await response.body.arrayBuffer()
-      if (response.statusCode === 200) answered++
-    }
-  }))
-  await pool.close()
-  return answered
-}
-
-function heyLoad (port, seconds) {
-  const output = execFileSync(hey, ['-z', `${seconds}s`, '-c', String(CONNECTIONS), '-x', `http://${USER}:${PASSWORD}@127.0.0.1:${port}`, `http://127.0.0.1:${originPort}/small`], { encoding: 'utf8', maxBuffer: 1 << 24 })
-  return Number(/\[200\]\s+(\d+) responses/.exec(output)?.[1] ?? 0)
-}
+const target = `http://127.0.0.1:${originPort}/small`
+const credentials = `${USER}:${PASSWORD}`
 
 const results = {}
 for (let round = 0; round < ROUNDS; round++) {
   for (const tree of round % 2 === 0 ? trees : [...trees].reverse()) {
     for (const config of ['minimal', 'full']) {
-      for (const [client, load] of [['undici', undiciLoad], ...(hey === undefined ? [] : [['hey', async (port, seconds) => heyLoad(port, seconds)]])]) {
-        const { bin, port } = await startBin(tree, config)
-        await load(port, 1)
+      for (const [client, load] of [['undici', undiciLoad], ...(hey === undefined ? [] : [['hey', async (...args) => heyLoad(...args)]])]) {
+        const { bin, port } = await startBin(tree, dir, configs[config])
+        await load(port, target, credentials, 1)
         const before = cpuMicros(bin.pid)
         const started = Date.now()
-        const answered = await load(port, SECONDS)
+        const answered = await load(port, target, credentials, SECONDS)
         const seconds = (Date.now() - started) / 1000
         const key = `${tree} | ${config} | ${client}`
         ;(results[key] ??= []).push({ reqPerSec: answered / seconds, cpuPerRequestUs: (cpuMicros(bin.pid) - before) / answered })
@@ -98,7 +58,6 @@ for (let round = 0; round < ROUNDS; round++) {
     }
   }
 }
-const median = (values) => [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)]
 console.log(`| tree | config | client | req/s | bin CPU µs per request | each round (µs) |\n|---|---|---|---|---|---|`)
 for (const [key, rounds] of Object.entries(results)) {
   console.log(`| ${key} | ${Math.round(median(rounds.map((r) => r.reqPerSec)))} | ${median(rounds.map((r) => r.cpuPerRequestUs)).toFixed(1)} | ${rounds.map((r) => r.cpuPerRequestUs.toFixed(1)).join(' / ')} |`)
