@@ -22,7 +22,8 @@ export function cpuMicros (pid) {
  * `dir`, and resolves once it answers; the caller kills it.
  */
 export async function startBin (tree, dir, config) {
-  const port = 20_000 + Math.floor(Math.random() * 20_000)
+  // Below the ephemeral range (32768 and up), where a client connection may hold the port.
+  const port = 20_000 + Math.floor(Math.random() * 12_000)
   const file = join(dir, `proxy-${port}.json`)
   writeFileSync(file, JSON.stringify(config(port)))
   const bin = spawn(process.execPath, [join(tree, 'dist', 'lib', 'cli', 'main.js'), '--config', file], { env: { ...process.env, NODE_ENV: 'production' }, stdio: ['ignore', 'pipe', 'inherit'] })

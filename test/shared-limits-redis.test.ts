@@ -161,7 +161,8 @@ test('redis: when Redis goes away, onError "allow" keeps answering with limits c
 test('redis: onError "deny" answers 503 proxy_internal_error while Redis is away, within its timeout, and serves again once it is back', { skip: redisServerMissing }, async (t) => {
   const redis = await startRedisServer(t)
   const origin = await startOrigin(t)
-  const replica = await startReplica(t, redis, { requestsPerMinute: 100 }, { redis: { onError: 'deny', timeout: 300 } })
+  const replica = await startReplica(t, redis, { requestsPerMinute: 100 }, { redis: { onError: 'deny', timeout: 300 }, metrics: { port: 0 } })
+  const metricsUrl = /metrics: (http:\/\/\S+)/.exec(replica.bin.stdout())?.[1] ?? ''
   const target = `http://127.0.0.1:${origin.port}/`
   t.equal((await get(replica, target)).status, 200)
   redis.pause()
@@ -178,6 +179,8 @@ test('redis: onError "deny" answers 503 proxy_internal_error while Redis is away
   await eventually(async () => (await get(replica, target)).status === 200, 5000)
   await eventually(() => logLines(replica.bin, 'is back; limits are shared again').length > 0, 2000)
   t.equal(logLines(replica.bin, 'is back; limits are shared again').length, 1, 'one line when back')
+  const metrics = await (await fetch(metricsUrl)).text()
+  t.match(metrics, /\nforward_proxy_request_outcomes_total\{forward_proxy_kind="forward",forward_proxy_outcome="failed",forward_proxy_reason="limit_store_unavailable"\} [1-9]\d*\n/, 'counted as failed for that reason')
 })
 
 test('redis: the password comes from the environment, never from the URL in the configuration file', { skip: redisServerMissing }, async (t) => {

@@ -1,10 +1,14 @@
 import { test, type Test } from 'tap'
+import { readdirSync, readFileSync, readlinkSync } from 'node:fs'
 import { request as httpRequest } from 'node:http'
 import { writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { listeningUrls, runBin, type BinProcess } from './helpers/cli-bin'
 import { startOrigin } from './helpers/servers'
 import { eventually } from './helpers/eventually'
+import { childPids } from './helpers/cli-workers'
+import { openTunnel, type OpenTunnel } from './helpers/raw-client'
+import { startTcpDestination } from './helpers/tcp-destination'
 
 const AUTH = `Basic ${Buffer.from('alice:alice-password').toString('base64')}`
 const WRONG = `Basic ${Buffer.from('alice:wrong').toString('base64')}`
@@ -28,6 +32,21 @@ function pidsAnswering (bin: BinProcess, status: number): Set<number> {
     if (entry.access?.status === status) pids.add(entry.pid)
   }
   return pids
+}
+
+/** True when process `pid` has a TCP connection to local port `port` (Linux /proc). */
+function holdsConnectionTo (pid: number, port: number): boolean {
+  const inodes = new Set<string>()
+  for (const fd of readdirSync(`/proc/${pid}/fd`)) {
+    try {
+      const inode = /^socket:\[(\d+)\]$/.exec(readlinkSync(`/proc/${pid}/fd/${fd}`))?.[1]
+      if (inode !== undefined) inodes.add(inode)
+    } catch {}
+  }
+  return readFileSync('/proc/net/tcp', 'utf8').split('\n').slice(1).some((line) => {
+    const fields = line.trim().split(/\s+/)
+    return fields.length > 9 && parseInt(fields[2]?.split(':')[1] ?? '', 16) === port && inodes.has(fields[9] ?? '')
+  })
 }
 
 function startTwoWorkers (t: Test, user: object, extra: object = {}): BinProcess {
@@ -79,4 +98,39 @@ test('workers without a store: the authentication lockout counts failures from b
   t.equal(pidsAnswering(bin, 429).size, 2, 'both workers refused the locked-out client')
   bin.child.kill('SIGTERM')
   t.equal(await bin.exited, 0)
+})
+
+test('workers without a store: a user\'s maxConcurrentTunnels counts across both workers, and a worker killed with tunnels open gives its slots back at once', async (t) => {
+  const destination = await startTcpDestination(t)
+  const bin = startTwoWorkers(t, { maxConcurrentTunnels: 2 })
+  const proxy = new URL((await listeningUrls(bin))[0] ?? '')
+  const port = Number(proxy.port)
+  const target = `127.0.0.1:${destination.port}`
+  const open = (): Promise<OpenTunnel> => openTunnel(port, target, { 'Proxy-Authorization': AUTH })
+  // Two tunnels on two connections: the cluster hands them to the two workers in turn.
+  const tunnels = [await open(), await open()]
+  t.same(tunnels.map((tunnel) => tunnel.status), [200, 200])
+  for (let i = 0; i < 2; i++) {
+    const refused = await open()
+    t.equal(refused.status, 429, 'a third is refused on either worker')
+    refused.socket.destroy()
+  }
+  // SIGKILL a worker holding a tunnel: it gives nothing back itself; the first process sees it exit.
+  const victim = childPids(bin.child.pid ?? 0).find((pid) => holdsConnectionTo(pid, destination.port))
+  t.ok(victim, 'a worker holds a tunnel to the destination')
+  const closed = tunnels.map((tunnel) => new Promise<void>((resolve) => tunnel.socket.once('close', () => resolve())))
+  process.kill(victim ?? 0, 'SIGKILL')
+  await Promise.race(closed)
+  let reopened: OpenTunnel | undefined
+  await eventually(async () => {
+    const attempt = await open().catch(() => undefined)
+    if (attempt?.status === 200) reopened = attempt
+    else attempt?.socket.destroy()
+    return attempt?.status === 200
+  }, 5000)
+  t.equal(reopened?.status, 200, 'a tunnel opens again once the killed worker\'s slot is back')
+  reopened?.socket.destroy()
+  for (const tunnel of tunnels) tunnel.socket.destroy()
+  bin.child.kill('SIGTERM')
+  await bin.exited
 })

@@ -139,12 +139,12 @@ function broadcast (message: FailuresMessage): void {
 interface PendingCall {
   readonly resolve: (answer: number | boolean | AuthFailureCount) => void
   readonly reject: (error: Error) => void
-  readonly timer: NodeJS.Timeout
 }
 
 /**
  * In a worker: the {@link LimitStore} whose counts the first process keeps
- * ({@link serveWorkersLimits}). The calls of one turn of the event loop leave in one message.
+ * ({@link serveWorkersLimits}). The calls of one turn of the event loop leave in one message,
+ * under one timer.
  */
 export function workersLimitStore (): LimitStore {
   let nextId = 1
@@ -153,22 +153,26 @@ export function workersLimitStore (): LimitStore {
   let failuresListener: ((client: string, count: AuthFailureCount) => void) | null = null
   let availabilityListener: ((available: boolean) => void) | null = null
 
-  const flush = (): void => {
-    const calls = queued
-    queued = []
-    if (process.send === undefined || !process.connected) {
-      for (const call of calls) if (call[0] !== 'release') settle(call[1], new Error('the first process cannot be reached'))
-      return
-    }
-    process.send({ type: CALLS, calls } satisfies CallsMessage)
-  }
   const settle = (id: number, answer: number | boolean | AuthFailureCount | Error): void => {
     const call = pending.get(id)
     if (call === undefined) return
     pending.delete(id)
-    clearTimeout(call.timer)
     if (answer instanceof Error) call.reject(answer)
     else call.resolve(answer)
+  }
+  const settleAll = (calls: readonly Call[], error: Error): void => {
+    for (const call of calls) if (call[0] !== 'release') settle(call[1], error)
+  }
+  const flush = (): void => {
+    const calls = queued
+    queued = []
+    if (process.send === undefined || !process.connected) {
+      settleAll(calls, new Error('the first process cannot be reached'))
+      return
+    }
+    process.send({ type: CALLS, calls } satisfies CallsMessage)
+    // Answered calls are settled already: only the unanswered ones are failed.
+    setTimeout(() => settleAll(calls, new Error(`the first process did not answer within ${ANSWER_TIMEOUT_MS} ms`)), ANSWER_TIMEOUT_MS).unref()
   }
   const enqueue = (call: Call): void => {
     if (queued.length === 0) setImmediate(flush)
@@ -176,8 +180,7 @@ export function workersLimitStore (): LimitStore {
   }
   const ask = <T extends number | boolean | AuthFailureCount>(build: (id: number) => Call): Promise<T> => new Promise((resolve, reject) => {
     const id = nextId++
-    const timer = setTimeout(() => settle(id, new Error(`the first process did not answer within ${ANSWER_TIMEOUT_MS} ms`)), ANSWER_TIMEOUT_MS)
-    pending.set(id, { resolve: resolve as PendingCall['resolve'], reject, timer })
+    pending.set(id, { resolve: resolve as PendingCall['resolve'], reject })
     enqueue(build(id))
   })
 

@@ -15,12 +15,12 @@ export const PROXY_REASON_ATTRIBUTE = 'forward_proxy.reason'
 export type ProxyRefusalReason =
   | 'auth' | 'destination_policy' | 'user_hosts' | 'user_secrets' | 'user_rate_limit' | 'user_tunnel_limit'
   | 'secret_destination' | 'tunnel_limit' | 'request_limit' | 'loop' | 'transform' | 'bad_request'
-  | 'destination_error' | 'internal_error' | 'other'
+  | 'destination_error' | 'internal_error' | 'limit_store_unavailable' | 'other'
 
 const REASONS: readonly ProxyRefusalReason[] = [
   'auth', 'destination_policy', 'user_hosts', 'user_secrets', 'user_rate_limit', 'user_tunnel_limit',
   'secret_destination', 'tunnel_limit', 'request_limit', 'loop', 'transform', 'bad_request',
-  'destination_error', 'internal_error', 'other'
+  'destination_error', 'internal_error', 'limit_store_unavailable', 'other'
 ]
 
 type ErrorOutcome = 'refused' | 'failed'
@@ -57,7 +57,7 @@ export function countErrorOutcome (kind: ProxyRequestKind, status: number, error
  * policy or a destination filter (`destination_policy`), a user's `allowedHosts`, `secrets`,
  * `requestsPerMinute` or `maxConcurrentTunnels`, a secret's placeholder where its secret may not
  * go (`secret_destination`), the proxy's limits, a loop, a transform, a malformed request
- * (`bad_request`); without a rule, a failure: `internal_error`, else `destination_error` (5xx)
+ * (`bad_request`), a store of shared limits that cannot be reached (`limit_store_unavailable`); without a rule, a failure: `internal_error`, else `destination_error` (5xx)
  * or `bad_request`.
  */
 export function refusalReasonOf (error: ProxyError): ProxyRefusalReason {
@@ -72,6 +72,7 @@ export function refusalReasonOf (error: ProxyError): ProxyRefusalReason {
     case 'transforms': return 'transform'
     case 'request': return 'bad_request'
     case 'headers[].tlsOnly': return 'secret_destination'
+    case 'redis.onError': return 'limit_store_unavailable'
   }
   if (rule.startsWith('destinations.')) return 'destination_policy'
   if (rule.startsWith('secrets.')) return 'secret_destination'
