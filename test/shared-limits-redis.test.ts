@@ -174,6 +174,7 @@ test('redis: onError "deny" answers 503 proxy_internal_error while Redis is away
   t.ok(Date.now() - started < 300 + 1000, 'not kept waiting past the timeout')
   await eventually(() => logLines(replica.bin, 'cannot be reached').length > 0, 2000)
   t.equal(logLines(replica.bin, 'cannot be reached').length, 1)
+  t.match(logLines(replica.bin, 'cannot be reached')[0], /"reason":"[^"]*(timed out|no answer within 300 ms)/, 'the line says why')
   redis.resume()
   // While lost, one request a second probes Redis; the one that finds it answers is served.
   await eventually(async () => (await get(replica, target)).status === 200, 5000)

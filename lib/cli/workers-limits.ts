@@ -151,7 +151,7 @@ export function workersLimitStore (): LimitStore {
   let queued: Call[] = []
   const pending = new Map<number, PendingCall>()
   let failuresListener: ((client: string, count: AuthFailureCount) => void) | null = null
-  let availabilityListener: ((available: boolean) => void) | null = null
+  let availabilityListener: ((available: boolean, reason?: Error) => void) | null = null
 
   const settle = (id: number, answer: number | boolean | AuthFailureCount | Error): void => {
     const call = pending.get(id)
@@ -191,7 +191,7 @@ export function workersLimitStore (): LimitStore {
       failuresListener?.(message.client, message.count)
     }
   }
-  const onDisconnect = (): void => availabilityListener?.(false)
+  const onDisconnect = (): void => availabilityListener?.(false, new Error('the channel to the first process closed'))
   process.on('message', onMessage)
   process.once('disconnect', onDisconnect)
 

@@ -34,8 +34,11 @@ export interface LimitStore {
   recordAuthFailure (client: string, windowMs: number): Promise<AuthFailureCount>
   /** Where the failures any process records arrive (one listener; a later call replaces it). */
   onAuthFailures (listener: (client: string, count: AuthFailureCount) => void): void
-  /** Where the store reports that it became unreachable (`false`) or reachable again (`true`). */
-  onAvailability (listener: (available: boolean) => void): void
+  /**
+   * Where the store reports that it became unreachable (`false`, with why: a message without
+   * credentials) or reachable again (`true`).
+   */
+  onAvailability (listener: (available: boolean, reason?: Error) => void): void
   /** Gives back this process's leases and stops; a store the application passed in is not closed. */
   close (): Promise<void>
 }

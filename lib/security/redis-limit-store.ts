@@ -204,7 +204,7 @@ class RedisLimitStore implements LimitStore {
   #reachability: Reachability = 'starting'
   readonly #started: Promise<void>
   #startedOrFailed: (error?: Error) => void = noop
-  #availabilityListener: (available: boolean) => void = noop
+  #availabilityListener: (available: boolean, reason?: Error) => void = noop
   #authListener: (client: string, count: AuthFailureCount) => void = noop
   #subscriber: Redis | null = null
   #closing: Promise<void> | null = null
@@ -280,7 +280,7 @@ class RedisLimitStore implements LimitStore {
     if (this.#subscriber === null && this.#closing === null) this.#subscriber = this.#subscribe()
   }
 
-  onAvailability (listener: (available: boolean) => void): void {
+  onAvailability (listener: (available: boolean, reason?: Error) => void): void {
     this.#availabilityListener = listener
   }
 
@@ -363,7 +363,7 @@ class RedisLimitStore implements LimitStore {
       let timedOut = false
       const timer = setTimeout(() => {
         timedOut = true
-        this.#lost()
+        this.#lost(`no answer within ${this.#timeout} ms`)
         reject(this.#unavailable(`no answer within ${this.#timeout} ms`))
       }, this.#timeout)
       reply.then((value) => {
@@ -375,7 +375,7 @@ class RedisLimitStore implements LimitStore {
         if (timedOut) return
         clearTimeout(timer)
         // An error reply comes from a Redis that is there; anything else means it is not.
-        if (!(error instanceof Error && error.name === 'ReplyError')) this.#lost()
+        if (!(error instanceof Error && error.name === 'ReplyError')) this.#lost(error instanceof Error ? error.message : String(error))
         if (error instanceof LimitStoreUnavailableError) reject(error)
         else reject(this.#unavailable(error instanceof Error ? error.message : String(error)))
       })
@@ -392,8 +392,11 @@ class RedisLimitStore implements LimitStore {
   #lost (reason?: string): void {
     const was = this.#reachability
     this.#reachability = 'down'
-    if (was === 'starting') this.#startedOrFailed(this.#unavailable(reason === undefined ? 'could not connect' : `could not connect: ${reason}`))
-    if (was !== 'down' && this.#closing === null) this.#availabilityListener(false)
+    const error = was === 'starting'
+      ? this.#unavailable(reason === undefined ? 'could not connect' : `could not connect: ${reason}`)
+      : this.#unavailable(reason ?? 'the connection was lost')
+    if (was === 'starting') this.#startedOrFailed(error)
+    if (was !== 'down' && this.#closing === null) this.#availabilityListener(false, error)
   }
 
   /** A second connection, in subscriber mode, on which every process's failures arrive. */

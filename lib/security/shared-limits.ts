@@ -45,9 +45,9 @@ export class SharedLimits {
     this.#store = store
     this.#onError = onError
     this.#events = events
-    store.onAvailability((available) => {
+    store.onAvailability((available, reason) => {
       if (available) this.#markBack()
-      else this.#markLost(new Error('the connection to the store was lost'))
+      else this.#markLost(reason ?? new Error('the connection to the store was lost'))
     })
   }
 

@@ -1,7 +1,8 @@
 // A real redis-server on a free loopback port for the Redis limit store's tests: nothing saved to
-// disk, stopped at teardown; killed, paused and restarted on the same port on demand.
+// disk, stopped at teardown; killed, paused and restarted on the same port on demand; plain TCP,
+// or TLS only when given a certificate.
 
-import { spawn, type ChildProcess } from 'node:child_process'
+import { spawn, spawnSync, type ChildProcess } from 'node:child_process'
 import { accessSync, constants, mkdtempSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { delimiter, join } from 'node:path'
@@ -16,10 +17,42 @@ export const redisServerMissing: string | false = REDIS_SERVER === undefined ? '
 
 const STARTUP_MS = 10_000
 
+let tlsMissing: string | false | undefined
+
+/**
+ * Why tests that need redis-server with TLS skip (false when it has it), for tap's `skip`
+ * option. Asks the binary once: a build with TLS fails loading a missing certificate file, one
+ * without refuses the `tls-*` directives. Nothing is bound: it exits before listening.
+ */
+export function redisTlsMissing (): string | false {
+  if (tlsMissing !== undefined) return tlsMissing
+  if (REDIS_SERVER === undefined) return (tlsMissing = redisServerMissing)
+  const missing = join(tmpdir(), 'ffp-redis-tls-probe-missing')
+  const probe = spawnSync(REDIS_SERVER, [
+    '--port', '0', '--tls-replication', 'yes', '--tls-auth-clients', 'no',
+    '--tls-cert-file', join(missing, 'cert.pem'), '--tls-key-file', join(missing, 'key.pem'), '--tls-ca-cert-file', join(missing, 'ca.pem'),
+    '--save', '', '--appendonly', 'no'
+  ], { encoding: 'utf8', timeout: STARTUP_MS })
+  const output = `${probe.stdout ?? ''}${probe.stderr ?? ''}`
+  tlsMissing = output.includes('Failed to load certificate') ? false : `${REDIS_SERVER} has no TLS support (built without BUILD_TLS=yes)`
+  return tlsMissing
+}
+
+/** How {@link startRedisServer} starts redis-server. */
+export interface RedisServerOptions {
+  /** Requires this password (`--requirepass`). */
+  password?: string
+  /**
+   * Serves TLS only (no plain port), with this certificate and key (paths of PEM files);
+   * clients are not asked for certificates. The url is then `rediss://127.0.0.1:<port>/0`.
+   */
+  tls?: { cert: string, key: string }
+}
+
 /** A running redis-server. */
 export interface RedisServer {
   readonly port: number
-  /** `redis://127.0.0.1:<port>/0`, without credentials. */
+  /** `redis://127.0.0.1:<port>/0` (`rediss://` with TLS), without credentials. */
   readonly url: string
   /** SIGTERM, resolved once it exited. */
   stop: () => Promise<void>
@@ -33,8 +66,11 @@ export interface RedisServer {
   restart: () => Promise<void>
 }
 
-/** Starts redis-server (with `--requirepass` when `password` is given); killed at teardown. */
-export async function startRedisServer (t: Test, options: { password?: string } = {}): Promise<RedisServer> {
+/**
+ * Starts redis-server (with `--requirepass` when `password` is given; TLS only when `tls` is);
+ * killed at teardown.
+ */
+export async function startRedisServer (t: Test, options: RedisServerOptions = {}): Promise<RedisServer> {
   const binary = REDIS_SERVER
   if (binary === undefined) throw new Error('redis-server not installed: apt-get install redis-server')
   const directory = mkdtempSync(join(tmpdir(), 'ffp-redis-'))
@@ -48,7 +84,7 @@ export async function startRedisServer (t: Test, options: { password?: string } 
   for (let attempt = 1; child === null; attempt++) {
     port = await closedPort()
     try {
-      child = await run(binary, port, directory, options.password)
+      child = await run(binary, port, directory, options)
     } catch (error) {
       if (attempt === 3 || !(error instanceof Error) || !error.message.includes('in use')) throw error
     }
@@ -59,14 +95,14 @@ export async function startRedisServer (t: Test, options: { password?: string } 
   }
   return {
     port,
-    url: `redis://127.0.0.1:${port}/0`,
+    url: `${options.tls === undefined ? 'redis' : 'rediss'}://127.0.0.1:${port}/0`,
     stop: async () => { await current().signal('SIGTERM') },
     kill: async () => { await current().signal('SIGKILL') },
     pause: () => { current().process.kill('SIGSTOP') },
     resume: () => { current().process.kill('SIGCONT') },
     restart: async () => {
       if (child?.process.exitCode === null && child.process.signalCode === null) throw new Error('redis-server is still running')
-      child = await run(binary, port, directory, options.password)
+      child = await run(binary, port, directory, options)
     }
   }
 }
@@ -79,8 +115,12 @@ interface Running {
 }
 
 /** Spawns redis-server and resolves once it logs that it accepts connections. */
-async function run (binary: string, port: number, directory: string, password: string | undefined): Promise<Running> {
-  const args = ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no', '--dir', directory]
+async function run (binary: string, port: number, directory: string, options: RedisServerOptions): Promise<Running> {
+  const { password, tls } = options
+  const listen = tls === undefined
+    ? ['--port', String(port)]
+    : ['--port', '0', '--tls-port', String(port), '--tls-cert-file', tls.cert, '--tls-key-file', tls.key, '--tls-auth-clients', 'no']
+  const args = [...listen, '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no', '--dir', directory]
   if (password !== undefined) args.push('--requirepass', password)
   const child = spawn(binary, args, { stdio: ['ignore', 'pipe', 'pipe'] })
   const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()))
