@@ -6,12 +6,11 @@ import { tmpdir } from 'node:os'
 import { delimiter, join, posix } from 'node:path'
 import { test, type Test } from 'tap'
 import { parseAllDocuments } from 'yaml'
-import { loadConfigFile } from '../lib/cli/config'
-import { redisOption } from '../lib/cli/redis-option'
+import { loadConfigFile, redisOption } from './helpers/internals'
 import { closedPort } from './helpers/closed-port'
 import { parseDockerfile } from './helpers/dockerfile'
 import { kubernetesObjectProblems } from './helpers/kubernetes-schema'
-import { REDIS_SERVER, redisServerMissing } from './helpers/redis-server'
+import { REDIS_SERVER, redisServerMissing, untilAcceptingConnections } from './helpers/redis-server'
 
 const ROOT = join(__dirname, '..')
 const DIRECTORY = join(ROOT, 'deploy', 'kubernetes')
@@ -249,20 +248,7 @@ test('deploy/kubernetes: the Valkey\'s command starts a server that wants the Se
     child.kill('SIGKILL')
     await exited
   })
-  let output = ''
-  await new Promise<void>((resolve, reject) => {
-    const timer = setTimeout(() => reject(new Error(`did not start: ${output}`)), 10_000)
-    const read = (chunk: Buffer): void => {
-      output += chunk.toString()
-      if (output.includes('Ready to accept connections')) {
-        clearTimeout(timer)
-        resolve()
-      }
-    }
-    child.stdout.on('data', read)
-    child.stderr.on('data', read)
-    child.once('exit', () => reject(new Error(`exited: ${output}`)))
-  })
+  await untilAcceptingConnections(child, 'the Valkey\'s command')
 
   if (process.platform === 'linux') t.notOk(readFileSync(`/proc/${String(child.pid)}/cmdline`, 'utf8').includes(password), 'the password is not in the server\'s command line')
   const replies = await new Promise<string>((resolve, reject) => {

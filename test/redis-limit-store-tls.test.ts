@@ -5,7 +5,7 @@
 
 import { test, type Test } from 'tap'
 import { Redis } from 'ioredis'
-import { createRedisLimitStore } from '../lib/security/redis-limit-store'
+import { createRedisLimitStore } from './helpers/internals'
 import type { ForwardProxyOptions } from '../lib/index'
 import { rawExchange, basic, type RawExchange } from './helpers/raw-client'
 import { startOrigin, startProxy } from './helpers/servers'

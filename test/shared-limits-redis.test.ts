@@ -1,9 +1,10 @@
 import { test, type Test } from 'tap'
+import { Redis } from 'ioredis'
 import { mkdtempSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { listeningUrls, runBin, type BinProcess } from './helpers/cli-bin'
-import { rawExchange, openTunnel, basic, type OpenTunnel } from './helpers/raw-client'
+import { rawExchange, openTunnel, openTunnelOnceAdmitted, basic } from './helpers/raw-client'
 import { startOrigin } from './helpers/servers'
 import { startTcpDestination } from './helpers/tcp-destination'
 import { eventually } from './helpers/eventually'
@@ -78,15 +79,9 @@ test('redis: two replicas share a user\'s maxConcurrentTunnels, and a closed tun
   first.socket.destroy()
   firstUpstream.destroy()
   // The slot is given back when the tunnel's both sides have closed, on replica a.
-  let reopened: OpenTunnel | undefined
-  await eventually(async () => {
-    const attempt = await openTunnel(b.port, target, { 'Proxy-Authorization': AUTH })
-    if (attempt.status === 200) reopened = attempt
-    else attempt.socket.destroy()
-    return attempt.status === 200
-  }, 5000)
-  t.equal(reopened?.status, 200, 'replica b opens one once replica a closed its tunnel')
-  reopened?.socket.destroy()
+  const reopened = await openTunnelOnceAdmitted(b.port, target, { 'Proxy-Authorization': AUTH })
+  t.equal(reopened.status, 200, 'replica b opens one once replica a closed its tunnel')
+  reopened.socket.destroy()
   second.socket.destroy()
 })
 
@@ -109,9 +104,14 @@ test('redis: a replica killed with open tunnels gives its user\'s slots back onc
   const target = `127.0.0.1:${destination.port}`
   const tunnels = [await openTunnel(a.port, target, { 'Proxy-Authorization': AUTH }), await openTunnel(a.port, target, { 'Proxy-Authorization': AUTH })]
   t.same(tunnels.map((tunnel) => tunnel.status), [200, 200])
-  // Held past one lease time: replica a renews its leases while it lives.
-  const renewedUntil = Date.now() + 2000
-  await eventually(() => Date.now() > renewedUntil, 3000)
+  // Held past the first leases' expiry, on Redis's clock: replica a renews them while it lives.
+  const client = new Redis(redis.url)
+  t.teardown(() => client.disconnect())
+  const firstExpiry = Math.max(...(await client.zrange('forward-proxy:slots:alice', 0, -1, 'WITHSCORES')).filter((_, index) => index % 2 === 1).map(Number))
+  const redisNow = async (): Promise<number> => { const [seconds, micros] = await client.time(); return Number(seconds) * 1000 + Math.floor(Number(micros) / 1000) }
+  await eventually(async () => await redisNow() > firstExpiry, 5000)
+  const renewed = (await client.zrange('forward-proxy:slots:alice', 0, -1, 'WITHSCORES')).filter((_, index) => index % 2 === 1).map(Number)
+  t.ok(renewed.length === 2 && renewed.every((expiry) => expiry > firstExpiry), 'both leases were renewed past their first expiry')
   const whileAlive = await openTunnel(b.port, target, { 'Proxy-Authorization': AUTH })
   t.equal(whileAlive.status, 429, 'a live replica keeps its slots past the lease time')
   whileAlive.socket.destroy()
@@ -119,16 +119,10 @@ test('redis: a replica killed with open tunnels gives its user\'s slots back onc
   a.bin.child.kill('SIGKILL')
   await a.bin.exited
   const killedAt = Date.now()
-  let reopened: OpenTunnel | undefined
-  await eventually(async () => {
-    const attempt = await openTunnel(b.port, target, { 'Proxy-Authorization': AUTH })
-    if (attempt.status === 200) reopened = attempt
-    else attempt.socket.destroy()
-    return attempt.status === 200
-  }, 5000)
-  t.equal(reopened?.status, 200, 'replica b opens a tunnel once the dead replica\'s leases expired')
+  const reopened = await openTunnelOnceAdmitted(b.port, target, { 'Proxy-Authorization': AUTH })
+  t.equal(reopened.status, 200, 'replica b opens a tunnel once the dead replica\'s leases expired')
   t.ok(Date.now() - killedAt <= 1500 + 1000, 'within the lease time (and the polling interval)')
-  reopened?.socket.destroy()
+  reopened.socket.destroy()
   for (const tunnel of tunnels) tunnel.socket.destroy()
 })
 

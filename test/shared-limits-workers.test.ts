@@ -7,9 +7,8 @@ import { listeningUrls, runBin, type BinProcess } from './helpers/cli-bin'
 import { startOrigin } from './helpers/servers'
 import { eventually } from './helpers/eventually'
 import { childPids } from './helpers/cli-workers'
-import { openTunnel, type OpenTunnel } from './helpers/raw-client'
+import { openTunnel, openTunnelOnceAdmitted, type OpenTunnel } from './helpers/raw-client'
 import { startTcpDestination } from './helpers/tcp-destination'
-import { within } from './helpers/within'
 
 const AUTH = `Basic ${Buffer.from('alice:alice-password').toString('base64')}`
 const WRONG = `Basic ${Buffer.from('alice:wrong').toString('base64')}`
@@ -124,15 +123,9 @@ test('workers without a store: a user\'s maxConcurrentTunnels counts across both
   await Promise.race(closed)
   // Node's cluster may have handed the next connection to the worker that died: it is never
   // answered, so each attempt gets a second before the next.
-  let reopened: OpenTunnel | undefined
-  await eventually(async () => {
-    const attempt = await within(open(), 'an answer to the CONNECT', 1000).catch(() => undefined)
-    if (attempt?.status === 200) reopened = attempt
-    else attempt?.socket.destroy()
-    return attempt?.status === 200
-  }, 10_000)
-  t.equal(reopened?.status, 200, 'a tunnel opens again once the killed worker\'s slot is back')
-  reopened?.socket.destroy()
+  const reopened = await openTunnelOnceAdmitted(port, target, { 'Proxy-Authorization': AUTH }, 10_000)
+  t.equal(reopened.status, 200, 'a tunnel opens again once the killed worker\'s slot is back')
+  reopened.socket.destroy()
   for (const tunnel of tunnels) tunnel.socket.destroy()
   bin.child.kill('SIGTERM')
   await bin.exited

@@ -1,4 +1,6 @@
 import { connect, type Socket } from 'node:net'
+import { eventually } from './eventually'
+import { within } from './within'
 
 /** A raw exchange: everything the server sent until it closed the connection. */
 export interface RawExchange {
@@ -63,4 +65,21 @@ export function openTunnel (port: number, target: string, headers: Record<string
 /** Base64 Basic credentials for a `Proxy-Authorization` header. */
 export function basic (user: string, password: string): string {
   return `Basic ${Buffer.from(`${user}:${password}`).toString('base64')}`
+}
+
+/**
+ * Sends CONNECTs until one is answered 200 (a slot that comes back elsewhere, later) and
+ * resolves with that tunnel; every other answer's connection is closed. Each attempt has
+ * `attemptMs` to be answered (a connection nobody answers does not hold up the next); rejects
+ * after `timeoutMs`.
+ */
+export async function openTunnelOnceAdmitted (port: number, target: string, headers: Record<string, string>, timeoutMs = 5000, attemptMs = 1000): Promise<OpenTunnel> {
+  let admitted: OpenTunnel | undefined
+  await eventually(async () => {
+    const attempt = await within(openTunnel(port, target, headers), 'an answer to the CONNECT', attemptMs).catch(() => undefined)
+    if (attempt?.status === 200) admitted = attempt
+    else attempt?.socket.destroy()
+    return admitted !== undefined
+  }, timeoutMs)
+  return admitted as OpenTunnel
 }

@@ -107,6 +107,34 @@ export async function startRedisServer (t: Test, options: RedisServerOptions = {
   }
 }
 
+/**
+ * Resolves once the redis-server (or valkey-server) `child` logs that it accepts connections;
+ * rejects, and kills it, when it exits first, fails to spawn or takes longer than 10 s. The
+ * rejection names it as `what` and quotes its output.
+ */
+export async function untilAcceptingConnections (child: ChildProcess, what: string): Promise<void> {
+  let output = ''
+  await new Promise<void>((resolve, reject) => {
+    const timer = setTimeout(() => fail('did not start in time'), STARTUP_MS)
+    function fail (why: string): void {
+      clearTimeout(timer)
+      child.kill('SIGKILL')
+      reject(new Error(`${what} ${why}: ${output}`))
+    }
+    const read = (chunk: Buffer): void => {
+      output += chunk.toString()
+      if (output.includes('Ready to accept connections')) {
+        clearTimeout(timer)
+        resolve()
+      }
+    }
+    child.stdout?.on('data', read)
+    child.stderr?.on('data', read)
+    child.once('error', (error) => fail(error.message))
+    child.once('exit', () => fail(`exited${/already in use/.test(output) ? ' (port in use)' : ''}`))
+  })
+}
+
 /** A started redis-server process. */
 interface Running {
   readonly process: ChildProcess
@@ -124,26 +152,7 @@ async function run (binary: string, port: number, directory: string, options: Re
   if (password !== undefined) args.push('--requirepass', password)
   const child = spawn(binary, args, { stdio: ['ignore', 'pipe', 'pipe'] })
   const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()))
-  let output = ''
-  await new Promise<void>((resolve, reject) => {
-    const timer = setTimeout(() => fail('did not start in time'), STARTUP_MS)
-    function fail (why: string): void {
-      clearTimeout(timer)
-      child.kill('SIGKILL')
-      reject(new Error(`redis-server on port ${port} ${why}: ${output}`))
-    }
-    const read = (chunk: Buffer): void => {
-      output += chunk.toString()
-      if (output.includes('Ready to accept connections')) {
-        clearTimeout(timer)
-        resolve()
-      }
-    }
-    child.stdout.on('data', read)
-    child.stderr.on('data', read)
-    child.once('error', (error) => fail(error.message))
-    child.once('exit', () => fail(`exited${/already in use/.test(output) ? ' (port in use)' : ''}`))
-  })
+  await untilAcceptingConnections(child, `redis-server on port ${port}`)
   return {
     process: child,
     signal: async (signal) => {
