@@ -2,8 +2,8 @@
 // from the environment or a private file, the CA from its file.
 
 import type { ForwardProxyRedisOptions } from '../../types/shared-limits'
-import { readConfigFile, readPrivateFile } from './config'
-import { ConfigError } from './config-errors'
+import { readConfigFile } from './config'
+import { readCredential } from './secrets'
 import type { RedisConfig } from './redis-config'
 
 /**
@@ -15,27 +15,11 @@ export function redisOption (redis: RedisConfig, env: NodeJS.ProcessEnv = proces
   const { url, keyPrefix, onError, timeout, leaseTime, ca } = redis
   return {
     url,
-    ...(redis.password === undefined ? {} : { password: readPassword(redis.password, env) }),
+    ...(redis.password === undefined ? {} : { password: readCredential(redis.password, '/redis/password', { file: 'password file', thing: 'password' }, env) }),
     ...(ca === undefined ? {} : { ca: readConfigFile(ca, '/redis/ca') }),
     ...(keyPrefix === undefined ? {} : { keyPrefix }),
     ...(onError === undefined ? {} : { onError }),
     ...(timeout === undefined ? {} : { timeout }),
     ...(leaseTime === undefined ? {} : { leaseTime })
   }
-}
-
-function readPassword (password: NonNullable<RedisConfig['password']>, env: NodeJS.ProcessEnv): string {
-  let value: string
-  if (password.env !== undefined) {
-    const found = env[password.env]
-    if (found === undefined) throw new ConfigError(`/redis/password: the environment variable ${password.env} is not set`)
-    value = found
-  } else {
-    const content = readPrivateFile(password.file ?? '', '/redis/password', { file: 'password file', thing: 'password' })
-    value = content.toString('utf8')
-    content.fill(0)
-  }
-  value = value.replace(/\r?\n$/, '')
-  if (value === '') throw new ConfigError('/redis/password: the value is empty')
-  return value
 }

@@ -20,27 +20,33 @@ export function loadSecrets (secrets: Readonly<Record<string, SecretConfig>> | u
   const values = new Map<string, string>()
   for (const [name, secret] of Object.entries(secrets ?? {})) {
     const key = `/secrets/${name}`
-    let value: string
-    if (secret.env !== undefined) {
-      const found = env[secret.env]
-      if (found === undefined) throw new ConfigError(`${key}: the environment variable ${secret.env} is not set`)
-      value = found
-    } else {
-      value = readSecretFile(secret.file ?? '', key)
-    }
-    value = value.replace(/\r?\n$/, '')
-    if (value === '') throw new ConfigError(`${key}: the value is empty`)
+    const value = readCredential(secret, key, { file: 'secret file', thing: 'secret' }, env)
     if (!SECRET_VALUE.test(value)) throw new ConfigError(`${key}: the value must be 8 to 4096 visible ASCII characters (no spaces, line breaks or controls)`)
     values.set(name, value)
   }
   return values
 }
 
-function readSecretFile (path: string, key: string): string {
-  const content = readPrivateFile(path, key, { file: 'secret file', thing: 'secret' })
-  const text = content.toString('utf8')
-  content.fill(0)
-  return text
+/**
+ * Reads a credential the configuration file names the source of (`{ env }` or `{ file }`, the
+ * file's permissions checked like a private key's), one trailing line break removed.
+ * @throws ConfigError naming `key` and where it was looked for, never the value, when it is not
+ * set, cannot be read, may be read by others, or is empty.
+ */
+export function readCredential (source: { readonly env?: string, readonly file?: string }, key: string, names: { readonly file: string, readonly thing: string }, env: NodeJS.ProcessEnv = process.env): string {
+  let value: string
+  if (source.env !== undefined) {
+    const found = env[source.env]
+    if (found === undefined) throw new ConfigError(`${key}: the environment variable ${source.env} is not set`)
+    value = found
+  } else {
+    const content = readPrivateFile(source.file ?? '', key, names)
+    value = content.toString('utf8')
+    content.fill(0)
+  }
+  value = value.replace(/\r?\n$/, '')
+  if (value === '') throw new ConfigError(`${key}: the value is empty`)
+  return value
 }
 
 /** The plugin's `secrets` option: each secret of the file with its value. */
