@@ -1,10 +1,12 @@
 // The shared limits kept in Redis, so that every process and replica of the proxy counts the
 // same request rates, tunnel slots and authentication failures.
 
-import { createHash, randomBytes } from 'node:crypto'
-import { Redis, type RedisOptions } from 'ioredis'
+import { randomBytes } from 'node:crypto'
+import { Redis } from 'ioredis'
 import { ForwardProxyOptionsError } from '../protocol/errors'
 import type { AuthFailureCount, LimitStore } from './limit-store'
+import { connectionOf, labelOfClient, reconnectDelay } from './redis-connection'
+import { acquireSlotScript, countRequestsScript, type LuaScript, recordAuthFailureScript, releaseSlotsScript, renewSlotsScript } from './redis-scripts'
 
 /** The `code` of every error a store call rejects with when Redis cannot answer it. */
 export const LIMIT_STORE_UNAVAILABLE_CODE = 'FFP_ERR_LIMIT_STORE_UNAVAILABLE'
@@ -44,106 +46,6 @@ export interface RedisLimitStoreSettings {
 
 /** Keys per script call, at most: bounds the time one script holds Redis. */
 const MAX_KEYS_PER_CALL = 1000
-/** How long one connection attempt may take. */
-const CONNECT_TIMEOUT_MS = 2000
-/** The longest pause between reconnection attempts. */
-const MAX_RECONNECT_DELAY_MS = 1000
-
-// Redis's own clock, so that the leases of replicas whose clocks differ expire alike.
-const SERVER_MS = `local function serverMs ()
-  local time = redis.call('TIME')
-  return tonumber(time[1]) * 1000 + math.floor(tonumber(time[2]) / 1000)
-end
-local function keepFor (key, ms)
-  if redis.call('PTTL', key) < ms then redis.call('PEXPIRE', key, ms) end
-end
-`
-
-// One INCRBY per counter for all the requests of a batch that count on it: they get the counts
-// from count - added + 1 to count, in their order, exactly as one INCR each would. KEYS[i]: a
-// rate counter; ARGV[2i-1], ARGV[2i]: the requests added and the window. Answers, per counter,
-// its count after them and the milliseconds left in its window (>= 1).
-const COUNT_REQUESTS = `local results = {}
-for i = 1, #KEYS do
-  local added = tonumber(ARGV[2 * i - 1])
-  local count = redis.call('INCRBY', KEYS[i], added)
-  local windowMs = ARGV[2 * i]
-  if count == added then redis.call('PEXPIRE', KEYS[i], windowMs) end
-  local msLeft = redis.call('PTTL', KEYS[i])
-  if msLeft < 0 then
-    redis.call('PEXPIRE', KEYS[i], windowMs)
-    msLeft = tonumber(windowMs)
-  elseif msLeft == 0 then
-    msLeft = 1
-  end
-  results[2 * i - 1] = count
-  results[2 * i] = msLeft
-end
-return results`
-
-// KEYS[1]: the leases of one key (member: lease id, score: expiry). ARGV: limit, lease id, lease ms.
-const ACQUIRE_SLOT = `${SERVER_MS}
-local now = serverMs()
-local leaseMs = tonumber(ARGV[3])
-redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', now)
-if redis.call('ZCARD', KEYS[1]) >= tonumber(ARGV[1]) then return 0 end
-redis.call('ZADD', KEYS[1], now + leaseMs, ARGV[2])
-keepFor(KEYS[1], leaseMs)
-return 1`
-
-// KEYS[i]: where lease ARGV[i + 1] is; ARGV[1]: lease ms. A lease that already expired stays gone.
-const RENEW_SLOTS = `${SERVER_MS}
-local now = serverMs()
-local leaseMs = tonumber(ARGV[1])
-for i = 1, #KEYS do
-  redis.call('ZREMRANGEBYSCORE', KEYS[i], '-inf', now)
-  redis.call('ZADD', KEYS[i], 'XX', now + leaseMs, ARGV[i + 1])
-  keepFor(KEYS[i], leaseMs)
-end
-return #KEYS`
-
-// KEYS[i]: where lease ARGV[i] is.
-const RELEASE_SLOTS = `for i = 1, #KEYS do redis.call('ZREM', KEYS[i], ARGV[i]) end
-return #KEYS`
-
-// KEYS[1]: a client's failure counter. ARGV: window ms, channel, client. Answers {failures, msLeft}.
-const RECORD_AUTH_FAILURE = `local failures = redis.call('INCR', KEYS[1])
-if failures == 1 then redis.call('PEXPIRE', KEYS[1], ARGV[1]) end
-local msLeft = redis.call('PTTL', KEYS[1])
-if msLeft < 0 then
-  redis.call('PEXPIRE', KEYS[1], ARGV[1])
-  msLeft = tonumber(ARGV[1])
-elseif msLeft == 0 then
-  msLeft = 1
-end
-redis.call('PUBLISH', ARGV[2], cjson.encode({ client = ARGV[3], failures = failures, msLeft = msLeft }))
-return { failures, msLeft }`
-
-/** A Lua script run by its SHA1 (EVALSHA), sent whole only when Redis does not have it yet. */
-class LuaScript {
-  readonly #body: string
-  readonly #sha: string
-
-  constructor (body: string) {
-    this.#body = body
-    this.#sha = createHash('sha1').update(body).digest('hex')
-  }
-
-  async run (client: Redis, keyCount: number, keysThenArgs: ReadonlyArray<string | number>): Promise<unknown> {
-    try {
-      return await client.evalsha(this.#sha, keyCount, ...keysThenArgs)
-    } catch (error) {
-      if (!(error instanceof Error) || !error.message.startsWith('NOSCRIPT')) throw error
-      return await client.eval(this.#body, keyCount, ...keysThenArgs)
-    }
-  }
-}
-
-const countRequests = new LuaScript(COUNT_REQUESTS)
-const acquireSlot = new LuaScript(ACQUIRE_SLOT)
-const renewSlots = new LuaScript(RENEW_SLOTS)
-const releaseSlots = new LuaScript(RELEASE_SLOTS)
-const recordAuthFailure = new LuaScript(RECORD_AUTH_FAILURE)
 
 /** A request counted in the current event-loop turn, answered when its batch is. */
 interface PendingCount {
@@ -252,7 +154,7 @@ class RedisLimitStore implements LimitStore {
     if (this.#closing !== null) throw this.#unavailable('closed')
     if (!(limit >= 0)) throw outOfRange('limit')
     const lease: Lease = { slotsKey: this.#slotsKey + key, id: this.#leasePrefix + String(++this.#leaseCount) }
-    const taken = await this.#call(acquireSlot, 1, [lease.slotsKey, limit, lease.id, this.#leaseTime])
+    const taken = await this.#call(acquireSlotScript, 1, [lease.slotsKey, limit, lease.id, this.#leaseTime])
     if (taken !== 1) return null
     if (this.#closing !== null) {
       this.#giveBack([lease]).catch(noop)
@@ -269,7 +171,7 @@ class RedisLimitStore implements LimitStore {
   async recordAuthFailure (client: string, windowMs: number): Promise<AuthFailureCount> {
     if (this.#closing !== null) throw this.#unavailable('closed')
     if (!(windowMs >= 1) || !Number.isFinite(windowMs)) throw outOfRange('windowMs')
-    const reply = await this.#call(recordAuthFailure, 1, [this.#authKey + client, Math.ceil(windowMs), this.#channel, client])
+    const reply = await this.#call(recordAuthFailureScript, 1, [this.#authKey + client, Math.ceil(windowMs), this.#channel, client])
     if (!isNumbers(reply, 2)) throw this.#unavailable('unexpected reply')
     const [failures, msLeft] = reply as [number, number]
     return { failures, msLeft }
@@ -317,7 +219,7 @@ class RedisLimitStore implements LimitStore {
       keysThenArgs[size + 2 * i] = counts.length
       keysThenArgs[size + 2 * i + 1] = (counts[0] as PendingCount).windowMs
     }
-    this.#call(countRequests, size, keysThenArgs).then((reply) => {
+    this.#call(countRequestsScript, size, keysThenArgs).then((reply) => {
       if (!isNumbers(reply, 2 * size)) throw this.#unavailable('unexpected reply')
       for (let i = 0; i < size; i++) {
         const counts = byKey.get(keys[i] as string) as PendingCount[]
@@ -339,13 +241,13 @@ class RedisLimitStore implements LimitStore {
       const keysThenArgs: Array<string | number> = leases.map((lease) => lease.slotsKey)
       keysThenArgs.push(this.#leaseTime, ...leases.map((lease) => lease.id))
       // A renewal Redis misses is retried at the next tick; a lease it never renews expires.
-      this.#call(renewSlots, leases.length, keysThenArgs).catch(noop)
+      this.#call(renewSlotsScript, leases.length, keysThenArgs).catch(noop)
     }
   }
 
   async #giveBack (leases: readonly Lease[]): Promise<void> {
     await Promise.all(chunks(leases).map((part) => {
-      return this.#call(releaseSlots, part.length, [...part.map((lease) => lease.slotsKey), ...part.map((lease) => lease.id)])
+      return this.#call(releaseSlotsScript, part.length, [...part.map((lease) => lease.slotsKey), ...part.map((lease) => lease.id)])
     }))
   }
 
@@ -445,62 +347,6 @@ class RedisLimitStore implements LimitStore {
   #unavailable (reason: string): LimitStoreUnavailableError {
     return new LimitStoreUnavailableError(this.label, reason)
   }
-}
-
-/** The client options and label of a `redis://` or `rediss://` URL; neither leaks its password. */
-function connectionOf (text: string, settings: RedisLimitStoreSettings): { options: RedisOptions, label: string } {
-  let url: URL
-  try {
-    url = new URL(text)
-  } catch {
-    // The parser's error holds the URL, password included.
-    throw new ForwardProxyOptionsError('url', 'must be a redis:// or rediss:// URL')
-  }
-  if (url.protocol !== 'redis:' && url.protocol !== 'rediss:') throw new ForwardProxyOptionsError('url', 'must be a redis:// or rediss:// URL')
-  if (url.hostname === '') throw new ForwardProxyOptionsError('url', 'must name a host')
-  const path = url.pathname.replace(/^\//, '')
-  if (!/^\d*$/.test(path)) throw new ForwardProxyOptionsError('url', 'must end with a database number, e.g. /0')
-  const db = path === '' ? 0 : Number(path)
-  const port = url.port === '' ? 6379 : Number(url.port)
-  const host = url.hostname.replace(/^\[(.*)\]$/, '$1')
-  const password = settings.password ?? decoded(url.password)
-  const options: RedisOptions = {
-    host,
-    port,
-    db,
-    username: decoded(url.username),
-    password,
-    tls: url.protocol === 'rediss:' ? (settings.ca === undefined ? {} : { ca: settings.ca }) : undefined,
-    enableOfflineQueue: false,
-    maxRetriesPerRequest: 0,
-    commandTimeout: settings.timeout,
-    connectTimeout: CONNECT_TIMEOUT_MS,
-    retryStrategy: reconnectDelay
-  }
-  return { options, label: `${url.protocol}//${url.hostname}:${port}/${db}` }
-}
-
-/** A user name or password of a URL, percent-decoded; undefined when empty. */
-function decoded (part: string): string | undefined {
-  if (part === '') return undefined
-  try {
-    return decodeURIComponent(part)
-  } catch {
-    throw new ForwardProxyOptionsError('url', 'has a malformed percent-encoding in its user or password')
-  }
-}
-
-/** The label of a client the application passed: where it connects, without credentials. */
-function labelOfClient (client: Redis): string {
-  const { host, port, db, path, tls } = client.options
-  if (path !== undefined && path !== null && path !== '') return `unix:${path}`
-  const hostname = host !== undefined && host.includes(':') ? `[${host}]` : host ?? 'localhost'
-  return `${tls === undefined ? 'redis' : 'rediss'}://${hostname}:${port ?? 6379}/${db ?? 0}`
-}
-
-/** Reconnects for as long as the store lives, backing off to at most a second between attempts. */
-function reconnectDelay (attempt: number): number {
-  return Math.min(attempt * 100, MAX_RECONNECT_DELAY_MS)
 }
 
 function checkNumber (name: string, value: number): void {
