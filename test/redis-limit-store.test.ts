@@ -47,9 +47,9 @@ async function scriptCalls (admin: Redis): Promise<number> {
 }
 
 /** Calls `call`, expects it to reject as unavailable within the store's timeout. */
-async function rejectsInTime (t: Test, call: () => Promise<unknown>, what: string): Promise<void> {
+async function rejectsInTime (t: Test, call: () => unknown, what: string): Promise<void> {
   const started = Date.now()
-  const outcome = await within(call().then(() => 'resolved', (error: unknown) => error), what, 2000)
+  const outcome = await within(Promise.resolve().then(call).then(() => 'resolved', (error: unknown) => error), what, 2000)
   const elapsed = Date.now() - started
   t.match(outcome, UNAVAILABLE, `${what} rejects as unavailable`)
   t.ok(elapsed <= TIMEOUT + 150, `${what} settles within the timeout (${elapsed} ms)`)
@@ -111,6 +111,101 @@ test('request rate: the calls of one event-loop turn go as one script call, with
   }
   t.same(await Promise.all([store.countRequest('k1', 25, 60_000), store.countRequest('k5', 25, 60_000)]).then((next) => next.map((msLeft) => msLeft === 0)), [false, true], 'the next turn counts on')
   t.equal(await scriptCalls(admin), 2, 'one more call for the next turn')
+})
+
+/** Counts `count` requests of `key` one after another; how many were admitted. */
+async function admittedOf (store: LimitStore, key: string, limit: number, count: number): Promise<number> {
+  let admitted = 0
+  for (let i = 0; i < count; i++) if (await store.countRequest(key, limit, 60_000) === 0) admitted++
+  return admitted
+}
+
+/** Waits until `subscribers` processes listen for requests for reserves. */
+async function untilListening (admin: Redis, subscribers: number): Promise<void> {
+  await eventually(async () => {
+    const [, listening] = await admin.pubsub('NUMSUB', 'test:rate-reserves') as [string, number]
+    return listening === subscribers
+  })
+}
+
+test('request rate: far from its limit, a process counts from places it took ahead, without asking Redis', { skip }, async (t) => {
+  const server = await startRedisServer(t)
+  const admin = adminOf(t, server)
+  const store = openStore(t, server)
+  t.equal(await store.countRequest('lena', 1000, 60_000), 0, 'the first request asks Redis')
+  await admin.config('RESETSTAT')
+  const answers = Array.from({ length: 50 }, () => store.countRequest('lena', 1000, 60_000))
+  t.ok(answers.every((answer) => answer === 0), 'the next 50 are admitted at once, without a promise')
+  t.equal(await scriptCalls(admin), 0, 'and without a script call')
+  t.equal(await admin.hget('test:rate:lena', 'n'), String(1 + Math.floor(999 / 16)), 'Redis holds the places taken: the first request and 1/16 of what was left')
+})
+
+test('request rate: near its limit every request is counted by Redis, so small limits stay exact per request', { skip }, async (t) => {
+  const server = await startRedisServer(t)
+  const admin = adminOf(t, server)
+  const store = openStore(t, server)
+  t.equal(await admittedOf(store, 'mia', 16, 16), 16)
+  t.equal(await admin.hget('test:rate:mia', 'n'), '16', 'no place was taken ahead (fewer than 17 were left)')
+  t.ok(await store.countRequest('mia', 16, 60_000) > 0, 'the 17th is refused')
+})
+
+test('request rate: a process that runs out is given the places another process took ahead and did not use (exact over two stores)', { skip }, async (t) => {
+  const server = await startRedisServer(t)
+  const admin = adminOf(t, server)
+  const a = openStore(t, server)
+  const b = openStore(t, server)
+  t.equal(await a.countRequest('nina', 100, 60_000), 0)
+  t.equal(await admin.hget('test:rate:nina', 'n'), '7', 'a took 6 places ahead of its requests')
+  t.equal(await b.countRequest('nina', 100, 60_000), 0)
+  await untilListening(admin, 2)
+  t.equal(await admittedOf(b, 'nina', 100, 120) + 1, 99, 'b is admitted for every place but a\'s first request: 99 of its 121 requests')
+  t.equal(await admittedOf(a, 'nina', 100, 5), 0, 'a gave its unused places away, and is refused too')
+  t.equal(await admin.hget('test:rate:nina', 'n'), '100', 'exactly the limit was taken')
+})
+
+test('request rate: places taken ahead under one limit are given back when the limit changes (a reload lowered it)', { skip }, async (t) => {
+  const server = await startRedisServer(t)
+  const admin = adminOf(t, server)
+  const store = openStore(t, server)
+  t.equal(await store.countRequest('olga', 1000, 60_000), 0)
+  t.equal(await admin.hget('test:rate:olga', 'n'), '63', 'took 62 places ahead under 1000')
+  t.equal(await admittedOf(store, 'olga', 5, 10), 4, 'under a limit of 5, the next request gives them back: 4 more admitted, then refused')
+  t.equal(await admin.hget('test:rate:olga', 'n'), '5')
+})
+
+test('request rate: a store that closes gives back the places it took ahead', { skip }, async (t) => {
+  const server = await startRedisServer(t)
+  const admin = adminOf(t, server)
+  const store = openStore(t, server)
+  t.equal(await store.countRequest('pia', 100, 60_000), 0)
+  t.equal(await admin.hget('test:rate:pia', 'n'), '7')
+  await store.close()
+  t.equal(await admin.hget('test:rate:pia', 'n'), '1', 'only the request it admitted stays counted')
+})
+
+test('request rate: when a process holding places ahead died, the one that ran out waits at most the timeout and refuses (the dead one\'s places stay taken until the window ends)', { skip }, async (t) => {
+  const server = await startRedisServer(t)
+  const admin = adminOf(t, server)
+  const store = openStore(t, server)
+  const library = join(__dirname, '..', 'lib', 'security', 'redis-limit-store.ts')
+  const child = spawn(process.execPath, ['--import=tsx', '-e', `
+    const { createRedisLimitStore } = require(${JSON.stringify(library)})
+    const store = createRedisLimitStore({ url: ${JSON.stringify(server.url)}, keyPrefix: 'test:', timeout: 1000, leaseTime: 600 })
+    Promise.resolve(store.countRequest('quinn', 100, 60000)).then((msLeft) => process.stdout.write(msLeft === 0 ? 'admitted\\n' : 'refused\\n'), () => process.stdout.write('failed\\n'))
+    setInterval(() => {}, 1000)
+  `], { stdio: ['ignore', 'pipe', 'inherit'] })
+  const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()))
+  t.teardown(async () => { child.kill('SIGKILL'); await exited })
+  t.equal(await within(new Promise<string>((resolve) => child.stdout.once('data', (chunk: Buffer) => resolve(chunk.toString().trim()))), 'the child\'s request'), 'admitted')
+  child.kill('SIGKILL')
+  await exited
+  t.equal(await admittedOf(store, 'quinn', 100, 93), 93, 'the 93 places not taken are admitted here')
+  const started = Date.now()
+  const refused = await store.countRequest('quinn', 100, 60_000)
+  const waited = Date.now() - started
+  t.ok(refused > 0, 'the next is refused')
+  t.ok(waited <= TIMEOUT + 150, `after waiting at most the timeout for the dead holder (${waited} ms)`)
+  t.equal(await admin.hget('test:rate:quinn', 'n'), '100')
 })
 
 test('tunnel slots: capped over two stores, given back by release (once) and by close', { skip }, async (t) => {
@@ -227,7 +322,7 @@ test('password: taken from the settings or the URL, never in the label or a mess
   t.equal(fromUrl.label, `redis://127.0.0.1:${server.port}/0`, 'the label leaves it out')
 
   const overridden = openStore(t, server, { url: `redis://user-x:wrong-one@127.0.0.1:${server.port}/0`, password: 'also-wrong' })
-  const outcome = await within(overridden.countRequest('hank', 1, 60_000).then(() => null, (error: unknown) => error), 'a refused password')
+  const outcome = await within(Promise.resolve(overridden.countRequest('hank', 1, 60_000)).then(() => null, (error: unknown) => error), 'a refused password')
   t.match(outcome, UNAVAILABLE, 'a wrong password makes the store unavailable')
   const message = outcome instanceof Error ? outcome.message : ''
   t.ok(!message.includes('wrong-one') && !message.includes('also-wrong') && !message.includes(password), `no password in "${message}"`)
@@ -275,7 +370,7 @@ test('a Redis that hangs: calls reject within the timeout', { skip }, async (t) 
   t.same(availability, [false], 'told it is unavailable')
 
   server.resume()
-  await eventually(async () => (await store.countRequest('judy', 5, 60_000).catch(() => -1)) >= 0, 3000)
+  await eventually(async () => (await Promise.resolve(store.countRequest('judy', 5, 60_000)).catch(() => -1)) >= 0, 3000)
   t.same(availability, [false, true], 'and that it is back once it answers')
 })
 

@@ -17,9 +17,10 @@ export interface LimitStore {
   /**
    * Counts one request of `key` in its window: a window starts at the key's first request and
    * lasts `windowMs`. Resolves to 0 when the request is within `limit`, else to the
-   * milliseconds until the window ends (the request is refused, and counted all the same).
+   * milliseconds until the window ends (the request is refused). Answers 0 at once, without
+   * a promise, when the request was counted from places in the window this process took ahead.
    */
-  countRequest (key: string, limit: number, windowMs: number): Promise<number>
+  countRequest (key: string, limit: number, windowMs: number): number | Promise<number>
   /**
    * Takes one of `limit` slots of `key` as a lease this process renews while it lives. Resolves
    * to the function that gives it back (call it once), or null when all `limit` are taken. A

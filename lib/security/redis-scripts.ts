@@ -14,27 +14,74 @@ local function keepFor (key, ms)
 end
 `
 
-// One INCRBY per counter for all the requests of a batch that count on it: they get the counts
-// from count - added + 1 to count, in their order, exactly as one INCR each would. KEYS[i]: a
-// rate counter; ARGV[2i-1], ARGV[2i]: the requests added and the window. Answers, per counter,
-// its count after them and the milliseconds left in its window (>= 1).
-const COUNT_REQUESTS = `local results = {}
+// A user's rate window is a hash: `w` names the window (Redis's time when it opened, so that
+// units of an ended window are never given back to the next), `n` the units taken in it, and
+// `h:<process>` marks each process that holds units ahead of its requests (its reserve).
+// KEYS[i]: a window; ARGV[1]: this process, ARGV[2]: the share of what is left a reserve may
+// take (1/ARGV[2]), ARGV[3]: the most units a reserve may take; then five per key: the units
+// the batch needs, the limit, the window's length, units given back and the window they came
+// from. The units taken are the ones needed, plus a reserve while plenty are left; none beyond
+// the limit. Answers four per key: units taken, milliseconds left in the window (>= 1), the
+// window, and (when fewer were taken than needed) how many other processes hold a reserve.
+const TAKE_RATE_UNITS = `local time = redis.call('TIME')
+local opened = time[1] .. '.' .. time[2]
+local holder = 'h:' .. ARGV[1]
+local share = tonumber(ARGV[2])
+local mostAhead = tonumber(ARGV[3])
+local results = {}
 for i = 1, #KEYS do
-  local added = tonumber(ARGV[2 * i - 1])
-  local count = redis.call('INCRBY', KEYS[i], added)
-  local windowMs = ARGV[2 * i]
-  if count == added then redis.call('PEXPIRE', KEYS[i], windowMs) end
-  local msLeft = redis.call('PTTL', KEYS[i])
+  local key = KEYS[i]
+  local at = 3 + 5 * (i - 1)
+  local needed = tonumber(ARGV[at + 1])
+  local limit = tonumber(ARGV[at + 2])
+  local windowMs = ARGV[at + 3]
+  local givenBack = tonumber(ARGV[at + 4])
+  local window = redis.call('HGET', key, 'w')
+  if not window then
+    window = opened
+    redis.call('HSET', key, 'w', window, 'n', 0)
+    redis.call('PEXPIRE', key, windowMs)
+  elseif givenBack > 0 and ARGV[at + 5] == window then
+    redis.call('HINCRBY', key, 'n', -givenBack)
+    redis.call('HDEL', key, holder)
+  end
+  local left = limit - tonumber(redis.call('HGET', key, 'n'))
+  local taken = 0
+  if left > 0 then
+    local ahead = math.min(mostAhead, math.floor((left - needed) / share))
+    if ahead < 0 then ahead = 0 end
+    taken = math.min(left, needed + ahead)
+    redis.call('HINCRBY', key, 'n', taken)
+    if ahead > 0 then redis.call('HSET', key, holder, 1) end
+  end
+  local holders = 0
+  if taken < needed then
+    holders = redis.call('HLEN', key) - 2 - redis.call('HEXISTS', key, holder)
+  end
+  local msLeft = redis.call('PTTL', key)
   if msLeft < 0 then
-    redis.call('PEXPIRE', KEYS[i], windowMs)
+    redis.call('PEXPIRE', key, windowMs)
     msLeft = tonumber(windowMs)
   elseif msLeft == 0 then
     msLeft = 1
   end
-  results[2 * i - 1] = count
-  results[2 * i] = msLeft
+  results[4 * i - 3] = taken
+  results[4 * i - 2] = msLeft
+  results[4 * i - 1] = window
+  results[4 * i] = holders
 end
 return results`
+
+// KEYS[1]: a rate window. ARGV: the window the units came from, the units, this process, the
+// channel and the message that tells the process that asked for them. Units of a window that
+// ended are not given back (they went with it).
+const GIVE_BACK_RATE_UNITS = `if redis.call('HGET', KEYS[1], 'w') == ARGV[1] then
+  local units = tonumber(ARGV[2])
+  if units > 0 then redis.call('HINCRBY', KEYS[1], 'n', -units) end
+  redis.call('HDEL', KEYS[1], 'h:' .. ARGV[3])
+end
+redis.call('PUBLISH', ARGV[4], ARGV[5])
+return 1`
 
 // KEYS[1]: the leases of one key (member: lease id, score: expiry). ARGV: limit, lease id, lease ms.
 const ACQUIRE_SLOT = `${SERVER_MS}
@@ -94,8 +141,10 @@ export class LuaScript {
   }
 }
 
-/** Counts the requests of a batch, one INCRBY per counter (COUNT_REQUESTS). */
-export const countRequestsScript = new LuaScript(COUNT_REQUESTS)
+/** Takes the rate units a batch of requests needs, and a reserve while plenty are left. */
+export const takeRateUnitsScript = new LuaScript(TAKE_RATE_UNITS)
+/** Gives a reserve's unused units back to their window, and says so to the process that asked. */
+export const giveBackRateUnitsScript = new LuaScript(GIVE_BACK_RATE_UNITS)
 /** Takes one slot of a key as a lease, or answers 0 when all are taken. */
 export const acquireSlotScript = new LuaScript(ACQUIRE_SLOT)
 /** Renews leases this process holds; an expired one stays gone. */

@@ -1,7 +1,8 @@
 // Shared limits in front of their store: which calls go to it, what happens when it cannot be
 // reached (count in this process, or refuse), and the one log line per transition.
 
-import { ProxyError, refusedBy } from '../protocol/errors'
+import { ProxyError } from '../protocol/errors'
+import { refusedBy } from '../protocol/refusals'
 import type { AuthFailureCount, LimitStore } from './limit-store'
 
 /** What the proxy does while its limit store cannot be reached. */
@@ -57,8 +58,12 @@ export class SharedLimits {
   }
 
   /** See {@link LimitStore.countRequest}; {@link COUNT_HERE}: count it in this process. */
-  countRequest (key: string, limit: number, windowMs: number): Promise<number | typeof COUNT_HERE> | typeof COUNT_HERE {
-    return this.#ask(() => this.#store.countRequest(key, limit, windowMs))
+  countRequest (key: string, limit: number, windowMs: number): number | Promise<number | typeof COUNT_HERE> | typeof COUNT_HERE {
+    if (!this.#shouldAsk()) return this.#fallBack()
+    const counted = this.#store.countRequest(key, limit, windowMs)
+    // Counted from what this process took ahead: the store was not asked, so says nothing.
+    if (typeof counted === 'number') return counted
+    return this.#answered(counted)
   }
 
   /** See {@link LimitStore.acquireSlot}; {@link COUNT_HERE}: count it in this process. */
@@ -87,7 +92,11 @@ export class SharedLimits {
 
   #ask<T> (call: () => Promise<T>): Promise<T | typeof COUNT_HERE> | typeof COUNT_HERE {
     if (!this.#shouldAsk()) return this.#fallBack()
-    return call().then((answer) => {
+    return this.#answered(call())
+  }
+
+  #answered<T> (answer: Promise<T>): Promise<T | typeof COUNT_HERE> {
+    return answer.then((answer) => {
       this.#markBack()
       return answer
     }, (error: unknown) => {

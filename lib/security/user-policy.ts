@@ -3,7 +3,8 @@
 
 import type { ForwardProxyDestination } from '../../types/destination'
 import type { ForwardProxyUser } from '../../types/user'
-import { ForwardProxyOptionsError, ProxyError, refusedBy } from '../protocol/errors'
+import { ForwardProxyOptionsError, ProxyError } from '../protocol/errors'
+import { refusedBy } from '../protocol/refusals'
 import { compileHostPattern, matchesAny, type HostPattern } from '../protocol/hosts'
 import { isPolicyMode, POLICY_MODE_PROBLEM, type ReportedRefusal } from './report-mode'
 import { COUNT_HERE, type SharedLimits } from './shared-limits'
@@ -104,6 +105,10 @@ export class UserPolicy {
     const asked = this.#shared.countRequest(user.name, limit, WINDOW_MS)
     if (asked === COUNT_HERE) {
       this.#count(user.name, limit)
+      return null
+    }
+    if (typeof asked === 'number') {
+      if (asked > 0) throw rateRefusal(user.name, asked)
       return null
     }
     return asked.then((msLeft) => {
