@@ -5,11 +5,9 @@ import { randomBytes } from 'node:crypto'
 import { Redis } from 'ioredis'
 import { ForwardProxyOptionsError } from '../protocol/errors'
 import type { AuthFailureCount, LimitStore } from './limit-store'
-import { RateReserves } from './rate-reserves'
 import { connectionOf, labelOfClient, reconnectDelay } from './redis-connection'
-import {
-  acquireSlotScript, giveBackRateUnitsScript, type LuaScript, recordAuthFailureScript, releaseSlotsScript, renewSlotsScript, takeRateUnitsScript
-} from './redis-scripts'
+import { RedisRateCounter } from './redis-rate-counter'
+import { acquireSlotScript, chunks, type LuaScript, recordAuthFailureScript, releaseSlotsScript, renewSlotsScript } from './redis-scripts'
 
 /** The `code` of every error a store call rejects with when Redis cannot answer it. */
 export const LIMIT_STORE_UNAVAILABLE_CODE = 'FFP_ERR_LIMIT_STORE_UNAVAILABLE'
@@ -45,36 +43,6 @@ export interface RedisLimitStoreSettings {
   readonly timeout: number
   /** Milliseconds a tunnel slot stays taken after its process last renewed it. */
   readonly leaseTime: number
-}
-
-/** Keys per script call, at most: bounds the time one script holds Redis. */
-const MAX_KEYS_PER_CALL = 1000
-/**
- * A process's reserve of a user's window takes at most 1/RESERVE_SHARE of what is left of it,
- * and at most MOST_UNITS_AHEAD units: far from the limit most requests are counted in the
- * process, near it (fewer than RESERVE_SHARE left) every request is counted by Redis.
- */
-const RESERVE_SHARE = 16
-const MOST_UNITS_AHEAD = 256
-
-/** A request counted in the current event-loop turn, answered when its batch is. */
-interface PendingCount {
-  readonly key: string
-  readonly limit: number
-  readonly windowMs: number
-  readonly resolve: (msLeft: number) => void
-  readonly reject: (error: Error) => void
-}
-
-/**
- * A request for other processes' reserves of a window, by the process that ran out: settled
- * when every holder answered, or after the store's timeout.
- */
-interface ReserveRequest {
-  readonly holders: number
-  readonly answered: Set<string>
-  readonly done: Promise<void>
-  readonly settle: () => void
 }
 
 /** One lease this process holds: the key of its slots and its member there. */
@@ -123,12 +91,10 @@ class RedisLimitStore implements LimitStore {
   // Names this process in leases and reserves.
   readonly #processId = randomBytes(9).toString('base64url')
   readonly #leasePrefix = `${this.#processId}:`
-  readonly #reserves = new RateReserves()
-  readonly #reserveRequests = new Map<string, ReserveRequest>()
+  readonly #rates: RedisRateCounter
   #leaseCount = 0
   readonly #held = new Map<string, Lease>()
   readonly #renewal: NodeJS.Timeout
-  #pending: PendingCount[] = []
   #reachability: Reachability = 'starting'
   readonly #started: Promise<void>
   #startedOrFailed: (error?: Error) => void = noop
@@ -149,6 +115,12 @@ class RedisLimitStore implements LimitStore {
     this.#authKey = `${settings.keyPrefix}auth:`
     this.#channel = `${settings.keyPrefix}auth-failures`
     this.#ratesChannel = `${settings.keyPrefix}rate-reserves`
+    this.#rates = new RedisRateCounter({
+      call: (script, keyCount, keysThenArgs) => this.#call(script, keyCount, keysThenArgs),
+      publish: (message) => client.status === 'ready' ? client.publish(this.#ratesChannel, message) : Promise.reject(this.#unavailable('not connected')),
+      channel: this.#ratesChannel,
+      unavailable: (reason) => this.#unavailable(reason)
+    }, this.#processId, this.#timeout)
     this.#started = new Promise<void>((resolve, reject) => {
       this.#startedOrFailed = (error) => { if (error === undefined) resolve(); else reject(error) }
     })
@@ -170,15 +142,9 @@ class RedisLimitStore implements LimitStore {
   countRequest (key: string, limit: number, windowMs: number): number | Promise<number> {
     if (this.#closing !== null) return Promise.reject(this.#unavailable('closed'))
     if (!(limit >= 0) || !(windowMs >= 1) || !Number.isFinite(windowMs)) return Promise.reject(outOfRange(limit >= 0 ? 'windowMs' : 'limit'))
-    const rateKey = this.#rateKey + key
-    if (this.#reserves.use(rateKey, limit)) return 0
-    // Holding a reserve means answering other processes that run out: listen for them.
+    // Places taken ahead are asked for by other processes that run out: listen for them.
     this.#subscriber ??= this.#subscribe()
-    return new Promise((resolve, reject) => {
-      if (this.#pending.push({ key: rateKey, limit, windowMs: Math.ceil(windowMs), resolve, reject }) === 1) {
-        setImmediate(() => this.#flushCounts())
-      }
-    })
+    return this.#rates.count(this.#rateKey + key, limit, Math.ceil(windowMs))
   }
 
   async acquireSlot (key: string, limit: number): Promise<(() => void) | null> {
@@ -220,128 +186,6 @@ class RedisLimitStore implements LimitStore {
   close (): Promise<void> {
     this.#closing ??= this.#shutdown()
     return this.#closing
-  }
-
-  #flushCounts (): void {
-    // A reply that came in since these were queued may have left a reserve to count them from.
-    const pending = this.#pending.filter((count) => {
-      if (!this.#reserves.use(count.key, count.limit)) return true
-      count.resolve(0)
-      return false
-    })
-    this.#pending = []
-    if (pending.length === 0) return
-    const byKey = new Map<string, PendingCount[]>()
-    for (const count of pending) {
-      const same = byKey.get(count.key)
-      if (same === undefined) byKey.set(count.key, [count])
-      else same.push(count)
-    }
-    const keys = [...byKey.keys()]
-    for (const part of chunks(keys)) this.#countBatch(part, byKey, true)
-  }
-
-  /**
-   * One script call for the batch, one window per key: the requests of a key are admitted in
-   * their order while the units taken last. When some are left over and other processes hold
-   * reserves of that window, they are asked for them (once), and the leftover requests counted
-   * again; what is still left over is refused.
-   */
-  #countBatch (keys: readonly string[], byKey: ReadonlyMap<string, readonly PendingCount[]>, mayAskOthers: boolean): void {
-    const size = keys.length
-    const keysThenArgs: Array<string | number> = new Array(size * 6 + 3)
-    keysThenArgs[size] = this.#processId
-    keysThenArgs[size + 1] = RESERVE_SHARE
-    keysThenArgs[size + 2] = MOST_UNITS_AHEAD
-    const limits: number[] = new Array(size)
-    for (let i = 0; i < size; i++) {
-      const key = keys[i] as string
-      const counts = byKey.get(key) as PendingCount[]
-      // Requests counted under different limits in one turn (a reload): the lowest holds for all.
-      let limit = (counts[0] as PendingCount).limit
-      for (const count of counts) limit = Math.min(limit, count.limit)
-      limits[i] = limit
-      const unusable = this.#reserves.takeUnusable(key, limit)
-      const at = size + 3 + 5 * i
-      keysThenArgs[i] = key
-      keysThenArgs[at] = counts.length
-      keysThenArgs[at + 1] = limit
-      keysThenArgs[at + 2] = (counts[0] as PendingCount).windowMs
-      keysThenArgs[at + 3] = unusable?.units ?? 0
-      keysThenArgs[at + 4] = unusable?.window ?? ''
-    }
-    const sentAt = Date.now()
-    this.#call(takeRateUnitsScript, size, keysThenArgs).then((reply) => {
-      if (!isTakeReply(reply, size)) throw this.#unavailable('unexpected reply')
-      for (let i = 0; i < size; i++) {
-        const key = keys[i] as string
-        const counts = byKey.get(key) as PendingCount[]
-        const [taken, msLeft, window, holders] = reply.slice(4 * i, 4 * i + 4) as [number, number, string, number]
-        const admitted = Math.min(taken, counts.length)
-        for (let j = 0; j < admitted; j++) (counts[j] as PendingCount).resolve(0)
-        if (taken > counts.length) this.#reserves.add(key, window, taken - counts.length, limits[i] as number, sentAt + msLeft)
-        if (admitted === counts.length) continue
-        const leftOver = counts.slice(admitted)
-        if (mayAskOthers && holders > 0) {
-          this.#askForReserves(key, window, holders).then(() => this.#countBatch([key], new Map([[key, leftOver]]), false), noop)
-        } else {
-          for (const count of leftOver) count.resolve(msLeft)
-        }
-      }
-    }).catch((error: Error) => {
-      for (const key of keys) for (const count of byKey.get(key) as PendingCount[]) count.reject(error)
-    })
-  }
-
-  /**
-   * Asks the `holders` other processes with a reserve of `key`'s `window` to give back what
-   * they have not used; resolves when all answered, or after the timeout (a holder that died
-   * never answers: its units stay taken until the window ends).
-   */
-  #askForReserves (key: string, window: string, holders: number): Promise<void> {
-    const id = `${key}\n${window}`
-    const asked = this.#reserveRequests.get(id)
-    if (asked !== undefined) return asked.done
-    let resolve = noop
-    const done = new Promise<void>((resolve_) => { resolve = resolve_ })
-    const timer = setTimeout(() => request.settle(), this.#timeout)
-    const request: ReserveRequest = {
-      holders,
-      answered: new Set(),
-      done,
-      settle: () => {
-        clearTimeout(timer)
-        this.#reserveRequests.delete(id)
-        resolve()
-      }
-    }
-    this.#reserveRequests.set(id, request)
-    if (this.#client.status !== 'ready') request.settle()
-    else this.#client.publish(this.#ratesChannel, JSON.stringify({ ask: key, window, from: this.#processId })).catch(request.settle)
-    return done
-  }
-
-  /** What another process published about reserves: a request for them, or an answer to ours. */
-  #onReservesMessage (message: string): void {
-    const parsed = parseReservesMessage(message)
-    if (parsed === null || parsed.from === this.#processId) return
-    if ('ask' in parsed) {
-      const units = this.#reserves.surrender(parsed.ask, parsed.window)
-      if (units === null) return
-      this.#giveBackUnits(parsed.ask, parsed.window, units, parsed.from).catch(noop)
-      return
-    }
-    if (parsed.to !== this.#processId) return
-    const request = this.#reserveRequests.get(`${parsed.gave}\n${parsed.window}`)
-    if (request === undefined) return
-    request.answered.add(parsed.from)
-    if (request.answered.size >= request.holders) request.settle()
-  }
-
-  /** Gives `units` of `key`'s `window` back, and tells `to` (no one: '') that it did. */
-  #giveBackUnits (key: string, window: string, units: number, to: string): Promise<unknown> {
-    const answer = JSON.stringify({ gave: key, window, from: this.#processId, to })
-    return this.#call(giveBackRateUnitsScript, 1, [key, window, units, this.#processId, this.#ratesChannel, answer])
   }
 
   #renewLeases (): void {
@@ -425,7 +269,7 @@ class RedisLimitStore implements LimitStore {
     subscriber.on('error', noop)
     subscriber.on('message', (channel: string, message: string) => {
       if (channel === this.#ratesChannel) {
-        this.#onReservesMessage(message)
+        this.#rates.onMessage(message)
         return
       }
       const failure = parseAuthFailure(message)
@@ -439,7 +283,7 @@ class RedisLimitStore implements LimitStore {
     clearInterval(this.#renewal)
     const leases = [...this.#held.values()]
     this.#held.clear()
-    const reserves = this.#reserves.surrenderAll().map(([key, { window, units }]) => this.#giveBackUnits(key, window, units, ''))
+    const reserves = this.#rates.giveBackAll()
     await Promise.all([this.#giveBack(leases), ...reserves]).catch(noop)
     this.#subscriber?.disconnect()
     if (this.#ownsClient) await this.#quit()
@@ -475,36 +319,6 @@ function isNumbers (reply: unknown, length: number): reply is number[] {
   return Array.isArray(reply) && reply.length === length && reply.every((value) => typeof value === 'number')
 }
 
-/** Four per key: units taken, milliseconds left, the window, holders of other reserves. */
-function isTakeReply (reply: unknown, keys: number): reply is Array<number | string> {
-  if (!Array.isArray(reply) || reply.length !== 4 * keys) return false
-  for (let i = 0; i < reply.length; i++) {
-    if (typeof reply[i] !== (i % 4 === 2 ? 'string' : 'number')) return false
-  }
-  return true
-}
-
-function chunks<T> (items: readonly T[]): T[][] {
-  const parts: T[][] = []
-  for (let start = 0; start < items.length; start += MAX_KEYS_PER_CALL) parts.push(items.slice(start, start + MAX_KEYS_PER_CALL))
-  return parts
-}
-
-/** A request for reserves (`ask`: the key) or an answer to one (`gave`), or null for neither. */
-function parseReservesMessage (message: string): { ask: string, window: string, from: string } | { gave: string, window: string, from: string, to: string } | null {
-  let value: unknown
-  try {
-    value = JSON.parse(message)
-  } catch {
-    return null
-  }
-  if (typeof value !== 'object' || value === null) return null
-  const { ask, gave, window, from, to } = value as Record<string, unknown>
-  if (typeof window !== 'string' || typeof from !== 'string') return null
-  if (typeof ask === 'string') return { ask, window, from }
-  if (typeof gave === 'string' && typeof to === 'string') return { gave, window, from, to }
-  return null
-}
 
 /** A published failure, or null for a message that is not one (another publisher's). */
 function parseAuthFailure (message: string): { client: string, failures: number, msLeft: number } | null {

@@ -153,3 +153,13 @@ export const renewSlotsScript = new LuaScript(RENEW_SLOTS)
 export const releaseSlotsScript = new LuaScript(RELEASE_SLOTS)
 /** Counts a failed authentication and publishes the count to every process. */
 export const recordAuthFailureScript = new LuaScript(RECORD_AUTH_FAILURE)
+
+/** Keys per script call, at most: bounds the time one script holds Redis. */
+const MAX_KEYS_PER_CALL = 1000
+
+/** `items` in parts of at most MAX_KEYS_PER_CALL, one script call each. */
+export function chunks<T> (items: readonly T[]): T[][] {
+  const parts: T[][] = []
+  for (let start = 0; start < items.length; start += MAX_KEYS_PER_CALL) parts.push(items.slice(start, start + MAX_KEYS_PER_CALL))
+  return parts
+}
