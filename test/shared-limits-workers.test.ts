@@ -1,6 +1,6 @@
 import { test, type Test } from 'tap'
 import { readdirSync, readFileSync, readlinkSync } from 'node:fs'
-import { request as httpRequest } from 'node:http'
+import { Agent, request as httpRequest } from 'node:http'
 import { writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { listeningUrls, runBin, type BinProcess } from './helpers/cli-bin'
@@ -13,10 +13,10 @@ import { startTcpDestination } from './helpers/tcp-destination'
 const AUTH = `Basic ${Buffer.from('alice:alice-password').toString('base64')}`
 const WRONG = `Basic ${Buffer.from('alice:wrong').toString('base64')}`
 
-/** An absolute-form GET on a new connection (the cluster hands each to the next worker). */
-function get (proxy: URL, target: string, authorization: string): Promise<number> {
+/** An absolute-form GET on a new connection (the cluster hands each to the next worker), or on `agent`'s. */
+function get (proxy: URL, target: string, authorization: string, agent: Agent | false = false): Promise<number> {
   return new Promise((resolve, reject) => {
-    httpRequest({ host: proxy.hostname, port: proxy.port, path: target, agent: false, headers: { 'proxy-authorization': authorization } }, (res) => {
+    httpRequest({ host: proxy.hostname, port: proxy.port, path: target, agent, headers: { 'proxy-authorization': authorization } }, (res) => {
       res.resume()
       res.on('end', () => resolve(res.statusCode ?? 0))
     }).on('error', reject).end()
@@ -61,6 +61,24 @@ function startTwoWorkers (t: Test, user: object, extra: object = {}): BinProcess
   }))
   return runBin(t, ['--config', file])
 }
+
+test('workers without a store: far from the limit a worker counts from places it took ahead, and one that runs out is given the other\'s unused places (exactly 100 of 126 answered)', async (t) => {
+  const origin = await startOrigin(t)
+  const bin = startTwoWorkers(t, { requestsPerMinute: 100 })
+  const proxy = new URL((await listeningUrls(bin))[0] ?? '')
+  // One kept-alive connection each: the cluster hands consecutive connections to alternate workers.
+  const [first, second] = [new Agent({ keepAlive: true, maxSockets: 1 }), new Agent({ keepAlive: true, maxSockets: 1 })]
+  t.teardown(() => { first.destroy(); second.destroy() })
+  const target = `http://127.0.0.1:${origin.port}/`
+  t.equal(await get(proxy, target, AUTH, first), 200, 'the first worker takes places ahead of its first request')
+  const secondStatuses: number[] = []
+  for (let i = 0; i < 120; i++) secondStatuses.push(await get(proxy, target, AUTH, second))
+  t.same(secondStatuses.slice(0, 99), Array(99).fill(200), 'the other worker is answered for every place but the first request\'s, the first worker\'s unused ones included')
+  t.same(secondStatuses.slice(99), Array(21).fill(429), 'then refused')
+  for (let i = 0; i < 5; i++) t.equal(await get(proxy, target, AUTH, first), 429, 'the first worker gave its places away')
+  await eventually(() => pidsAnswering(bin, 200).size >= 2, 5000).catch(() => {})
+  t.equal(pidsAnswering(bin, 200).size, 2, 'the two connections were answered by different workers')
+})
 
 test('workers without a store: a user\'s requestsPerMinute counts across both workers (30 requests, 10 answered, 20 refused)', async (t) => {
   const origin = await startOrigin(t)

@@ -24,7 +24,7 @@ import { redisOption } from './redis-option'
 import type { ForwardProxyRedisOptions } from '../../types/shared-limits'
 import { WORKERS_LIMIT_STORE } from '../core/shared-limits-options'
 import { isWorker } from './workers'
-import { workersLimitStore } from './workers-limits'
+import { workersLimitStore } from './workers-limit-store'
 import {
   closeAllConnections,
   closeIdleConnections,

@@ -1,59 +1,97 @@
-// The limits a `workers` server shares without Redis: the first process counts every user's
-// rate, tunnel slots and authentication failures for all workers, which ask it over the cluster
-// channel, one message per turn of their event loop.
+// The limits a `workers` server shares without Redis, in the first process: it counts every
+// user's rate places, tunnel slots and authentication failures for all workers, which ask it
+// over the cluster channel (see workers-limit-store.ts for the worker's side).
 
 import cluster, { type Worker } from 'node:cluster'
-import type { AuthFailureCount, LimitStore } from '../security/limit-store'
+import type { AuthFailureCount } from '../security/limit-store'
+import type { ReturnedUnits } from '../security/rate-reserves'
+import { placesToTake } from '../security/reserved-rate-counter'
+import {
+  type Answer, ANSWERS, type AnswersMessage, CALLS, type CallsMessage, FAILURES, type FailuresMessage, SURRENDER, type SurrenderMessage,
+  SURRENDERED, type SurrenderedMessage, type TakeEntry, type TakenEntry
+} from './workers-limits-protocol'
 
-// Message types on the cluster channel (other `forward-proxy:` messages share it).
-const CALLS = 'forward-proxy:limits'
-const ANSWERS = 'forward-proxy:limits-answers'
-const FAILURES = 'forward-proxy:auth-failures'
-
-/**
- * One call of a worker: `['rate', id, key, limit, windowMs]`, `['slot', id, key, limit]`,
- * `['release', key]` (no answer) or `['failure', id, client, windowMs]`.
- */
-type Call =
-  | readonly ['rate', number, string, number, number]
-  | readonly ['slot', number, string, number]
-  | readonly ['release', string]
-  | readonly ['failure', number, string, number]
-
-interface CallsMessage { readonly type: typeof CALLS, readonly calls: readonly Call[] }
-interface AnswersMessage { readonly type: typeof ANSWERS, readonly answers: ReadonlyArray<readonly [number, number | boolean | AuthFailureCount]> }
-interface FailuresMessage { readonly type: typeof FAILURES, readonly client: string, readonly count: AuthFailureCount }
-
-// How long a worker waits for the first process before counting in its own process.
-const ANSWER_TIMEOUT_MS = 1_000
 // Windows of keys that stopped counting are dropped once this many are kept.
 const MAX_IDLE_WINDOWS = 10_000
+// How long the first process waits for workers to give back their unused rate places.
+const SURRENDER_TIMEOUT_MS = 200
+
+/** A rate window: the places taken in it, and the workers that took some ahead of requests. */
+interface RateWindow {
+  readonly endsAt: number
+  readonly window: string
+  taken: number
+  readonly holders: Set<number>
+}
+
+/** The answer to one key of a take, with the other workers holding places when it fell short. */
+export interface WorkersTaken {
+  readonly taken: number
+  readonly msLeft: number
+  readonly window: string
+  readonly otherHolders: readonly number[]
+}
 
 /**
  * The counts of the first process: rate windows and failure windows that start at a key's first
  * request (or failure), and the tunnel slots each worker holds, given back when it exits.
  */
 export class WorkersLimitCounts {
-  readonly #rates = new Map<string, { endsAt: number, count: number }>()
+  readonly #rates = new Map<string, RateWindow>()
   readonly #failures = new Map<string, { endsAt: number, count: number }>()
   // Slots held per key, and by which worker, so that a worker that died gives its back.
   readonly #slots = new Map<string, Map<number, number>>()
   readonly #now: () => number
+  #windows = 0
 
   constructor (now: () => number = Date.now) {
     this.#now = now
   }
 
-  /** Counts one request of `key`: 0 within `limit`, else the milliseconds until its window ends. */
-  countRequest (key: string, limit: number, windowMs: number): number {
-    const window = this.#count(this.#rates, key, windowMs)
-    return window.count <= limit ? 0 : Math.max(1, window.endsAt - this.#now())
+  /**
+   * Takes rate places of `key` for `needed` requests of `worker` under `limit` (and some ahead
+   * while plenty are left), after taking back the places `givenBack`.
+   */
+  take (key: string, needed: number, limit: number, windowMs: number, worker: number, givenBack: ReturnedUnits | null): WorkersTaken {
+    const now = this.#now()
+    let window = this.#rates.get(key)
+    if (window === undefined || now >= window.endsAt) {
+      if (window === undefined && this.#rates.size >= MAX_IDLE_WINDOWS) {
+        for (const [name, old] of this.#rates) if (now >= old.endsAt) this.#rates.delete(name)
+      }
+      window = { endsAt: now + windowMs, window: String(++this.#windows), taken: 0, holders: new Set() }
+      this.#rates.set(key, window)
+    } else if (givenBack !== null) {
+      this.giveBack(key, givenBack.window, givenBack.units, worker)
+    }
+    const taken = placesToTake(limit - window.taken, needed)
+    window.taken += taken
+    if (taken > needed) window.holders.add(worker)
+    const otherHolders = taken < needed ? [...window.holders].filter((holder) => holder !== worker) : []
+    return { taken, msLeft: Math.max(1, window.endsAt - now), window: window.window, otherHolders }
+  }
+
+  /** Takes back `units` unused places of `key`'s `window` from `worker` (none if it ended). */
+  giveBack (key: string, window: string, units: number, worker: number): void {
+    const current = this.#rates.get(key)
+    if (current === undefined || current.window !== window) return
+    current.taken -= units
+    current.holders.delete(worker)
   }
 
   /** Counts one failed authentication of `client`. */
   recordAuthFailure (client: string, windowMs: number): AuthFailureCount {
-    const window = this.#count(this.#failures, client, windowMs)
-    return { failures: window.count, msLeft: Math.max(1, window.endsAt - this.#now()) }
+    const now = this.#now()
+    let window = this.#failures.get(client)
+    if (window === undefined || now >= window.endsAt) {
+      if (window === undefined && this.#failures.size >= MAX_IDLE_WINDOWS) {
+        for (const [name, old] of this.#failures) if (now >= old.endsAt) this.#failures.delete(name)
+      }
+      window = { endsAt: now + windowMs, count: 0 }
+      this.#failures.set(client, window)
+    }
+    window.count += 1
+    return { failures: window.count, msLeft: Math.max(1, window.endsAt - now) }
   }
 
   /** Takes one of `limit` slots of `key` for `worker`; false when all are taken. */
@@ -80,41 +118,86 @@ export class WorkersLimitCounts {
     if (holders.size === 0) this.#slots.delete(key)
   }
 
-  /** Gives back every slot `worker` held (it exited). */
+  /**
+   * Gives back every slot `worker` held (it exited). Its unused rate places stay taken until
+   * their windows end: how many it had used died with it.
+   */
   releaseWorker (worker: number): void {
     for (const [key, holders] of this.#slots) {
       holders.delete(worker)
       if (holders.size === 0) this.#slots.delete(key)
     }
-  }
-
-  #count (windows: Map<string, { endsAt: number, count: number }>, key: string, windowMs: number): { endsAt: number, count: number } {
-    const now = this.#now()
-    let window = windows.get(key)
-    if (window === undefined || now >= window.endsAt) {
-      if (window === undefined && windows.size >= MAX_IDLE_WINDOWS) {
-        for (const [name, old] of windows) if (now >= old.endsAt) windows.delete(name)
-      }
-      window = { endsAt: now + windowMs, count: 0 }
-      windows.set(key, window)
-    }
-    window.count += 1
-    return window
+    for (const window of this.#rates.values()) window.holders.delete(worker)
   }
 }
 
 /**
  * In the first process of a `workers` server: answers the workers' limit calls from one
- * {@link WorkersLimitCounts}, tells every worker of each failed authentication, and gives back
- * the slots of a worker that exits.
+ * {@link WorkersLimitCounts}, asks workers for the rate places they hold unused when another
+ * runs out, tells every worker of each failed authentication, and gives back the slots of a
+ * worker that exits.
  */
 export function serveWorkersLimits (counts: WorkersLimitCounts = new WorkersLimitCounts()): void {
-  cluster.on('message', (worker: Worker, message: CallsMessage) => {
+  const surrenders = new Map<number, (units: number) => void>()
+  let nextSurrender = 1
+
+  /** Asks each of `holders` for its unused places of `key`'s `window`; resolves when all answered, or after the timeout. */
+  const askHolders = (key: string, window: string, holders: readonly number[]): Promise<void> => {
+    const asked = holders.map((holder) => new Promise<void>((resolve) => {
+      const worker = cluster.workers?.[holder]
+      if (worker?.isConnected() !== true) {
+        resolve()
+        return
+      }
+      const id = nextSurrender++
+      const timer = setTimeout(() => {
+        surrenders.delete(id)
+        resolve()
+      }, SURRENDER_TIMEOUT_MS)
+      surrenders.set(id, (units) => {
+        clearTimeout(timer)
+        surrenders.delete(id)
+        counts.giveBack(key, window, units, holder)
+        resolve()
+      })
+      worker.send({ type: SURRENDER, id, key, window } satisfies SurrenderMessage)
+    }))
+    return Promise.all(asked).then(() => {})
+  }
+
+  /** A take call: answered at once, or once the holders of a window that fell short were asked. */
+  const take = (worker: Worker, entries: readonly TakeEntry[]): TakenEntry[] | Promise<TakenEntry[]> => {
+    const results = entries.map(([key, needed, limit, windowMs, givenBack, givenBackWindow]) => {
+      return counts.take(key, needed, limit, windowMs, worker.id, givenBack > 0 ? { units: givenBack, window: givenBackWindow } : null)
+    })
+    const answer = (): TakenEntry[] => results.map(({ taken, msLeft, window }) => [taken, msLeft, window])
+    if (results.every((result) => result.otherHolders.length === 0)) return answer()
+    return Promise.all(results.map(async (result, i) => {
+      if (result.otherHolders.length === 0) return
+      await askHolders((entries[i] as TakeEntry)[0], result.window, result.otherHolders)
+      const [key, needed, limit, windowMs] = entries[i] as TakeEntry
+      const more = counts.take(key, needed - result.taken, limit, windowMs, worker.id, null)
+      results[i] = { ...more, taken: result.taken + more.taken }
+    })).then(answer)
+  }
+
+  cluster.on('message', (worker: Worker, message: CallsMessage | SurrenderedMessage) => {
+    if (message?.type === SURRENDERED) {
+      surrenders.get(message.id)?.(message.units)
+      return
+    }
     if (message?.type !== CALLS) return
-    const answers: Array<readonly [number, number | boolean | AuthFailureCount]> = []
+    const answers: Array<readonly [number, Answer]> = []
     for (const call of message.calls) {
       switch (call[0]) {
-        case 'rate': answers.push([call[1], counts.countRequest(call[2], call[3], call[4])]); break
+        case 'take': {
+          const id = call[1]
+          const taken = take(worker, call[2])
+          if (Array.isArray(taken)) answers.push([id, taken])
+          else taken.then((later) => answer(worker, [[id, later]]), () => {})
+          break
+        }
+        case 'giveBack': counts.giveBack(call[1], call[2], call[3], worker.id); break
         case 'slot': answers.push([call[1], counts.acquireSlot(call[2], call[3], worker.id)]); break
         case 'release': counts.releaseSlot(call[1], worker.id); break
         case 'failure': {
@@ -125,96 +208,17 @@ export function serveWorkersLimits (counts: WorkersLimitCounts = new WorkersLimi
         }
       }
     }
-    if (answers.length > 0 && worker.isConnected()) worker.send({ type: ANSWERS, answers } satisfies AnswersMessage)
+    if (answers.length > 0) answer(worker, answers)
   })
   cluster.on('exit', (worker) => counts.releaseWorker(worker.id))
+}
+
+function answer (worker: Worker, answers: ReadonlyArray<readonly [number, Answer]>): void {
+  if (worker.isConnected()) worker.send({ type: ANSWERS, answers } satisfies AnswersMessage)
 }
 
 function broadcast (message: FailuresMessage): void {
   for (const worker of Object.values(cluster.workers ?? {})) {
     if (worker?.isConnected() === true) worker.send(message)
-  }
-}
-
-interface PendingCall {
-  readonly resolve: (answer: number | boolean | AuthFailureCount) => void
-  readonly reject: (error: Error) => void
-}
-
-/**
- * In a worker: the {@link LimitStore} whose counts the first process keeps
- * ({@link serveWorkersLimits}). The calls of one turn of the event loop leave in one message,
- * under one timer.
- */
-export function workersLimitStore (): LimitStore {
-  let nextId = 1
-  let queued: Call[] = []
-  const pending = new Map<number, PendingCall>()
-  let failuresListener: ((client: string, count: AuthFailureCount) => void) | null = null
-  let availabilityListener: ((available: boolean, reason?: Error) => void) | null = null
-
-  const settle = (id: number, answer: number | boolean | AuthFailureCount | Error): void => {
-    const call = pending.get(id)
-    if (call === undefined) return
-    pending.delete(id)
-    if (answer instanceof Error) call.reject(answer)
-    else call.resolve(answer)
-  }
-  const settleAll = (calls: readonly Call[], error: Error): void => {
-    for (const call of calls) if (call[0] !== 'release') settle(call[1], error)
-  }
-  const flush = (): void => {
-    const calls = queued
-    queued = []
-    if (process.send === undefined || !process.connected) {
-      settleAll(calls, new Error('the first process cannot be reached'))
-      return
-    }
-    process.send({ type: CALLS, calls } satisfies CallsMessage)
-    // Answered calls are settled already: only the unanswered ones are failed.
-    setTimeout(() => settleAll(calls, new Error(`the first process did not answer within ${ANSWER_TIMEOUT_MS} ms`)), ANSWER_TIMEOUT_MS).unref()
-  }
-  const enqueue = (call: Call): void => {
-    if (queued.length === 0) setImmediate(flush)
-    queued.push(call)
-  }
-  const ask = <T extends number | boolean | AuthFailureCount>(build: (id: number) => Call): Promise<T> => new Promise((resolve, reject) => {
-    const id = nextId++
-    pending.set(id, { resolve: resolve as PendingCall['resolve'], reject })
-    enqueue(build(id))
-  })
-
-  const onMessage = (message: AnswersMessage | FailuresMessage): void => {
-    if (message?.type === ANSWERS) {
-      for (const [id, answer] of message.answers) settle(id, answer)
-    } else if (message?.type === FAILURES) {
-      failuresListener?.(message.client, message.count)
-    }
-  }
-  const onDisconnect = (): void => availabilityListener?.(false, new Error('the channel to the first process closed'))
-  process.on('message', onMessage)
-  process.once('disconnect', onDisconnect)
-
-  return {
-    label: 'the first process of the workers',
-    countRequest: (key, limit, windowMs) => ask<number>((id) => ['rate', id, key, limit, windowMs]),
-    async acquireSlot (key, limit) {
-      const taken = await ask<boolean>((id) => ['slot', id, key, limit])
-      if (!taken) return null
-      let released = false
-      return () => {
-        if (released) return
-        released = true
-        enqueue(['release', key])
-      }
-    },
-    recordAuthFailure: (client, windowMs) => ask<AuthFailureCount>((id) => ['failure', id, client, windowMs]),
-    onAuthFailures (listener) { failuresListener = listener },
-    onAvailability (listener) { availabilityListener = listener },
-    async close () {
-      process.removeListener('message', onMessage)
-      process.removeListener('disconnect', onDisconnect)
-      // The first process gives back this worker's slots when it exits.
-    }
   }
 }
