@@ -73,11 +73,11 @@ export async function startCredentialInjectionProxy (config: CredentialInjection
     }
   }
 
+  // Given to tlsInterception, it runs only for requests inside intercepted tunnels (never for
+  // http:// forwarding, where the secret would travel in clear text).
   const injectApiToken: ForwardProxyRequestTransform = {
-    transformRequest (request, destination, outgoing) {
-      // Transforms also run for http:// forwarding, where the request (and so the secret)
-      // would travel in clear text: inject only inside an intercepted tunnel to the API.
-      if (request.interception === null || !sameDestination(destination, api)) return
+    appliesTo: (_request, destination) => sameDestination(destination, api),
+    transformRequest (request, _destination, outgoing) {
       const token = request.proxyUser === null ? undefined : apiTokens.get(request.proxyUser.name)
       if (token === undefined) return
       // Replaces whatever the client sent: the credential is the proxy's choice, not the client's.

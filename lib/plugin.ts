@@ -6,6 +6,7 @@ import type { FastifyInstance } from 'fastify'
 import type { ForwardProxyOptions } from '../types/options'
 import type { ForwardProxyControl } from '../types/control'
 import { resolveProxySettings, checkTransform, changedRegistrationOnlySetting } from './core/options'
+import { TransformRegistry } from './core/transform-lists'
 import {
   DEFAULT_DESTINATION_TLS,
   resolveDestinationTlsSettings,
@@ -14,8 +15,10 @@ import {
   resolveInterceptionSettings
 } from './core/interception-options'
 import { proxyDestinationOf, decorateProxyUser, interceptedTunnelOf } from './core/proxy-request'
-import { proxyRouteConstraint, proxyRoutes, addForwardedMethods } from './routes'
-import { attachProxyToServer, secondaryServersOf, type ProxyServer } from './connect/listener'
+import { proxyRoutes, addForwardedMethods } from './routes'
+import { proxyRouteConstraint } from './proxy-route-constraint'
+import { attachProxyToServer, type ProxyServer } from './connect/listener'
+import { secondaryServersOf } from './connect/secondary-servers'
 import {
   TunnelRegistry,
   ConcurrencyLimit,
@@ -31,11 +34,16 @@ import { workersLimitStoreOf } from './core/shared-limits-options'
 import { transformForwardedResponse } from './forward/forwarded-response'
 import { createDestinationDispatcher, createTlsDestinationDispatcher, createUpstreamDispatcher } from './forward/destinations'
 import { INTERCEPTION_ADDRESS, InterceptionEndpoint } from './interception/endpoint'
-import { decideTunnelInterception } from './connect/tunnel'
 import { recheckOpenTunnels } from './connect/revocation'
 import type { Agent } from 'undici'
 import type { TlsInterceptionOptions } from '../types/interception'
 import { ForwardProxyOptionsError } from './protocol/errors'
+import {
+  InterceptionOtherContextError,
+  InterceptionRegisteredTwiceError,
+  InterceptionWithoutProxyError,
+  TransformAfterReadyError
+} from './core/usage-errors'
 
 async function forwardProxyPlugin (fastify: FastifyInstance, options: ForwardProxyOptions): Promise<void> {
   const settings = resolveProxySettings(options)
@@ -54,7 +62,7 @@ async function forwardProxyPlugin (fastify: FastifyInstance, options: ForwardPro
     forwardedRequests: new ConcurrencyLimit(settings.limits.maxConcurrentRequests),
     ...createDispatchers(),
     destinationTls: DEFAULT_DESTINATION_TLS,
-    transforms: [...settings.transforms]
+    transforms: new TransformRegistry(settings.transforms)
   }
   let ready = false
   // Dispatchers replaced by a reconfiguration, closing once their requests in flight are done.
@@ -94,19 +102,18 @@ async function forwardProxyPlugin (fastify: FastifyInstance, options: ForwardPro
     attachServer: (server) => attach(server, true),
     addOwnListener: (server) => ownListeners.add(server),
     addTransform (transform) {
-      if (ready) throw new Error('fastify-forward-proxy: addTransform must be called before the server is ready')
-      runtime.transforms = [...runtime.transforms, checkTransform(transform, 'addTransform(transform)')]
+      if (ready) throw new TransformAfterReadyError()
+      runtime.transforms.add(checkTransform(transform, 'addTransform(transform)'), 'forwarded')
     },
     reconfigure (options) {
       const next = resolveProxySettings(options)
       const fixed = changedRegistrationOnlySetting(runtime.settings, next)
       if (fixed !== null) throw new ForwardProxyOptionsError(fixed, 'cannot change while the server runs: restart it to apply the change')
-      const added = runtime.transforms.slice(runtime.settings.transforms.length)
       const policy = new DestinationPolicy(next.destinations)
       Object.assign(connector, { policy, resolver: next.resolver, connectTimeout: next.limits.connectTimeout, upstreams: next.upstreams })
       runtime.tunnels.setLimit(next.limits.maxConcurrentTunnels)
       runtime.forwardedRequests.setLimit(next.limits.maxConcurrentRequests)
-      runtime.transforms = [...next.transforms, ...added]
+      runtime.transforms.replaceOptionTransforms(next.transforms)
       runtime.policy = policy
       runtime.settings = next
       // Pooled connections were dialed under the old policy: new requests dial again.
@@ -154,12 +161,12 @@ async function tlsInterceptionPlugin (fastify: FastifyInstance, options: TlsInte
   const settings = resolveInterceptionSettings(options)
   const destinationTls = resolveDestinationTlsSettings(options)
   const runtime = proxyRuntimeOf(fastify.forwardProxy)
-  if (runtime === undefined) throw new Error('fastify-forward-proxy: register forwardProxy before tlsInterception')
-  if (runtime.interception !== undefined) throw new Error('fastify-forward-proxy: tlsInterception is already registered for this proxy')
-  if (runtime.registeredOn !== fastify) throw new Error('fastify-forward-proxy: register tlsInterception in the same plugin context as forwardProxy (its hooks would not reach the proxy\'s requests from an inner one)')
+  if (runtime === undefined) throw new InterceptionWithoutProxyError()
+  if (runtime.interception !== undefined) throw new InterceptionRegisteredTwiceError()
+  if (runtime.registeredOn !== fastify) throw new InterceptionOtherContextError()
 
   runtime.destinationTls = destinationTls
-  for (const transform of settings.transforms) fastify.forwardProxy.addTransform(transform)
+  for (const transform of settings.transforms) runtime.transforms.add(transform, 'intercepted')
   const interception: InterceptionRuntime = {
     settings,
     endpoint: new InterceptionEndpoint(fastify, {
@@ -172,9 +179,6 @@ async function tlsInterceptionPlugin (fastify: FastifyInstance, options: TlsInte
     certificateProvider: settings.certificateProvider
   }
   runtime.interception = interception
-  // Added here, among the application's own preHandler hooks in registration order, so an
-  // application orders its hooks around the decision.
-  fastify.addHook('preHandler', decideTunnelInterception(runtime))
 
   // Decorators may be added after this plugin is registered; they are looked up once ready.
   fastify.addHook('onReady', async function resolveInterceptionServices () {

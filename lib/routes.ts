@@ -1,34 +1,32 @@
-// The proxy route: its router constraint, the methods and head limits it accepts, bodies kept
-// unparsed, authentication, and the error handler that answers every failure with a status and
-// `Proxy-Status`.
+// The proxy route: its encapsulated context (bodies left unparsed, the error handler), the one
+// onRequest hook (telemetry, head size, authentication, a CONNECT's admission and interception
+// decision), the handler that sends each kind of proxy request its way, and the methods it accepts.
 
 import type {
   FastifyInstance,
   FastifyReply,
   FastifyRequest,
   HTTPMethods,
-  onRequestHookHandler,
-  FastifyError,
-  onSendHookHandler,
-  preParsingHookHandler
+  onRequestHookHandler
 } from 'fastify'
-import { type IncomingMessage, METHODS } from 'node:http'
+import { METHODS } from 'node:http'
 import type { ProxyRuntime } from './core/runtime'
-import { interceptedTunnelOf, proxyRequestTargetOf, requestTargetAsReceived, type RawRequest } from './core/proxy-request'
-import { registerProxyAuthentication, proxyAuthenticateChallenge } from './security/proxy-auth'
-import { admitConnect, openConnectTunnel, releaseUnopenedTunnel } from './connect/tunnel'
+import { interceptedTunnelOf, proxyRequestTargetOf, type RawRequest } from './core/proxy-request'
+import { registerProxyAuthentication } from './security/proxy-auth'
+import { admitConnect, releaseUnopenedTunnel } from './connect/admission'
+import { openConnectTunnel } from './connect/tunnel'
+import { decideTunnelInterception } from './interception/tunnel-decision'
 import { forwardAbsoluteRequest } from './forward/forward-handler'
 import { forwardInterceptedRequest, inTunnelUpgradeOf } from './interception/endpoint'
 import { forwardWebSocketUpgrade } from './forward/websocket-upgrade'
-import { beginProxyRequest, finishProxyRequest, noteProxyError, scrubbedSecretsOf } from './telemetry/request-telemetry'
-import { ProxyError, isProxyError, refusedBy } from './protocol/errors'
-import { sendProxyError } from './protocol/error-responses'
-import type { ResolvedProxySettings } from './core/options'
-import { recordProxyFailure } from './telemetry/metrics'
-import { certificateErrorHint } from './forward/destinations'
-import { discardForwardedResponse, isForwardedBody, isForwardedReply, replyHeaderRecord, responseScrubberOf } from './forward/forwarded-response'
-import { scrubReplyHeaders } from './forward/scrubbed-response'
-import { HOP_BY_HOP, hopByHopNamesOfObject } from './forward/outgoing-head'
+import { beginProxyRequest, finishProxyRequest } from './telemetry/request-telemetry'
+import { ProxyError, internalFailure } from './protocol/errors'
+import { refusedBy } from './protocol/refusals'
+import { holdForwardedResponseHead } from './forward/forwarded-head-rules'
+import { PROXY_CONSTRAINT, PROXY_CONSTRAINT_VALUE } from './proxy-route-constraint'
+import { createProxyErrorHandler } from './proxy-error-handler'
+import { oversizedHeadError } from './oversized-head'
+import { hideContentTypeFromFastify, leaveBodiesUnparsed, restoreContentType } from './opaque-content-type'
 
 /**
  * The proxy's own encapsulated context: one catch-all route that only proxy requests can match,
@@ -38,11 +36,7 @@ import { HOP_BY_HOP, hopByHopNamesOfObject } from './forward/outgoing-head'
  */
 export function proxyRoutes (runtime: ProxyRuntime) {
   return async function proxyRoutesPlugin (instance: FastifyInstance): Promise<void> {
-    instance.removeAllContentTypeParsers()
-    instance.addContentTypeParser('*', (request, _payload, done) => {
-      restoreContentType(request.raw)
-      done(null)
-    })
+    leaveBodiesUnparsed(instance)
     instance.setErrorHandler(createProxyErrorHandler(runtime.settings))
     const { auth } = runtime.settings
     const authenticate = auth === null ? undefined : authenticateOrRecheckTunnel(await registerProxyAuthentication(instance, auth.realm, () => runtime.settings.auth?.check ?? auth.check, auth.failureLimit, runtime.sharedLimits), runtime)
@@ -71,58 +65,23 @@ export function proxyRoutes (runtime: ProxyRuntime) {
 }
 
 /**
- * The proxy route's last onSend hook. The application's onSend hooks run on forwarded
- * responses (`http://` and inside intercepted tunnels) and may change them; what they leave is
- * held to the rules of the destination's own head: hop-by-hop names and the names a
- * `Connection` header lists are removed whoever set them (a hook's `Connection` would otherwise
- * override the client's `Connection: close`), a secret's value in any header becomes its
- * placeholder (in names and values, with the scrubber the request was given: a value rotated
- * while it was in flight is still found), and a `Content-Length` no longer describes a body a hook replaced, so it is
- * removed (Fastify sets it again for a string or buffer, a stream goes chunked).
- */
-const holdForwardedResponseHead: onSendHookHandler = function holdForwardedResponseHead (request, reply, payload, done) {
-  if (!isForwardedReply(reply)) {
-    done(null, payload)
-    return
-  }
-  // An empty list of values writes no field. Not reply.removeHeader: it also removes the name
-  // from the raw response, which tells Node never to write its own Connection,
-  // Content-Length or Transfer-Encoding (the client's Connection: close would go unsaid).
-  // The names a Connection header lists are only looked for when there is one (rarely): the
-  // usual response costs ten lookups here.
-  if (reply.hasHeader('connection') || reply.hasHeader('proxy-connection')) {
-    const dropped = hopByHopNamesOfObject(replyHeaderRecord(reply))
-    for (const name of Object.keys(reply.getHeaders())) {
-      if (dropped.has(name)) reply.header(name, [])
-    }
-  } else {
-    for (const name of HOP_BY_HOP) {
-      if (reply.hasHeader(name)) reply.header(name, [])
-    }
-  }
-  // A body a hook replaced: HEAD, 204 and 304 answers have none, and keep the destination's length.
-  if (payload != null && !isForwardedBody(reply, payload) && reply.hasHeader('content-length')) reply.header('content-length', [])
-  const scrubber = responseScrubberOf(reply)
-  if (scrubber !== null) scrubReplyHeaders(reply, scrubber, scrubbedSecretsOf(request))
-  done(null, payload)
-}
-
-/**
  * The proxy route's one onRequest hook (after the application's own), in this order:
  * the request's telemetry starts (so refused requests are logged and traced too), a head too
- * large to forward faithfully is refused ({@link oversizedHeadError}), the client is
- * authenticated, and a CONNECT is admitted (its slot taken, see `admitConnect`). One hook, not
+ * large to forward faithfully is refused (`oversizedHeadError`), the client is
+ * authenticated, and a CONNECT is admitted (its slot taken, see `admitConnect`) and, with
+ * tlsInterception, its interception decided: every later hook sees the decision. One hook, not
  * four: each hook Fastify runs costs a call through its runner, and the usual request passes
  * every step without a promise or a turn of the event loop.
  */
 function admitProxyRequest (authenticate: onRequestHookHandler | undefined, runtime: ProxyRuntime): onRequestHookHandler {
+  const decideInterception = decideTunnelInterception(runtime)
   const admit = (request: FastifyRequest, reply: FastifyReply, done: HookDone): void => {
     const target = proxyRequestTargetOf(request.raw)
     if (target?.kind !== 'connect') {
       done()
       return
     }
-    admitConnect(request, reply, target, runtime).then(() => done(), done)
+    admitConnect(request, reply, target, runtime).then(() => decideInterception.call(request.server, request, reply, done), done)
   }
   return function admitProxyRequestHook (this: FastifyInstance, request, reply, done) {
     beginProxyRequest(request)
@@ -187,7 +146,7 @@ function closeTunnelAfterAnswer (request: FastifyRequest, reply: FastifyReply): 
 function handleProxyRequest (request: FastifyRequest, reply: FastifyReply, runtime: ProxyRuntime): Promise<void> {
   restoreContentType(request.raw)
   const target = proxyRequestTargetOf(request.raw)
-  if (target === null) throw new Error('proxy route reached by a request that is not a proxy request')
+  if (target === null) throw internalFailure('proxy route reached by a request that is not a proxy request')
   if (target.kind === 'connect') return openConnectTunnel(request, reply, runtime)
   if (target.kind === 'intercepted') {
     const upgrade = inTunnelUpgradeOf(request.raw)
@@ -195,120 +154,6 @@ function handleProxyRequest (request: FastifyRequest, reply: FastifyReply, runti
     return forwardInterceptedRequest(request, reply, target, runtime)
   }
   return forwardAbsoluteRequest(request, reply, target.target, runtime)
-}
-
-/** Name of the router constraint that sends proxy requests to the proxy route only. */
-export const PROXY_CONSTRAINT = 'fastifyForwardProxy'
-
-/** The constraint value every proxy request derives. */
-export const PROXY_CONSTRAINT_VALUE = 'proxy'
-
-/**
- * Router constraint that keeps proxy requests away from the application's own routes. A
- * CONNECT, an absolute-form request or a request inside an intercepted tunnel derives the value
- * `proxy`; because the strategy must match when derived, such a request can only match a route
- * that declares the constraint, so `GET http://example.com/healthz` is forwarded, never served
- * by the app's `/healthz`. Origin-form requests to the proxy itself derive nothing and route as
- * usual.
- */
-export const proxyRouteConstraint: Parameters<FastifyInstance['addConstraintStrategy']>[0] = {
-  name: PROXY_CONSTRAINT,
-  mustMatchWhenDerived: true,
-  storage () {
-    const handlers = new Map<unknown, Parameters<ReturnType<typeof this.storage>['set']>[1]>()
-    return {
-      get: (value) => handlers.get(value) ?? null,
-      set: (value, handler) => { handlers.set(value, handler) }
-    }
-  },
-  deriveConstraint (req) {
-    // find-my-way treats undefined as "nothing derived"; its typings do not say so.
-    return proxyRequestTargetOf(req as RawRequest) === null ? undefined : PROXY_CONSTRAINT_VALUE
-  },
-  validate (value: unknown) {
-    if (value !== PROXY_CONSTRAINT_VALUE) throw new Error(`${PROXY_CONSTRAINT} constraint only takes "${PROXY_CONSTRAINT_VALUE}"`)
-  }
-}
-
-/**
- * Turns anything thrown while handling a proxy request into the response the client sees: the
- * ProxyError itself, 407 for authentication failures, the framework's own 4xx for malformed
- * requests, and 500 `proxy_internal_error` for anything unexpected (logged, never shown).
- */
-export function toProxyError (error: unknown): ProxyError {
-  if (isProxyError(error)) return error
-  const statusCode = (error as Partial<FastifyError>).statusCode
-  if (statusCode === 407) return new ProxyError('http_request_denied', 'Proxy authentication required.', { status: 407 })
-  if (typeof statusCode === 'number' && statusCode >= 400 && statusCode < 500) {
-    return new ProxyError('http_request_error', 'The request is malformed.', { status: statusCode, cause: error })
-  }
-  return new ProxyError('proxy_internal_error', 'The proxy failed to handle the request.', { cause: error })
-}
-
-/** Builds the error handler of the proxy route's encapsulated context. */
-export function createProxyErrorHandler (settings: ResolvedProxySettings) {
-  return function proxyErrorHandler (error: unknown, request: FastifyRequest, reply: FastifyReply): void {
-    const proxyError = toProxyError(error)
-    logProxyError(request, proxyError)
-    recordProxyFailure(proxyError, error)
-    noteProxyError(request, proxyError)
-    if (reply.raw.headersSent) {
-      // The head is out: the only honest signal left is an aborted message.
-      reply.raw.destroy()
-      return
-    }
-    discardForwardedResponse(reply)
-    const extra: Record<string, string> = proxyError.status === 407 && settings.auth !== null
-      ? { 'proxy-authenticate': proxyAuthenticateChallenge(settings.auth.realm) }
-      : {}
-    // A 408 leaves the request body unread: the HTTP/1.1 connection cannot carry another request.
-    if (proxyError.status === 408 && request.raw.httpVersionMajor === 1) extra.connection = 'close'
-    if (proxyError.retryAfter !== undefined) extra['retry-after'] = String(proxyError.retryAfter)
-    sendProxyError(reply, settings.pseudonym, proxyError, extra)
-  }
-}
-
-function logProxyError (request: FastifyRequest, error: ProxyError): void {
-  const cause = error.cause as (Error & { code?: string }) | undefined
-  const fields = { proxyStatus: error.errorType, status: error.status, cause: cause === undefined ? undefined : { name: cause.name, code: cause.code, message: cause.message }, hint: certificateErrorHint(error) }
-  if (error.status >= 500 && error.errorType === 'proxy_internal_error') request.log.error({ ...fields, err: cause }, error.message)
-  else if (error.status >= 500) request.log.warn(fields, error.message)
-  else request.log.info(fields, error.message)
-}
-
-/** Longest request target (the URL or CONNECT authority) forwarded: RFC 9112 section 3's 8,000 octets, rounded up. */
-export const MAX_REQUEST_TARGET_LENGTH = 8192
-
-// Node's default `server.maxHeadersCount`.
-const NODE_MAX_HEADERS_COUNT = 2000
-
-/**
- * The refusal of an HTTP/1.1 proxy request whose head is too large to handle faithfully, before
- * it is authenticated or forwarded, or null:
- * - a request target over {@link MAX_REQUEST_TARGET_LENGTH}: 414 `http_request_error`;
- * - a header count that reached the server's `maxHeadersCount` (by default 1,000 lines): 431
- *   `http_request_error`. Node 20 silently drops the lines past it while its parser still frames
- *   the message by them, so a `Transfer-Encoding` or `Content-Length` past the limit would
- *   frame a body the proxy never sees. (Recent Node 22 and 24 releases refuse such a head in
- *   the parser, `HPE_HEADER_OVERFLOW`, and it never gets here.)
- */
-function oversizedHeadError (raw: RawRequest): ProxyError | null {
-  if (raw.httpVersionMajor !== 1) return null
-  if (requestTargetAsReceived(raw).length > MAX_REQUEST_TARGET_LENGTH) {
-    return new ProxyError('http_request_error', 'The request target is too long.', { status: 414, details: 'request target too long' })
-  }
-  const limit = maxHeadersCountOf(raw as IncomingMessage)
-  // Node applies the limit to `rawHeaders` entries (names and values), in batches of 32 lines.
-  if (limit > 0 && raw.rawHeaders.length >= limit) {
-    return new ProxyError('http_request_error', 'The request has too many header fields.', { status: 431, details: 'too many header fields' })
-  }
-  return null
-}
-
-function maxHeadersCountOf (raw: IncomingMessage): number {
-  const server = (raw.socket as { server?: { maxHeadersCount?: number | null } } | null)?.server
-  const configured = server?.maxHeadersCount
-  return typeof configured === 'number' ? configured : NODE_MAX_HEADERS_COUNT
 }
 
 /**
@@ -321,42 +166,4 @@ export function addForwardedMethods (fastify: FastifyInstance): void {
   for (const method of METHODS) {
     if (method !== 'CONNECT' && !fastify.supportedMethods.includes(method)) fastify.addHttpMethod(method, { hasBody: true })
   }
-}
-
-/**
- * Fastify answers 415 to a `Content-Type` its own parser finds malformed, and 400 to a QUERY
- * without one, before any content-type parser runs. A proxy must forward such requests as they
- * are (the destination decides), so for the proxy route only the header is swapped for a media
- * type that lands in the proxy's catch-all parser, which puts the original back at once. The
- * application's preParsing hooks run before the swap and its later hooks after the restore, so
- * none of them sees the placeholder; it is back before forwarding compares `request.headers`
- * with the headers as received.
- */
-const PLACEHOLDER_MEDIA_TYPE = 'application/x-fastify-forward-proxy-opaque'
-
-/** Fastify's default bodyless methods, for which it never looks at Content-Type. */
-const METHODS_WITHOUT_BODY_PARSING = new Set(['GET', 'HEAD', 'TRACE', 'CONNECT'])
-
-const hiddenContentType = Symbol('fastify-forward-proxy.hiddenContentType')
-
-type RequestWithHiddenContentType = IncomingMessage & { [hiddenContentType]?: string | undefined }
-
-/** Route-level `preParsing` hook of the proxy route: hides the client's Content-Type from Fastify. */
-export const hideContentTypeFromFastify: preParsingHookHandler = function (request, _reply, payload, done) {
-  const raw = request.raw as RequestWithHiddenContentType
-  if (!METHODS_WITHOUT_BODY_PARSING.has(raw.method ?? '')) {
-    raw[hiddenContentType] = raw.headers['content-type']
-    raw.headers['content-type'] = PLACEHOLDER_MEDIA_TYPE
-  }
-  done(null, payload)
-}
-
-/** Puts back the Content-Type hidden by {@link hideContentTypeFromFastify}; does nothing twice. */
-export function restoreContentType (rawRequest: IncomingMessage): void {
-  const raw = rawRequest as RequestWithHiddenContentType
-  if (!(hiddenContentType in raw)) return
-  const original = raw[hiddenContentType]
-  delete raw[hiddenContentType]
-  if (original === undefined) delete raw.headers['content-type']
-  else raw.headers['content-type'] = original
 }

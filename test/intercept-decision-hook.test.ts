@@ -11,6 +11,7 @@ import { openTunnel } from './helpers/raw-client'
 import { LOOPBACK_TEST_POLICY } from './helpers/servers'
 import { eventually } from './helpers/eventually'
 import { within } from './helpers/within'
+import { deferred } from './helpers/deferred'
 
 /** The issuer of the certificate a client sees through a tunnel: who terminated its TLS. */
 async function issuerSeenThrough (port: number, target: string, headers: Record<string, string>, pki: InterceptionPki): Promise<string> {
@@ -32,15 +33,25 @@ async function listen (t: Test, app: FastifyInstance): Promise<number> {
   return (app.server.address() as AddressInfo).port
 }
 
-test('the interception decision is tlsInterception\'s preHandler hook: a hook added before it sees request.interceptTunnel null, one added after sees the decision and what it sets is what happens', async (t) => {
+test('the interception decision is made as the proxy admits a CONNECT: hooks from preParsing on see it whether added before or after tlsInterception (onRequest hooks see null), and what they leave is what happens', async (t) => {
   const pki = await makeInterceptionPki(t)
   const origin = await startTlsOrigin(t, pki)
   const provider = staticProvider(pki)
-  const seenBefore: Array<boolean | null> = []
-  const seenAfter: Array<boolean | null> = []
+  const seen: Record<string, Array<boolean | null>> = { onRequest: [], preParsing: [], preValidation: [], earlyPreHandler: [], latePreHandler: [] }
   const app = Fastify({ logger: false })
+  app.addHook('onRequest', async (request) => {
+    if (request.method === 'CONNECT') seen.onRequest?.push(request.interceptTunnel)
+  })
+  app.addHook('preParsing', async (request) => {
+    if (request.method === 'CONNECT') seen.preParsing?.push(request.interceptTunnel)
+  })
+  app.addHook('preValidation', async (request) => {
+    if (request.method === 'CONNECT') seen.preValidation?.push(request.interceptTunnel)
+  })
   app.addHook('preHandler', async (request) => {
-    if (request.method === 'CONNECT') seenBefore.push(request.interceptTunnel)
+    if (request.method !== 'CONNECT') return
+    seen.earlyPreHandler?.push(request.interceptTunnel)
+    if (request.headers['x-early-override'] !== undefined) request.interceptTunnel = request.headers['x-early-override'] === 'intercept'
   })
   await app.register(forwardProxy, { destinations: LOOPBACK_TEST_POLICY })
   await app.register(tlsInterception, {
@@ -50,7 +61,7 @@ test('the interception decision is tlsInterception\'s preHandler hook: a hook ad
   })
   app.addHook('preHandler', async (request) => {
     if (request.method !== 'CONNECT') return
-    seenAfter.push(request.interceptTunnel)
+    seen.latePreHandler?.push(request.interceptTunnel)
     const override = request.headers['x-override']
     if (override !== undefined) request.interceptTunnel = override === 'intercept'
   })
@@ -65,11 +76,14 @@ test('the interception decision is tlsInterception\'s preHandler hook: a hook ad
   t.equal(await issuerSeenThrough(port, target, { 'x-selector': 'yes', 'x-override': 'opaque' }, pki), destinationIssuer, 'a later hook\'s false: relayed opaquely, the origin\'s own certificate')
   t.same(provider.asked, [target], 'the provider was not asked for the tunnel the hook turned opaque')
 
-  t.equal(await issuerSeenThrough(port, target, { 'x-selector': 'no', 'x-override': 'intercept' }, pki), selected, 'a later hook\'s true: intercepted though the selector declined')
+  t.equal(await issuerSeenThrough(port, target, { 'x-selector': 'no', 'x-early-override': 'intercept' }, pki), selected, 'a hook added before tlsInterception: its true holds though the selector declined')
   t.same(provider.asked, [target, target])
 
-  t.same(seenBefore, [null, null, null], 'hooks added before tlsInterception run before the decision')
-  t.same(seenAfter, [true, true, false], 'hooks added after it see the selector\'s answer')
+  t.same(seen.onRequest, [null, null, null], 'onRequest hooks run before the CONNECT is admitted')
+  t.same(seen.preParsing, [true, true, false], 'preParsing hooks see the selector\'s answer')
+  t.same(seen.preValidation, [true, true, false])
+  t.same(seen.earlyPreHandler, [true, true, false], 'a preHandler hook added before tlsInterception sees it too')
+  t.same(seen.latePreHandler, [true, true, true], 'a later hook sees what an earlier one set')
 })
 
 test('without tlsInterception request.interceptTunnel stays null, and a hook that sets it true gets 500 proxy_internal_error with nothing dialed', async (t) => {
@@ -98,17 +112,15 @@ test('without tlsInterception request.interceptTunnel stays null, and a hook tha
 
 test('a CONNECT answered by an application hook after admission gives its tunnel slot back; so does one whose client leaves while a hook runs, and nothing is dialed for it', async (t) => {
   const destination = await startOrderedDestination(t)
-  let releaseHeld: () => void = () => {}
-  const held = new Promise<void>((resolve) => { releaseHeld = resolve })
-  let holding: () => void = () => {}
-  const holdingStarted = new Promise<void>((resolve) => { holding = resolve })
+  const released = deferred()
+  const holdingStarted = deferred()
   const app = Fastify({ logger: false })
   await app.register(forwardProxy, { destinations: LOOPBACK_TEST_POLICY, limits: { maxConcurrentTunnels: 1 } })
   app.addHook('preHandler', async (request, reply) => {
     if (request.headers['x-deny'] !== undefined) return await reply.code(403).send('no')
     if (request.headers['x-hold'] !== undefined) {
-      holding()
-      await held
+      holdingStarted.resolve()
+      await released.promise
     }
   })
   const port = await listen(t, app)
@@ -123,11 +135,11 @@ test('a CONNECT answered by an application hook after admission gives its tunnel
 
   const socket = connect(port, '127.0.0.1', () => socket.write(`CONNECT ${target} HTTP/1.1\r\nHost: ${target}\r\nX-Hold: 1\r\n\r\n`))
   socket.on('error', () => {})
-  await within(holdingStarted, 'the hook to start holding the CONNECT')
+  await within(holdingStarted.promise, 'the hook to start holding the CONNECT')
   t.equal(app.forwardProxy.activeTunnels, 1, 'the slot is held while later hooks run (the limit of 1 is reached)')
   socket.resetAndDestroy()
   await eventually(() => app.forwardProxy.activeTunnels === 0)
-  releaseHeld()
+  released.resolve()
 
   const probe = await openTunnel(port, target)
   t.teardown(() => probe.socket.destroy())
@@ -136,7 +148,7 @@ test('a CONNECT answered by an application hook after admission gives its tunnel
   t.equal(await destination.indexOfSender('probe'), 0, 'nothing was dialed for the CONNECTs answered by the hook or left by their client')
 })
 
-test('tlsInterception registered in an inner plugin context (where its hook would not reach proxy requests) fails registration', async (t) => {
+test('tlsInterception registered in an inner plugin context fails registration', async (t) => {
   const pki = await makeInterceptionPki(t)
   const app = Fastify({ logger: false })
   t.teardown(() => app.close())

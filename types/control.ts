@@ -33,7 +33,8 @@ export interface ForwardProxyControl {
   addOwnListener (server: { address (): AddressInfo | string | null }): void
   /**
    * Appends a transform, run after those registered before it, on every forwarded request and
-   * response. Call it before the server is ready (e.g. from a plugin).
+   * response (`http://` forwarding and intercepted tunnels). Call it before the server is ready
+   * (e.g. from a plugin).
    * @throws ForwardProxyOptionsError when it has neither transformRequest nor transformResponse
    * function; Error when the server is already ready.
    */

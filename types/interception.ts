@@ -73,8 +73,10 @@ export interface ForwardProxyIncomingResponse {
 }
 
 /**
- * Edits forwarded requests and responses: inside intercepted tunnels and for
- * absolute-form `http://` forwarding alike. Several transforms run in registration order, each
+ * Edits forwarded requests and responses. Given to forwardProxy (its `transforms` option,
+ * `fastify.forwardProxy.addTransform`), it runs inside intercepted tunnels and on absolute-form
+ * `http://` forwarding alike; given to tlsInterception, inside intercepted tunnels only.
+ * Several transforms run in registration order, each
  * awaited before the next. A transform that throws answers the request with 500
  * `proxy_internal_error` (on the request side nothing is sent; on the response side the
  * destination's body is discarded). Framing and connection headers (`Transfer-Encoding`,
@@ -145,7 +147,10 @@ export interface TlsInterceptionOptions {
   selector?: ForwardProxyInterceptionSelectorSource
   /** Supplies leaf certificates; without one `fastify.ready()` fails. */
   certificateProvider?: ForwardProxyCertificateProviderSource
-  /** Transforms, run after any registered earlier, in this order. */
+  /**
+   * Transforms for requests inside intercepted tunnels only (never `http://` forwarding), run
+   * after any registered earlier, in this order.
+   */
   transforms?: readonly ForwardProxyRequestTransform[]
   /** Filters consulted on every CONNECT before interception is offered, in this order. */
   destinationFilters?: readonly ForwardProxyDestinationFilter[]

@@ -132,7 +132,8 @@ export interface ForwardProxyOptions {
   /**
    * Transforms applied to every forwarded request and response (`http://` forwarding and
    * intercepted tunnels), in this order, before any added later with
-   * `fastify.forwardProxy.addTransform` or by `tlsInterception`. Default `[]`.
+   * `fastify.forwardProxy.addTransform` or by `tlsInterception` (whose own run inside
+   * intercepted tunnels only). Default `[]`.
    */
   transforms?: readonly ForwardProxyRequestTransform[]
   /**

@@ -140,10 +140,10 @@ function subjectKeyIdentifier (parsed: Certificate): Uint8Array {
 }
 
 /** Digest used with the CA key for leaf signatures. */
-export type SignatureHash = 'SHA-256' | 'SHA-384' | 'SHA-512'
+type SignatureHash = 'SHA-256' | 'SHA-384' | 'SHA-512'
 
 /** The CA key as WebCrypto needs it for PKI.js: non-extractable, sign only. */
-export interface CaSigningKey {
+interface CaSigningKey {
   readonly privateKey: webcrypto.CryptoKey
   readonly hash: SignatureHash
 }
@@ -164,7 +164,7 @@ const MIN_RSA_BITS = 2048
  * own message.
  * @throws ForwardProxyCertificateError (`bad_ca_key`).
  */
-export function readCaPrivateKey (key: string | Buffer, passphrase: string | Buffer | undefined): KeyObject {
+function readCaPrivateKey (key: string | Buffer, passphrase: string | Buffer | undefined): KeyObject {
   const text = Buffer.isBuffer(key) ? key.toString('latin1') : key
   if (!/-----BEGIN [A-Z0-9 ]*PRIVATE KEY-----/.test(text)) {
     throw new ForwardProxyCertificateError('bad_ca_key', 'the CA key is not a PEM private key (PKCS#8, PKCS#1 RSA or SEC1 EC)')
@@ -187,7 +187,7 @@ export function readCaPrivateKey (key: string | Buffer, passphrase: string | Buf
  * PKCS#1 v1.5 with SHA-256) or ECDSA P-256, P-384, P-521 (SHA-256, SHA-384, SHA-512).
  * @throws ForwardProxyCertificateError (`bad_ca_key`) for any other key.
  */
-export function caKeyAlgorithm (keyObject: KeyObject): { algorithm: ImportAlgorithm, hash: SignatureHash } {
+function caKeyAlgorithm (keyObject: KeyObject): { algorithm: ImportAlgorithm, hash: SignatureHash } {
   const details = keyObject.asymmetricKeyDetails ?? {}
   if (keyObject.asymmetricKeyType === 'rsa') {
     if ((details.modulusLength ?? 0) < MIN_RSA_BITS) {
@@ -207,7 +207,7 @@ export function caKeyAlgorithm (keyObject: KeyObject): { algorithm: ImportAlgori
  * Imports the CA key into WebCrypto as a non-extractable signing key. The PKCS#8 bytes made
  * on the way are wiped once imported.
  */
-export async function importCaSigningKey (keyObject: KeyObject): Promise<CaSigningKey> {
+async function importCaSigningKey (keyObject: KeyObject): Promise<CaSigningKey> {
   const { algorithm, hash } = caKeyAlgorithm(keyObject)
   const pkcs8 = keyObject.export({ type: 'pkcs8', format: 'der' })
   try {
@@ -258,15 +258,16 @@ export async function signLeaf (ca: CertificateAuthority, host: string, spki: Ui
       caKeyIdentifier: ca.keyIdentifier
     })
   })
-  let der: ArrayBuffer
+  let der: ArrayBuffer | null
   try {
     const signingKey = await ca.signingKey
     await certificate.sign(signingKey.privateKey as unknown as CryptoKeyOf<typeof certificate.sign>, signingKey.hash, nodeCryptoEngine)
     der = certificate.toSchema(true).toBER(false)
-    if (fromBER(der).offset === -1) throw new Error('encoding')
   } catch {
-    throw new ForwardProxyCertificateError('mint_failed', `signing the leaf certificate for ${host} failed`)
+    der = null
   }
+  // An encoding that does not parse back is a failed mint too.
+  if (der === null || fromBER(der).offset === -1) throw new ForwardProxyCertificateError('mint_failed', `signing the leaf certificate for ${host} failed`)
   return { cert: derToPem(new Uint8Array(der), 'CERTIFICATE'), serialNumber: Buffer.from(serial).toString('hex').toUpperCase() }
 }
 

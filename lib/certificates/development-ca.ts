@@ -37,7 +37,7 @@ const MINUTE_MS = 60_000
 const UTC_TIME_END = Date.UTC(2050, 0, 1) // RFC 5280 4.1.2.5: UTCTime through 2049
 
 /** Defaults of {@link mintDevelopmentCa}. */
-export const DEVELOPMENT_CA_DEFAULTS = {
+const DEVELOPMENT_CA_DEFAULTS = {
   /** How far in the past the CA's validity starts, for clocks slightly behind (ms). */
   backdateMs: 5 * MINUTE_MS,
   /** How long the CA is valid from `now` (ms): one year. */
@@ -134,7 +134,7 @@ function x509Time (date: Date): Time {
 }
 
 /** File names of the development CA inside the data directory. */
-export const DEVELOPMENT_CA_FILES = { cert: 'ca.pem', key: 'ca.key' } as const
+const DEVELOPMENT_CA_FILES = { cert: 'ca.pem', key: 'ca.key' } as const
 
 const DIRECTORY_MODE = 0o700
 const KEY_MODE = 0o600

@@ -1,11 +1,62 @@
 // The errors of the two certificate providers, with their reasons and codes.
 
-import {
-  CERTIFICATE_ERROR_CODES,
-  EST_ERROR_CODES,
-  ForwardProxyCertificateErrorReason,
-  ForwardProxyEstErrorReason
-} from '../protocol/errors'
+/**
+ * Why an EST operation failed:
+ * - `invalid_option`: an option of the wrong type or out of range;
+ * - `est_unreachable`: the EST server could not be reached or the TLS connection to it failed;
+ * - `est_timeout`: the enrollment (including waits a 202 asked for) took longer than `timeout`;
+ * - `est_refused`: the server answered with an error status (the status is in `estStatus`);
+ * - `est_bad_response`: the answer was not base64 PKCS#7 certs-only, or held no usable certificate;
+ * - `est_untrusted_leaf`: the issued leaf does not name the host, is not for the proxy's key,
+ *   is not valid now, or does not chain to the `/cacerts` certificates.
+ */
+export type ForwardProxyEstErrorReason =
+  | 'invalid_option'
+  | 'est_unreachable'
+  | 'est_timeout'
+  | 'est_refused'
+  | 'est_bad_response'
+  | 'est_untrusted_leaf'
+
+/**
+ * Why a certificate operation failed:
+ * - `invalid_option`: an option of the wrong type or out of range;
+ * - `bad_ca_certificate`: the CA certificate is not PEM, not a CA, expired, or its chain is out of order;
+ * - `bad_ca_key`: the key is not PEM, is encrypted without (or with a wrong) passphrase, or is of an unsupported type;
+ * - `key_mismatch`: the key is not the CA certificate's;
+ * - `invalid_host`: the host is not a canonical host name or IP address (wildcards included);
+ * - `name_not_permitted`: the nameConstraints of the CA (or an intermediate) do not allow the host;
+ * - `mint_failed`: signing or encoding the leaf failed.
+ */
+export type ForwardProxyCertificateErrorReason =
+  | 'invalid_option'
+  | 'bad_ca_certificate'
+  | 'bad_ca_key'
+  | 'key_mismatch'
+  | 'invalid_host'
+  | 'name_not_permitted'
+  | 'mint_failed'
+
+/** The codes of `ForwardProxyCertificateError`, by reason. */
+export const CERTIFICATE_ERROR_CODES = {
+  invalid_option: 'FFP_ERR_CERTIFICATE_INVALID_OPTION',
+  bad_ca_certificate: 'FFP_ERR_CERTIFICATE_BAD_CA_CERTIFICATE',
+  bad_ca_key: 'FFP_ERR_CERTIFICATE_BAD_CA_KEY',
+  key_mismatch: 'FFP_ERR_CERTIFICATE_KEY_MISMATCH',
+  invalid_host: 'FFP_ERR_CERTIFICATE_INVALID_HOST',
+  name_not_permitted: 'FFP_ERR_CERTIFICATE_NAME_NOT_PERMITTED',
+  mint_failed: 'FFP_ERR_CERTIFICATE_MINT_FAILED'
+} as const satisfies Record<ForwardProxyCertificateErrorReason, string>
+
+/** The codes of `ForwardProxyEstError`, by reason. */
+export const EST_ERROR_CODES = {
+  invalid_option: 'FFP_ERR_EST_INVALID_OPTION',
+  est_unreachable: 'FFP_ERR_EST_UNREACHABLE',
+  est_timeout: 'FFP_ERR_EST_TIMEOUT',
+  est_refused: 'FFP_ERR_EST_REFUSED',
+  est_bad_response: 'FFP_ERR_EST_BAD_RESPONSE',
+  est_untrusted_leaf: 'FFP_ERR_EST_UNTRUSTED_LEAF'
+} as const satisfies Record<ForwardProxyEstErrorReason, string>
 
 /**
  * Thrown by the CA-backed certificate provider: an unusable CA certificate or key at creation,

@@ -117,7 +117,7 @@ const KEY_TYPES: readonly ForwardProxyLeafKeyType[] = ['ecdsa-p256', 'rsa-2048']
 const LABEL = /^[A-Za-z0-9_-]{1,64}$/
 
 /** The checked options of the EST provider. */
-export interface EstSettings {
+interface EstSettings {
   readonly transport: EstTransportSettings
   readonly timeout: number
   readonly cacertsMaxAge: number
@@ -133,7 +133,7 @@ export interface EstSettings {
  * value when it is a secret.
  * @throws ForwardProxyEstError (`invalid_option`).
  */
-export function estSettings (options: ForwardProxyEstProviderOptions): EstSettings {
+function estSettings (options: ForwardProxyEstProviderOptions): EstSettings {
   if (typeof options !== 'object' || options === null) throw invalidOption('options', 'must be an object')
   for (const key of Object.keys(options)) {
     if (!KNOWN_OPTIONS.includes(key)) throw invalidOption(key, `is not a known option (known: ${KNOWN_OPTIONS.join(', ')})`)
@@ -220,17 +220,17 @@ const ANY_EXTENDED_KEY_USAGE = '2.5.29.37.0'
 const MAX_CHAIN_LENGTH = 8
 
 /** The leaf does not chain to `/cacerts` (the caller may read `/cacerts` again once: CA rotation). */
-export class UnchainedLeafError extends ForwardProxyEstError {}
+class UnchainedLeafError extends ForwardProxyEstError {}
 
 /** An issued leaf that passed every check, and the certificates to send after it. */
-export interface CheckedLeaf {
+interface CheckedLeaf {
   readonly leaf: X509Certificate
   /** Issuing CA first, then each issuer in turn, up to the first self-issued CA (included). */
   readonly chain: readonly X509Certificate[]
 }
 
 /** What an issued leaf is checked against. */
-export interface LeafCheckInput {
+interface LeafCheckInput {
   readonly host: string
   /** The DER SubjectPublicKeyInfo of the key the proxy generated for this host. */
   readonly spki: Uint8Array
@@ -249,7 +249,7 @@ export interface LeafCheckInput {
  * its signatures chain, through CA certificates valid now, to a certificate of `/cacerts`.
  * @throws ForwardProxyEstError (`est_untrusted_leaf`).
  */
-export function checkIssuedLeaf (input: LeafCheckInput): CheckedLeaf {
+function checkIssuedLeaf (input: LeafCheckInput): CheckedLeaf {
   const { host } = input
   const spki = Buffer.from(input.spki)
   const leaf = input.issued.find((certificate) => spki.equals(certificate.publicKey.export({ type: 'spki', format: 'der' })))

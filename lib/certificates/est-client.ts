@@ -267,7 +267,7 @@ export function decodeEstBase64 (body: Buffer): Buffer | null {
  * The certificates of a PKCS#7 / CMS SignedData "certs-only" message (DER), parsed by Node.
  * Null when the bytes are not such a message or a certificate does not parse.
  */
-export function certificatesOfPkcs7 (der: Uint8Array): X509Certificate[] | null {
+function certificatesOfPkcs7 (der: Uint8Array): X509Certificate[] | null {
   try {
     const contentInfo = ContentInfo.fromBER(der)
     if (contentInfo.contentType !== SIGNED_DATA) return null
@@ -295,7 +295,7 @@ export function certsOnlyPkcs7 (certificates: readonly Uint8Array[]): Buffer {
  * The wait a `Retry-After` header asks for (RFC 9110 10.2.3), in milliseconds from `now`:
  * delay-seconds or an HTTP-date. Null when the header is missing or unreadable.
  */
-export function retryAfterMs (header: string | string[] | undefined, now: number): number | null {
+function retryAfterMs (header: string | string[] | undefined, now: number): number | null {
   const value = (Array.isArray(header) ? header[0] : header)?.trim()
   if (value === undefined || value === '') return null
   if (/^\d+$/.test(value)) return Number(value) * 1000

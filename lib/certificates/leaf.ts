@@ -94,7 +94,7 @@ export const EXTENSION_OID = {
 } as const
 
 /** id-kp-serverAuth (RFC 5280 4.2.1.12). */
-export const SERVER_AUTH_OID = '1.3.6.1.5.5.7.3.1'
+const SERVER_AUTH_OID = '1.3.6.1.5.5.7.3.1'
 
 const GENERAL_NAME_DNS = 2
 const GENERAL_NAME_IP = 7
@@ -190,7 +190,7 @@ function invalid (shown: string): ForwardProxyCertificateError {
 }
 
 /** How far a leaf's validity starts before it is minted, for clients whose clocks run behind. */
-export const BACKDATE_MS = 5 * 60_000
+const BACKDATE_MS = 5 * 60_000
 
 /** Validity of one leaf and when the cache should replace it. */
 export interface LeafValidity {

@@ -8,7 +8,8 @@ import type { AddressInfo } from 'node:net'
 import Fastify, { type FastifyInstance, type FastifyServerOptions } from 'fastify'
 import type { Http2SecureServer } from 'node:http2'
 import { forwardProxy } from '../plugin'
-import { secondaryServersOf, type ProxyServer } from '../connect/listener'
+import type { ProxyServer } from '../connect/listener'
+import { secondaryServersOf } from '../connect/secondary-servers'
 import type { ForwardProxyOptions } from '../../types/options'
 import { proxyClientErrorHandler } from '../protocol/error-responses'
 import { proxyFrameworkErrors } from '../framework-errors'
@@ -71,7 +72,7 @@ export interface RunningProxyServer {
 }
 
 /** How long `close()` lets in-flight requests finish before cutting their connections (ms). */
-export const DEFAULT_SHUTDOWN_GRACE_PERIOD = 10_000
+const DEFAULT_SHUTDOWN_GRACE_PERIOD = 10_000
 
 /** Options of {@link startProxyServer} that are not part of the configuration file. */
 export interface StartOptions {
@@ -86,7 +87,7 @@ export interface StartOptions {
  * Maps the configuration file onto the plugin's options. `redis` is the plugin's `redis` option,
  * built once at start-up ({@link redisOption}): the key needs a restart, so a reload keeps it.
  */
-export function pluginOptionsFromConfig (config: ProxyServerConfig, redis?: ForwardProxyRedisOptions): ForwardProxyOptions {
+function pluginOptionsFromConfig (config: ProxyServerConfig, redis?: ForwardProxyRedisOptions): ForwardProxyOptions {
   const secretValues = loadSecrets(config.secrets)
   return {
     ...(redis === undefined ? {} : { redis }),
@@ -129,7 +130,7 @@ function sharedLimitsOfWorkers (redis: ForwardProxyRedisOptions | undefined): ob
 export async function startProxyServer (config: ProxyServerConfig, options: StartOptions = {}): Promise<RunningProxyServer> {
   const gracePeriod = options.shutdownGracePeriod ?? DEFAULT_SHUTDOWN_GRACE_PERIOD
   const [first, ...others] = config.listen
-  if (first === undefined) throw new Error('at least one listener is required')
+  if (first === undefined) throw new ConfigError('at least one listener is required')
   checkListenerExposure(config)
   // Every certificate is checked before anything listens.
   const tlsFiles = config.listen.map((listener, index) => listener.tls === undefined ? undefined : loadListenerTls(listener.tls, index))
@@ -209,12 +210,15 @@ export async function startProxyServer (config: ProxyServerConfig, options: Star
 
 // Loaded only when the configuration uses them: the certificate code (PKI.js, asn1js) and the
 // OpenTelemetry SDK cost about 4 and 6 MiB of resident memory each (docs/benchmarks.md).
-function interceptionFromConfig (): typeof import('./interception-from-config') {
-  return require('./interception-from-config') as typeof import('./interception-from-config')
+// Each names what it takes from the module, so the unused-export check (knip) sees it used.
+function interceptionFromConfig (): Pick<typeof import('./interception-from-config'), 'registerInterceptionFromConfig'> {
+  const { registerInterceptionFromConfig }: typeof import('./interception-from-config') = require('./interception-from-config')
+  return { registerInterceptionFromConfig }
 }
 
-function metricsEndpointModule (): typeof import('./metrics') {
-  return require('./metrics') as typeof import('./metrics')
+function metricsEndpointModule (): Pick<typeof import('./metrics'), 'startMetricsEndpoint'> {
+  const { startMetricsEndpoint }: typeof import('./metrics') = require('./metrics')
+  return { startMetricsEndpoint }
 }
 
 /** The Node server of a further listener: HTTP/1.1, HTTPS, or HTTP/2 TLS with HTTP/1.1. */
@@ -234,7 +238,7 @@ function listenerUrl (listener: ListenerConfig, address: AddressInfo): string {
  * HTTP/1.1. With `http2` the app's raw request and reply are Node's HTTP/2 compatibility
  * objects at run time, though the returned type keeps Fastify's HTTP/1.1 defaults.
  */
-export function createProxyApp (first: ListenerConfig, files: ListenerTlsFiles | undefined, config: Pick<ProxyServerConfig, 'log' | 'headers'>): FastifyInstance {
+function createProxyApp (first: ListenerConfig, files: ListenerTlsFiles | undefined, config: Pick<ProxyServerConfig, 'log' | 'headers'>): FastifyInstance {
   const common = { ...proxyLoggerOptions(config.log, config.headers), clientErrorHandler: proxyClientErrorHandler }
   const http2 = first.http2 === true && files !== undefined
   const app = http2
@@ -281,7 +285,7 @@ export function isLoopbackHost (host: string): boolean {
  * `--host`), before anything listens.
  * @throws ConfigError naming the listener, `users` and `allowAnonymous`.
  */
-export function checkListenerExposure (config: ProxyServerConfig): void {
+function checkListenerExposure (config: ProxyServerConfig): void {
   if (config.allowAnonymous === true) return
   if (config.users !== undefined && Object.keys(config.users).length > 0) return
   config.listen.forEach((listener, index) => {

@@ -111,7 +111,7 @@ function interceptionLine (interception: InterceptionConfig, developmentCa: Deve
 }
 
 /** Days before the development CA's end from which the start-up summary warns about it. */
-export const DEVELOPMENT_CA_EXPIRY_WARNING_DAYS = 30
+const DEVELOPMENT_CA_EXPIRY_WARNING_DAYS = 30
 const DAY_MS = 86_400_000
 
 /**
@@ -120,7 +120,7 @@ const DAY_MS = 86_400_000
  * on how to trust it; when it ends within {@link DEVELOPMENT_CA_EXPIRY_WARNING_DAYS} days, a
  * warning saying when and how to replace it. The key's path is shown, never its content.
  */
-export function developmentCaNotice (ca: NonNullable<DevelopmentCaInUse>, now = Date.now()): string[] {
+function developmentCaNotice (ca: NonNullable<DevelopmentCaInUse>, now = Date.now()): string[] {
   const cert = ca.certPath
   return [
     ...expiryWarning(ca, now),
@@ -153,7 +153,7 @@ function expiryWarning (ca: NonNullable<DevelopmentCaInUse>, now: number): strin
 }
 
 /** Where the leaves come from, for the start-up summary: the EST endpoint, never a credential. */
-export function estEndpoint (est: EstConfig): string {
+function estEndpoint (est: EstConfig): string {
   return `${new URL(est.url).origin}/.well-known/est${est.label === undefined ? '' : `/${est.label}`}`
 }
 

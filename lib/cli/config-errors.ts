@@ -6,6 +6,9 @@ import type { ErrorObject } from 'ajv'
 
 /** A configuration or command-line problem; the message names the file and the key. */
 export class ConfigError extends Error {
+  /** Stable code of every configuration error. */
+  readonly code = 'FFP_ERR_INVALID_CONFIG'
+
   constructor (message: string) {
     super(message)
     this.name = 'ConfigError'

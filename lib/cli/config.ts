@@ -69,7 +69,7 @@ export interface ProxyServerConfig {
 }
 
 /** One rule of the `upstreamProxies` key. */
-export interface UpstreamProxyConfig {
+interface UpstreamProxyConfig {
   hosts: string[]
   /** `direct`, `http://[user:password@]host:port` or `https://...`; the credentials are never printed. */
   url: string
@@ -329,7 +329,7 @@ export function secretReferencesIn (value: string): string[] {
  * secret can only ever be sent where its entry says.
  * @throws ConfigError naming the rule and the secret, never a value.
  */
-export function checkSecretReferences (headers: readonly ForwardProxyHeaderRule[] | undefined, secrets: Readonly<Record<string, SecretConfig>> | undefined, source: string): void {
+function checkSecretReferences (headers: readonly ForwardProxyHeaderRule[] | undefined, secrets: Readonly<Record<string, SecretConfig>> | undefined, source: string): void {
   for (const [name, secret] of Object.entries(secrets ?? {})) {
     if ((secret.env === undefined) === (secret.file === undefined)) {
       throw new ConfigError(`${source}: /secrets/${name}: give exactly one of "env" (an environment variable) and "file" (a file others cannot read)`)
@@ -396,4 +396,4 @@ export interface MetricsListenerConfig {
 }
 
 /** Defaults of the `metrics` key: loopback only, Prometheus' registered exporter port. */
-export const DEFAULT_METRICS_LISTENER: MetricsListenerConfig = { host: '127.0.0.1', port: 9464 }
+const DEFAULT_METRICS_LISTENER: MetricsListenerConfig = { host: '127.0.0.1', port: 9464 }

@@ -93,7 +93,7 @@ const http2Servers = new WeakMap<Http2SecureServer, Http2Connections>()
  * server, for shutdown: Node 20's HTTP/2 server has no `closeAllConnections`, and its
  * `close()` waits for every session, idle ones included. Call before it accepts connections.
  */
-export function trackHttp2Connections (server: Http2SecureServer): void {
+function trackHttp2Connections (server: Http2SecureServer): void {
   if (http2Servers.has(server)) return
   const tracked: Http2Connections = { sessions: new Set(), sockets: new Set(), closing: false }
   http2Servers.set(server, tracked)

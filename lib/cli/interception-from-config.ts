@@ -105,7 +105,7 @@ function loadCaProvider (ca: { cert: string, key: string }): ForwardProxyCertifi
  * Background renewal failures are logged as warnings. Messages never hold the password or a key.
  * @throws ConfigError naming the key of an unreadable or unusable setting.
  */
-export function createEstProviderFromConfig (est: EstConfig, log: FastifyBaseLogger): ForwardProxyEstCertificateProvider {
+function createEstProviderFromConfig (est: EstConfig, log: FastifyBaseLogger): ForwardProxyEstCertificateProvider {
   const clientCert = est.clientCert === undefined ? undefined : readConfigFile(est.clientCert, '/interception/est/clientCert')
   const clientKey = est.clientKey === undefined ? undefined : readKeyFile(est.clientKey, '/interception/est/clientKey')
   if (clientCert !== undefined && clientKey !== undefined) checkClientPair(clientCert, clientKey)

@@ -24,7 +24,7 @@ const SECRET_HEADERS = ['authorization', 'proxy-authorization', 'cookie', 'set-c
  * The names of the headers no log line may show: the secret headers, and every header the header
  * rules `set` (injected credentials are the operator's secrets, whatever their name). Lower case.
  */
-export function redactedHeaderNames (headerRules: readonly ForwardProxyHeaderRule[] = []): ReadonlySet<string> {
+function redactedHeaderNames (headerRules: readonly ForwardProxyHeaderRule[] = []): ReadonlySet<string> {
   const names = new Set(SECRET_HEADERS)
   for (const rule of headerRules) {
     for (const name of Object.keys(rule.set ?? {})) names.add(name.toLowerCase())
@@ -44,7 +44,7 @@ const SERIALIZED_WITHOUT_HEADERS = new Set(['req', 'res'])
  * every request included, for about 7% of the bin's CPU per `http://` request; here a line with
  * no `headers` costs a look at its top-level keys.
  */
-export function redactSecretHeaders (names: ReadonlySet<string>): (entry: Record<string, unknown>) => Record<string, unknown> {
+function redactSecretHeaders (names: ReadonlySet<string>): (entry: Record<string, unknown>) => Record<string, unknown> {
   const censored = (headers: unknown): Record<string, unknown> | undefined => {
     if (typeof headers !== 'object' || headers === null) return undefined
     let copy: Record<string, unknown> | undefined
@@ -143,7 +143,7 @@ export function proxyLoggerOptions (log: LogConfig, headerRules?: readonly Forwa
  * in every process, so the workers of one server (and replicas, and restarts) logged the same
  * ids; the prefix tells them apart for the cost of the default, one string per request.
  */
-export function createRequestIdGenerator (prefix: string = randomBytes(4).toString('hex')): () => string {
+function createRequestIdGenerator (prefix: string = randomBytes(4).toString('hex')): () => string {
   const start = `req-${prefix}-`
   let next = 0
   return () => {
@@ -154,12 +154,12 @@ export function createRequestIdGenerator (prefix: string = randomBytes(4).toStri
 }
 
 /** Where the batched stream writes: `process.stdout` in the bin. */
-export interface LogTarget {
+interface LogTarget {
   write (text: string): unknown
 }
 
 /** A destination for pino's `stream` option that writes its lines in batches. */
-export interface BatchedLogStream {
+interface BatchedLogStream {
   /** Called by pino with one serialized line. */
   write (line: string): boolean
   /** Writes what is pending now (process exit, or a message that must follow the lines before it). */
@@ -264,7 +264,7 @@ function flatten (key: string, value: unknown, out: string[]): void {
 }
 
 /** A stream for pino's `stream` option that writes each entry to `target` as a readable line. */
-export function createPrettyLogStream (target: NodeJS.WritableStream): Writable {
+function createPrettyLogStream (target: NodeJS.WritableStream): Writable {
   let pending = ''
   return new Writable({
     write (chunk: Buffer, _encoding, callback) {

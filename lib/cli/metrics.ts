@@ -4,6 +4,7 @@
 import { createServer, type Server } from 'node:http'
 import type { AddressInfo } from 'node:net'
 import { metrics } from '@opentelemetry/api'
+import { createError } from '@fastify/error'
 import {
   MeterProvider,
   MetricReader,
@@ -32,6 +33,9 @@ export interface MetricsEndpoint {
   close (): Promise<void>
 }
 
+/** The bin's metrics endpoint cannot start: the process has a global MeterProvider already. */
+const MeterProviderInUseError = createError('FFP_ERR_METRICS_PROVIDER_IN_USE', 'metrics: another OpenTelemetry MeterProvider is already installed', 500)
+
 /**
  * Installs an OpenTelemetry MeterProvider as the global one and serves its metrics in the
  * Prometheus text format at `GET /metrics` on a listener of its own: never a proxy listener,
@@ -46,7 +50,7 @@ export async function startMetricsEndpoint (config: MetricsListenerConfig): Prom
   const provider = new MeterProvider({ readers: [reader] })
   if (!metrics.setGlobalMeterProvider(provider)) {
     await provider.shutdown()
-    throw new Error('metrics: another OpenTelemetry MeterProvider is already installed')
+    throw new MeterProviderInUseError()
   }
   const collectHere = async (): Promise<ScopeMetrics[]> => (await reader.collect()).resourceMetrics.scopeMetrics
   const workers = isWorker() ? joinClusterMetrics(collectHere) : undefined
@@ -60,12 +64,17 @@ export async function startMetricsEndpoint (config: MetricsListenerConfig): Prom
       res.writeHead(405, { allow: 'GET, HEAD', 'content-type': 'text/plain; charset=utf-8' }).end('Method not allowed\n')
       return
     }
+    const failed = (): void => {
+      res.writeHead(500, { 'content-type': 'text/plain; charset=utf-8' }).end('Metric collection failed\n')
+    }
     scrape(collectHere, workers).then((body) => {
+      if (body === null) {
+        failed()
+        return
+      }
       res.writeHead(200, { 'content-type': PROMETHEUS_CONTENT_TYPE, 'content-length': Buffer.byteLength(body), 'cache-control': 'no-store' })
       res.end(req.method === 'HEAD' ? undefined : body)
-    }, () => {
-      res.writeHead(500, { 'content-type': 'text/plain; charset=utf-8' }).end('Metric collection failed\n')
-    })
+    }, failed)
   })
   server.requestTimeout = 10_000
   server.headersTimeout = 5_000
@@ -96,16 +105,16 @@ export async function startMetricsEndpoint (config: MetricsListenerConfig): Prom
   }
 }
 
-/** The body of a scrape: this process's metrics, or with `workers` the sum over every worker. */
-async function scrape (collectHere: () => Promise<ScopeMetrics[]>, workers: ClusterMetricsWorker | undefined): Promise<string> {
+/** The body of a scrape: this process's metrics, or with `workers` the sum over every worker (null when no worker answered). */
+async function scrape (collectHere: () => Promise<ScopeMetrics[]>, workers: ClusterMetricsWorker | undefined): Promise<string | null> {
   if (workers === undefined) return toPrometheusText({ scopeMetrics: await collectHere() })
   const collection = await workers.collect()
-  if (collection.reporting === 0) throw new Error('no worker answered')
+  if (collection.reporting === 0) return null
   return toPrometheusText(collection) + workersText(collection)
 }
 
 /** The content type of the Prometheus text exposition format this module writes. */
-export const PROMETHEUS_CONTENT_TYPE = 'text/plain; version=0.0.4; charset=utf-8'
+const PROMETHEUS_CONTENT_TYPE = 'text/plain; version=0.0.4; charset=utf-8'
 
 const UNIT_SUFFIXES: Readonly<Record<string, string>> = { s: 'seconds', ms: 'milliseconds', By: 'bytes' }
 
@@ -115,7 +124,7 @@ const UNIT_SUFFIXES: Readonly<Record<string, string>> = { s: 'seconds', ms: 'mil
  * (`s` -> `_seconds`, `By` -> `_bytes`; annotations such as `{request}` are dropped), and
  * monotonic sums end in `_total`.
  */
-export function prometheusName (metric: MetricData): string {
+function prometheusName (metric: MetricData): string {
   let name = sanitize(metric.descriptor.name)
   const suffix = UNIT_SUFFIXES[metric.descriptor.unit]
   if (suffix !== undefined && !name.endsWith(`_${suffix}`)) name += `_${suffix}`

@@ -62,18 +62,6 @@ export function attachProxyToServer (server: ProxyServer, fastify: FastifyInstan
 }
 
 /**
- * The extra servers Fastify binds when it listens on a name with several addresses
- * (`localhost`). Fastify keeps them in a private symbol and forwards only `'upgrade'` from
- * them, so without this a CONNECT reaching the IPv6 address would find no listener.
- */
-export function secondaryServersOf (fastify: FastifyInstance): ProxyServer[] {
-  const symbol = Object.getOwnPropertySymbols(fastify).find((s) => s.description === 'fastify.serverBindings')
-  if (symbol === undefined) return []
-  const servers = (fastify as unknown as Record<symbol, unknown>)[symbol]
-  return Array.isArray(servers) ? servers as ProxyServer[] : []
-}
-
-/**
  * Builds the listener for a server's `'connect'` event. Node emits it with
  * `(request, socket, head)` for an HTTP/1.1 CONNECT and with `(request, response)` for an
  * HTTP/2 CONNECT stream on an HTTP/2 server; each goes to its own path. Every tunnel request
@@ -85,7 +73,7 @@ export function secondaryServersOf (fastify: FastifyInstance): ProxyServer[] {
  * accepted inside), so it is answered 400 before any hook, never counted as
  * `kind=connect` (the endpoint counts it as a request inside), and never opens a tunnel.
  */
-export function createConnectListener (fastify: FastifyInstance, pseudonym: string) {
+function createConnectListener (fastify: FastifyInstance, pseudonym: string) {
   const onHttp1Connect = createHttp1ConnectListener(fastify, pseudonym)
   return function onConnect (req: IncomingMessage | Http2ServerRequest, socketOrResponse: Socket | Http2ServerResponse, head?: Buffer): void {
     // Not classified through proxyRequestTargetOf here: that caches, and an HTTP/2 CONNECT
@@ -114,7 +102,7 @@ export function createConnectListener (fastify: FastifyInstance, pseudonym: stri
  * closes the connection without parsing the bytes that follow. Until it is answered the
  * connection is watched, so a client that leaves first gets nothing dialed for it.
  */
-export function createHttp1ConnectListener (fastify: FastifyInstance, pseudonym: string) {
+function createHttp1ConnectListener (fastify: FastifyInstance, pseudonym: string) {
   return function onConnect (req: IncomingMessage, socket: Socket, head: Buffer): void {
     socket.on('error', (error) => fastify.log.debug({ err: { code: (error as NodeJS.ErrnoException).code } }, 'CONNECT client socket error'))
     if (connectionWasUsed(socket)) {
@@ -139,7 +127,7 @@ export function createHttp1ConnectListener (fastify: FastifyInstance, pseudonym:
  * it is routed like one. Extended CONNECT (`:protocol`, e.g. WebSockets over HTTP/2) keeps its
  * `:path` and is left to the application's routes.
  */
-export function routeHttp2Connect (fastify: FastifyInstance, req: Http2ServerRequest, res: Http2ServerResponse): void {
+function routeHttp2Connect (fastify: FastifyInstance, req: Http2ServerRequest, res: Http2ServerResponse): void {
   if (req.headers[':protocol'] === undefined) {
     Object.defineProperty(req, 'url', { value: req.authority, writable: true, configurable: true, enumerable: true })
     routeUnderConnectPath(req)
@@ -167,7 +155,7 @@ interface ConnectionUse {
 const usedConnections = new ObjectSlot<ConnectionUse>('connectionUse')
 
 /** Remembers the socket and early bytes of an HTTP/1.1 CONNECT until its handler runs. */
-export function rememberHttp1Connect (req: IncomingMessage, context: Http1ConnectContext): void {
+function rememberHttp1Connect (req: IncomingMessage, context: Http1ConnectContext): void {
   connectContexts.set(req, context)
 }
 
@@ -180,7 +168,7 @@ export function http1ConnectContextOf (req: object): Http1ConnectContext | undef
  * Records that a connection carries a request (so a later CONNECT on it gets 501: CONNECT must come first)
  * and tracks its response until it closes, so that 501 is not written ahead of it.
  */
-export function markConnectionUsed (socket: Socket, response: ServerResponse): void {
+function markConnectionUsed (socket: Socket, response: ServerResponse): void {
   let use = usedConnections.get(socket)
   if (use === undefined) {
     use = { pending: 0, whenIdle: [] }
@@ -195,7 +183,7 @@ export function markConnectionUsed (socket: Socket, response: ServerResponse): v
 }
 
 /** True when an earlier request was already served on this connection. */
-export function connectionWasUsed (socket: Socket): boolean {
+function connectionWasUsed (socket: Socket): boolean {
   return usedConnections.has(socket)
 }
 
@@ -213,10 +201,10 @@ export function afterEarlierResponses (socket: Socket, callback: () => void): vo
  * Most bytes kept from a client that sends before its CONNECT is answered. Past this the socket
  * is paused: the client waits (TCP backpressure), and its end is no longer seen until the answer.
  */
-export const MAX_EARLY_BYTES = 64 * 1024
+const MAX_EARLY_BYTES = 64 * 1024
 
 /** An HTTP/1.1 CONNECT's connection between its head and the proxy's answer. */
-export interface PendingConnect {
+interface PendingConnect {
   /**
    * Stops watching, pauses the socket for whoever reads it next and returns every byte the
    * client sent after its CONNECT head: Node's own `head` first, then what was read meanwhile.
@@ -236,7 +224,7 @@ export interface PendingConnect {
  * Without this, Node leaves the socket unread after its `'connect'` event and the FIN waits in
  * the socket's buffer, unseen, until the tunnel starts reading.
  */
-export function watchPendingConnect (socket: Socket, head: Buffer): PendingConnect {
+function watchPendingConnect (socket: Socket, head: Buffer): PendingConnect {
   const early: Buffer[] = head.length > 0 ? [head] : []
   let earlyLength = head.length
   const onData = (chunk: Buffer): void => {
@@ -287,7 +275,7 @@ export function lingeringClose (socket: Socket, lingerMs = LINGER_TIMEOUT_MS): v
  * anything is left to those timers and to the tunnel idle timeout. TLS servers are skipped:
  * their `handshakeTimeout` already bounds a silent client.
  */
-export function closeSilentConnections (server: ProxyServer, timeout: number): void {
+function closeSilentConnections (server: ProxyServer, timeout: number): void {
   if (server instanceof TlsServer) return
   server.on('connection', (socket: Socket) => {
     const timer = setTimeout(() => {
@@ -301,7 +289,7 @@ export function closeSilentConnections (server: ProxyServer, timeout: number): v
 }
 
 /** The window over which a connection's early stream resets are counted. */
-export const STREAM_RESET_WINDOW_MS = 10_000
+const STREAM_RESET_WINDOW_MS = 10_000
 
 const TOO_MANY_RESETS = 'fastify-forward-proxy: too many streams reset before their answer'
 
@@ -313,7 +301,7 @@ const TOO_MANY_RESETS = 'fastify-forward-proxy: too many streams reset before th
  * once). A stream reset after its response head was sent is a client changing its mind, not
  * counted. `server` is any server that emits `'session'`; others are left alone.
  */
-export function limitEarlyStreamResets (server: EventEmitter, maxResets: number): void {
+function limitEarlyStreamResets (server: EventEmitter, maxResets: number): void {
   server.on('session', (session: ServerHttp2Session) => {
     let windowStart = 0
     let resets = 0

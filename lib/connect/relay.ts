@@ -5,7 +5,7 @@ import type { Socket, OnReadOpts } from 'node:net'
 import type { Duplex, Readable, Writable } from 'node:stream'
 
 /** Byte counts and outcome of a finished tunnel, for logs and metrics. */
-export interface TunnelSummary {
+interface TunnelSummary {
   /** Bytes from the client to the destination. */
   readonly bytesUp: number
   /** Bytes from the destination to the client. */
@@ -131,7 +131,7 @@ function isFinished (stream: Duplex): boolean {
  * socket, so the peer sees an abort (ECONNRESET), not a clean end it could mistake for
  * a complete transfer.
  */
-export function abort (stream: Duplex): void {
+function abort (stream: Duplex): void {
   if (stream.destroyed) return
   const socket = stream as Partial<Socket>
   if (typeof socket.resetAndDestroy !== 'function' || socket.connecting === true) {
@@ -293,7 +293,7 @@ let borrowed = 0
  * sharing it is safe as long as nothing still refers to it after the read callback: the reader
  * copies what it read before writing it on.
  */
-export const sharedReadBuffer: Buffer = Buffer.allocUnsafeSlow(RELAY_BUFFER_SIZE)
+const sharedReadBuffer: Buffer = Buffer.allocUnsafeSlow(RELAY_BUFFER_SIZE)
 
 /** A buffer of RELAY_BUFFER_SIZE bytes for one streaming tunnel, or undefined when MAX_BORROWED are out. */
 export function borrowRelayBuffer (): Buffer | undefined {

@@ -85,7 +85,7 @@ function extraCaFromEnvironment (): string[] {
 export const DEFAULT_DESTINATION_TLS: DestinationTlsSettings = resolveDestinationTlsSettings()
 
 /** Default time allowed for the client's TLS handshake: 10 s. */
-export const DEFAULT_HANDSHAKE_TIMEOUT = 10_000
+const DEFAULT_HANDSHAKE_TIMEOUT = 10_000
 
 /** The validated options of `tlsInterception`, defaults filled in. */
 export interface InterceptionSettings {

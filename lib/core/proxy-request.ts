@@ -24,7 +24,7 @@ export interface ConnectRequestTarget {
 }
 
 /** An absolute-form request; `target` names the problem when it cannot be forwarded. */
-export interface ForwardRequestTarget {
+interface ForwardRequestTarget {
   readonly kind: 'forward'
   readonly target: AbsoluteTarget | AbsoluteTargetProblem
 }
@@ -214,7 +214,7 @@ export type AbsoluteTargetProblem = 'https-scheme' | 'unsupported-scheme' | 'mal
 const ABSOLUTE_FORM = /^([A-Za-z][A-Za-z0-9+.-]*):\/\/([^/?#]*)([^#]*)$/
 
 /** True when a request target is in absolute form (`scheme://...`). */
-export function isAbsoluteForm (target: string): boolean {
+function isAbsoluteForm (target: string): boolean {
   return /^[A-Za-z][A-Za-z0-9+.-]*:\/\//.test(target)
 }
 
@@ -222,7 +222,7 @@ export function isAbsoluteForm (target: string): boolean {
  * Parses an absolute-form target. Only `http` is forwarded; `https` must use CONNECT
  * instead. Userinfo, fragments, bad ports and hosts that do not canonicalize are refused.
  */
-export function parseAbsoluteTarget (target: string): AbsoluteTarget | AbsoluteTargetProblem {
+function parseAbsoluteTarget (target: string): AbsoluteTarget | AbsoluteTargetProblem {
   const match = ABSOLUTE_FORM.exec(target)
   if (match === null) return 'malformed'
   const [, scheme = '', authority = '', rest = ''] = match
@@ -268,7 +268,7 @@ interface RawInTunnelRequest {
  * CONNECT target once case, a trailing dot and the default port 443 are normalized: anything
  * else is misdirected, never sent elsewhere.
  */
-export function classifyInTunnelRequest (req: RawInTunnelRequest, destination: ForwardProxyDestination): InterceptedRequestTarget {
+function classifyInTunnelRequest (req: RawInTunnelRequest, destination: ForwardProxyDestination): InterceptedRequestTarget {
   const url = req.url ?? ''
   const target = (problem: InTunnelProblem | null): InterceptedRequestTarget => ({ kind: 'intercepted', destination, pathAndQuery: url, problem })
   if (req.method === 'CONNECT') return target(req.headers[':protocol'] === undefined ? 'connect' : 'extended-connect')

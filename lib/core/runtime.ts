@@ -10,12 +10,12 @@ import type { Http2Stream } from 'node:http2'
 import type { Context } from '@opentelemetry/api'
 import type { FastifyBaseLogger } from 'fastify'
 import type {
-  ForwardProxyRequestTransform,
   ForwardProxyCertificateProviderSource,
   ForwardProxyInterceptionSelectorSource,
   ForwardProxyCertificateProvider
 } from '../../types/interception'
 import type { ResolvedProxySettings } from './options'
+import type { TransformRegistry } from './transform-lists'
 import type { DestinationTlsSettings, InterceptionSettings } from './interception-options'
 import type { DestinationPolicy } from '../security/destination-policy'
 import type { DestinationConnectorSettings } from '../security/destination-connector'
@@ -30,8 +30,8 @@ export interface ProxyRuntime {
   /** Replaced whole by `reconfigure`: read it at the time of use, never keep it. */
   settings: ResolvedProxySettings
   /**
-   * The Fastify context forwardProxy was registered in: hooks added there reach the proxy route
-   * (tlsInterception must add its hook there).
+   * The Fastify context forwardProxy was registered in; tlsInterception must be registered in
+   * the same one.
    */
   readonly registeredOn: object
   /** Replaced by `reconfigure`, like `settings`. */
@@ -60,12 +60,12 @@ export interface ProxyRuntime {
    */
   destinationTls: DestinationTlsSettings
   /**
-   * Transforms run on every forwarded request, in this order: the
-   * `transforms` option first, then `fastify.forwardProxy.addTransform` calls (the
-   * tlsInterception plugin appends its own). Replaced (never edited) by `reconfigure`, so a
-   * request that began with one list ends with it.
+   * The transforms, in registration order: the `transforms` option first, then
+   * `fastify.forwardProxy.addTransform` calls and tlsInterception's (run inside intercepted
+   * tunnels only). Its lists are replaced (never edited) when they change, so a request that
+   * began with one list ends with it.
    */
-  transforms: readonly ForwardProxyRequestTransform[]
+  readonly transforms: TransformRegistry
   /**
    * Set by the tlsInterception plugin when it is registered; absent means no tunnel is
    * intercepted (optional so that runtimes built without the plugin need not name it).
@@ -291,7 +291,7 @@ export interface AcceptedTunnel {
 }
 
 /** Where the CONNECT flow hands a tunnel chosen for interception: the in-memory interception endpoint. */
-export interface TunnelInterceptor {
+interface TunnelInterceptor {
   /** Takes over a tunnel whose 200 is already sent: terminates TLS and serves the requests inside. */
   accept (tunnel: AcceptedTunnel): void
 }

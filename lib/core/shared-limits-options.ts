@@ -32,7 +32,7 @@ export interface ResolvedRedisSettings {
 }
 
 /** Defaults of the `redis` option. */
-export const DEFAULT_REDIS_SETTINGS = { keyPrefix: 'forward-proxy:', onError: 'allow', timeout: 200, leaseTime: 30_000 } as const
+const DEFAULT_REDIS_SETTINGS = { keyPrefix: 'forward-proxy:', onError: 'allow', timeout: 200, leaseTime: 30_000 } as const
 
 const KEYS = ['url', 'password', 'ca', 'client', 'keyPrefix', 'onError', 'timeout', 'leaseTime']
 

@@ -12,7 +12,8 @@ import { connectToDestination, type DestinationConnectorSettings } from '../secu
 import { dialUpstream, upstreamUnreachable } from '../security/upstream-proxy'
 import { certificateVerdictCode, serverIdentityError } from '../security/server-identity'
 import { canonicalHost, formatAuthority } from '../protocol/hosts'
-import { ProxyError, isProxyError, errorCode } from '../protocol/errors'
+import { ProxyError, isProxyError } from '../protocol/errors'
+import { errorCode } from '../protocol/network-errors'
 import type { ForwardProxyDestination } from '../../types/destination'
 import type { DestinationTlsSettings } from '../core/interception-options'
 import { carryDialedAddress } from '../security/dialed-address'
@@ -268,7 +269,7 @@ export function certificateErrorHint (error: ProxyError): string | undefined {
  * is the verification code when it is a known one; the error's message (which lists the
  * certificate's names) stays in the logs.
  */
-export function certificateProblem (error: Error): ProxyError {
+function certificateProblem (error: Error): ProxyError {
   const details = certificateVerdictCode(error) ?? 'certificate rejected'
   return new ProxyError('tls_certificate_error', 'The destination presented a certificate that failed validation.', { details, cause: error })
 }
@@ -279,7 +280,7 @@ export function certificateProblem (error: Error): ProxyError {
  * cipher, an alert, a reset or close mid-handshake) 502 `tls_protocol_error`. The
  * detail is OpenSSL's reason code (`ERR_SSL_...`) or `handshake failed`.
  */
-export function tlsHandshakeError (error: unknown): ProxyError {
+function tlsHandshakeError (error: unknown): ProxyError {
   if (isProxyError(error)) return error
   if (certificateVerdictCode(error) !== undefined) return certificateProblem(error as Error)
   const code = errorCode(error)

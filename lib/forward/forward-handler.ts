@@ -6,7 +6,9 @@ import type { FastifyReply, FastifyRequest } from 'fastify'
 import { Transform, type Readable } from 'node:stream'
 import { Http2ServerRequest } from 'node:http2'
 import type { ProxyRuntime } from '../core/runtime'
-import { ProxyError, errorCode, proxyErrorFromNetworkError, refusedBy } from '../protocol/errors'
+import { ProxyError } from '../protocol/errors'
+import { errorCode, proxyErrorFromNetworkError } from '../protocol/network-errors'
+import { refusedBy } from '../protocol/refusals'
 import { formatAuthority } from '../protocol/hosts'
 import type { AbsoluteTarget, AbsoluteTargetProblem } from '../core/proxy-request'
 import { markForwardedResponse } from './forwarded-response'
@@ -214,7 +216,7 @@ function headerText (value: string | string[] | undefined): string | undefined {
  * `http_response_timeout` when the destination stopped reading. Neither side can hold the other's
  * connection for longer than that.
  */
-export function countedBody (body: Readable, onBytes: (bytes: number) => void, idleTimeout: number): Readable {
+function countedBody (body: Readable, onBytes: (bytes: number) => void, idleTimeout: number): Readable {
   const counter = new Transform({
     transform (chunk: Buffer, _encoding, callback) {
       idle.refresh()
@@ -249,7 +251,7 @@ export function countedBody (body: Readable, onBytes: (bytes: number) => void, i
  * over HTTP/2, a HEADERS frame without END_STREAM (a body needs no Content-Length there).
  * Judged on the headers as received: what hooks did to `request.headers` cannot change framing.
  */
-export function hasBody (request: FastifyRequest, headers: ReceivedHeaders): boolean {
+function hasBody (request: FastifyRequest, headers: ReceivedHeaders): boolean {
   const raw: unknown = request.raw
   if (raw instanceof Http2ServerRequest) return !raw.stream.endAfterHeaders
   if (headers['transfer-encoding'] !== undefined) return true

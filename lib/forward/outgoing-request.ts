@@ -6,7 +6,8 @@ import type { FastifyRequest } from 'fastify'
 import type { ForwardProxyDestination } from '../../types/destination'
 import type { ForwardProxyRequestTransform } from '../../types/interception'
 import type { ProxyRuntime } from '../core/runtime'
-import { ProxyError, refusedBy } from '../protocol/errors'
+import { ProxyError } from '../protocol/errors'
+import { refusedBy } from '../protocol/refusals'
 import type { SecretRefusal, SecretSet } from '../security/secrets'
 import type { SecretScrubber } from '../security/secret-scrubber'
 import { transformsFor, type HeaderRecord } from './transforms'
@@ -116,7 +117,9 @@ export function prepareOutgoingRequest (request: FastifyRequest, runtime: ProxyR
   const defaultPort = scheme === 'https' ? 443 : 80
   const span = propagateTraceContext ? proxyRequestSpanOf(request) : undefined
   const { headers, received, via } = buildOutgoingHead(request, { destination, defaultPort, maxForwards }, pseudonym, span)
-  return { kind: 'send', path: pathAndQuery, headers, received, via, defaultPort, secrets, transforms: transformsFor(runtime.transforms, request, destination), reported }
+  // tlsInterception's transforms are for requests inside intercepted tunnels (sent over https) only.
+  const transforms = runtime.transforms.lists
+  return { kind: 'send', path: pathAndQuery, headers, received, via, defaultPort, secrets, transforms: transformsFor(scheme === 'https' ? transforms.intercepted : transforms.plainHttp, request, destination), reported }
 }
 
 /** The path and headers that leave, secrets in place, and how to scrub the response. */

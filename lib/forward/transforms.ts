@@ -8,7 +8,8 @@ import type {
   ForwardProxyOutgoingRequest,
   ForwardProxyRequestTransform
 } from '../../types/interception'
-import { isMarkedRefusal, isProxyError, ProxyError, ForwardProxyRuleError, refusedBy } from '../protocol/errors'
+import { isProxyError, ProxyError, ForwardProxyRuleError } from '../protocol/errors'
+import { isMarkedRefusal, refusedBy } from '../protocol/refusals'
 import { isEquivalentAuthority, matchesAny, type HostPattern, compileHostPatterns } from '../protocol/hosts'
 import { HOP_BY_HOP, TOKEN, UNSAFE_VALUE } from './outgoing-head'
 import type { ForwardProxyHeaderRule } from '../../types/header-rules'
@@ -217,9 +218,10 @@ interface CompiledRule {
  * The built-in header transform (the configuration file's `headers` rules): for every rule
  * whose hosts match the destination, in rule order, request headers are removed then set
  * before the request leaves, and response headers removed then set before the head reaches
- * the client. Header names are matched case-insensitively. It applies to intercepted requests
- * and to `http://` forwarding alike (transforms run for both), except that `set` headers are
- * never added to a TRACE, whose response echoes the request.
+ * the client. Header names are matched case-insensitively. Given to forwardProxy (as the bundled
+ * server does) it applies to intercepted requests and to `http://` forwarding alike (where a
+ * `tlsOnly` rule that sets headers answers 403), except that `set` headers are never added to a
+ * TRACE, whose response echoes the request.
  * @throws ForwardProxyRuleError naming the first unusable rule entry.
  */
 export function createHeaderRulesTransform (rules: readonly ForwardProxyHeaderRule[]): ForwardProxyRequestTransform {

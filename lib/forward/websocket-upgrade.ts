@@ -6,7 +6,8 @@ import type { FastifyReply, FastifyRequest } from 'fastify'
 import { request as httpRequest, type IncomingMessage } from 'node:http'
 import type { ForwardProxyDestination } from '../../types/destination'
 import type { ProxyRuntime } from '../core/runtime'
-import { ProxyError, errorCode, proxyErrorFromNetworkError } from '../protocol/errors'
+import { ProxyError } from '../protocol/errors'
+import { errorCode, proxyErrorFromNetworkError } from '../protocol/network-errors'
 import { relayTunnel } from '../connect/relay'
 import { finishUpgrade, noteDialed, scrubbedSecretsOf } from '../telemetry/request-telemetry'
 import { scrubbedBody, scrubHeaders } from './scrubbed-response'
@@ -193,14 +194,14 @@ function clientLeft (): ProxyError {
 }
 
 /** How the destination answered an upgrade request. */
-export type UpgradeAnswer =
+type UpgradeAnswer =
   /** 101: the connection now carries the upgraded protocol; `head` holds its first bytes. */
   | { readonly kind: 'switched', readonly response: IncomingMessage, readonly socket: Socket, readonly head: Buffer }
   /** Any other final status: an ordinary response whose body follows. */
   | { readonly kind: 'response', readonly response: IncomingMessage }
 
 /** The request head to send. */
-export interface UpgradeRequestHead {
+interface UpgradeRequestHead {
   readonly method: string
   readonly path: string
   /** Flat name/value pairs, sent as they are (names, order), nothing added. */
@@ -217,7 +218,7 @@ const MAX_RESPONSE_HEAD = 64 * 1024
  * for a head over 64 KiB, 502 `http_protocol_error` for an invalid one, the network error's
  * mapping otherwise; `cancel` (the client left) destroys the connection.
  */
-export function exchangeUpgradeHead (connection: Socket, head: UpgradeRequestHead, timeout: number, cancel: Cancellation): Promise<UpgradeAnswer> {
+function exchangeUpgradeHead (connection: Socket, head: UpgradeRequestHead, timeout: number, cancel: Cancellation): Promise<UpgradeAnswer> {
   return new Promise((resolve, reject) => {
     let settled = false
     const settle = (outcome: UpgradeAnswer | ProxyError): void => {

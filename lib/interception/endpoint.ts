@@ -28,6 +28,7 @@ import {
   type InterceptedRequestTarget
 } from '../core/proxy-request'
 import { terminateTls, TunnelTransport, SocketTransport } from './tls-termination'
+import { handOverTlsConnection, startConnectionChecks } from './node-server-internals'
 import {
   type ClientTransport,
   type InterceptedStream,
@@ -131,20 +132,15 @@ export class InterceptionEndpoint {
   }
 
   /**
-   * Hands a terminated TLS connection to the HTTP server, as its TLS listener would: the
-   * server's `'secureConnection'` starts HTTP/2 or (by ALPN) HTTP/1.1 on it. The HTTP/2
-   * session Node makes waits for `secureConnect` while `secureConnecting` is set, which only a
-   * TLS server's own connections clear, and TLS errors after the handshake reach `'error'`
-   * only once control is released, as the server does for its own connections.
+   * Hands a terminated TLS connection to the HTTP server, as its TLS listener would (see
+   * `handOverTlsConnection`), with the tunnel's state remembered on it and, for the
+   * `'session'` listener, on the HTTP/2 session it starts.
    */
   #inject (socket: TLSSocket, tunnel: InterceptedTunnel): void {
     rememberInterceptedConnection(socket, tunnel)
-    const internals = socket as unknown as { secureConnecting: boolean, _releaseControl?: () => boolean }
-    internals._releaseControl?.()
-    internals.secureConnecting = false
     this.#injecting = { socket, tunnel }
     try {
-      this.#server.emit('secureConnection', socket)
+      handOverTlsConnection(this.#server, socket)
     } finally {
       this.#injecting = null
     }
@@ -194,22 +190,17 @@ const COPIED_LIMITS = [
  * headersTimeout (or a request longer than requestTimeout) is answered 408 and its connection
  * closed, so a client trickling its head byte by byte cannot hold an intercepted tunnel open.
  * Call it once the application's server is configured (onReady), before any tunnel is accepted.
- *
- * Node enforces headersTimeout and requestTimeout only for servers that have emitted
- * `'listening'`: that event starts the server's connection tracking and the timer that checks
- * it (`setupConnectionsTracking` in _http_server.js, registered by an HTTP/2 server with
- * allowHTTP1 too). The endpoint never listens, and Node offers no other way to start them, so
- * the event is emitted here once; nothing else listens for it on this private server. The timer
- * is unref'd and cleared by `server.close()`. HTTP/2 inside a tunnel is not covered by these
- * Node limits (tunnelIdleTimeout and the session timeout are).
+ * Node enforces headersTimeout and requestTimeout only once a server has emitted `'listening'`,
+ * which the endpoint never does (see `startConnectionChecks`). HTTP/2 inside a tunnel is not
+ * covered by these Node limits (tunnelIdleTimeout and the session timeout are).
  */
-export function applyServerLimits (endpoint: Http2SecureServer, appServer: object): void {
+function applyServerLimits (endpoint: Http2SecureServer, appServer: object): void {
   const from = appServer as Record<string, unknown>
   const to = endpoint as unknown as Record<string, unknown>
   for (const limit of COPIED_LIMITS) {
     if (typeof from[limit] === 'number') to[limit] = from[limit]
   }
-  endpoint.emit('listening')
+  startConnectionChecks(endpoint)
 }
 
 /** The client side of an HTTP/1.1 upgrade request inside an intercepted tunnel. */
@@ -246,7 +237,7 @@ export function inTunnelUpgradeOf (req: object): InTunnelUpgrade | undefined {
  * parsing (or forwarding) the bytes the client sent after the head. It waits for
  * responses still being written for earlier requests on the connection, to keep their order.
  */
-export function createInTunnelUpgradeListener (fastify: FastifyInstance, pseudonym: string) {
+function createInTunnelUpgradeListener (fastify: FastifyInstance, pseudonym: string) {
   return function onUpgrade (req: IncomingMessage, socket: Socket, head: Buffer): void {
     countInterceptedRequest()
     socket.on('error', () => {})

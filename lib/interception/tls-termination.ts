@@ -148,7 +148,7 @@ const ALERT_LINGER_MS = 2000
  * alert); then calls `close`. Returns a function that cancels the wait, for a tunnel that
  * closes otherwise first.
  */
-export function refuseClientHandshake (input: Readable, output: Writable, close: () => void): () => void {
+function refuseClientHandshake (input: Readable, output: Writable, close: () => void): () => void {
   input.removeAllListeners('data')
   input.on('data', () => {})
   input.resume()
@@ -171,7 +171,7 @@ const contexts = new WeakMap<ForwardProxyPemCertificate, SecureContext>()
  * built once from PEM material (leaf, then intermediates).
  * @throws Error when the PEM material cannot be loaded (bad PEM, key not matching the leaf).
  */
-export function secureContextOf (certificate: ForwardProxyCertificate): SecureContext {
+function secureContextOf (certificate: ForwardProxyCertificate): SecureContext {
   if (!isPem(certificate)) return certificate
   let context = contexts.get(certificate)
   if (context === undefined) {

@@ -4,7 +4,9 @@
 import { STATUS_CODES } from 'node:http'
 import type { Socket } from 'node:net'
 import type { FastifyReply } from 'fastify'
-import { ProxyError, formatProxyStatus, errorCode } from './errors'
+import { ProxyError } from './errors'
+import { formatProxyStatus } from './proxy-status'
+import { errorCode } from './network-errors'
 
 /** Default pseudonym in `Via` and `Proxy-Status`. */
 export const DEFAULT_PSEUDONYM = 'fastify-forward-proxy'

@@ -64,7 +64,7 @@ function canonicalizeHost (rawHost: string): string | null {
 }
 
 /** Canonicalizes a host pattern or host name given in configuration (non-ASCII allowed there). */
-export function canonicalConfiguredHost (text: string): string | null {
+function canonicalConfiguredHost (text: string): string | null {
   const trimmed = text.trim()
   if (isIPv6(trimmed)) return canonicalHost(`[${trimmed}]`)
   try {
@@ -139,13 +139,8 @@ export function parseIP (text: string): Uint8Array | null {
   return parseIPv4(text) ?? parseIPv6(text)
 }
 
-/** Formats 4 bytes as a dotted quad. */
-export function formatIPv4 (bytes: Uint8Array): string {
-  return Array.from(bytes.subarray(0, 4)).join('.')
-}
-
 /** True when the first `prefixLength` bits of `address` and `network` agree. */
-export function matchesPrefix (address: Uint8Array, network: Uint8Array, prefixLength: number): boolean {
+function matchesPrefix (address: Uint8Array, network: Uint8Array, prefixLength: number): boolean {
   if (address.length !== network.length) return false
   const wholeBytes = prefixLength >> 3
   for (let i = 0; i < wholeBytes; i++) {

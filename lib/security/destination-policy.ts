@@ -5,7 +5,8 @@ import type { AddressInfo } from 'node:net'
 import { networkInterfaces } from 'node:os'
 import { lookup } from 'node:dns/promises'
 import type { ForwardProxyDestination } from '../../types/destination'
-import { ProxyError, policyRefusal, refusedBy } from '../protocol/errors'
+import { ForwardProxyRuleError, ProxyError } from '../protocol/errors'
+import { policyRefusal, refusedBy } from '../protocol/refusals'
 import {
   cidrContains,
   type Cidr,
@@ -124,7 +125,7 @@ interface NamedRange { readonly range: Cidr, readonly category: AddressCategory 
 function ranges (entries: ReadonlyArray<readonly [string, AddressCategory]>): NamedRange[] {
   return entries.map(([text, category]) => {
     const range = parseCidr(text)
-    if (range === null) throw new Error(`bad built-in range ${text}`)
+    if (range === null) throw new ForwardProxyRuleError(`bad built-in range ${text}`)
     return { range, category }
   })
 }
@@ -176,7 +177,7 @@ const EMBEDDED_IPV4 = [
 /**
  * The IPv4 address an IPv6 address carries (IPv4-mapped, IPv4-compatible, NAT64, 6to4), or null.
  */
-export function embeddedIPv4 (bytes: Uint8Array): Uint8Array | null {
+function embeddedIPv4 (bytes: Uint8Array): Uint8Array | null {
   if (bytes.length !== 16) return null
   for (const { range, offset } of EMBEDDED_IPV4) {
     if (range !== null && cidrContains(range, bytes)) return bytes.slice(offset, offset + 4)

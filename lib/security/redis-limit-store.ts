@@ -10,14 +10,14 @@ import { RedisRateCounter } from './redis-rate-counter'
 import { acquireSlotScript, chunks, type LuaScript, recordAuthFailureScript, releaseSlotsScript, renewSlotsScript } from './redis-scripts'
 
 /** The `code` of every error a store call rejects with when Redis cannot answer it. */
-export const LIMIT_STORE_UNAVAILABLE_CODE = 'FFP_ERR_LIMIT_STORE_UNAVAILABLE'
+const LIMIT_STORE_UNAVAILABLE_CODE = 'FFP_ERR_LIMIT_STORE_UNAVAILABLE'
 
 /**
  * A store call Redis did not answer: unreachable, too slow (no answer within the store's
  * `timeout`), an error reply, or the store closed. The caller counts in its own process instead.
  * The message names the store by its label, never with credentials.
  */
-export class LimitStoreUnavailableError extends Error {
+class LimitStoreUnavailableError extends Error {
   /** Stable code, {@link LIMIT_STORE_UNAVAILABLE_CODE}. */
   readonly code = LIMIT_STORE_UNAVAILABLE_CODE
 

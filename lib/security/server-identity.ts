@@ -4,7 +4,7 @@
 import { X509Certificate } from 'node:crypto'
 import { isIPv6 } from 'node:net'
 import { checkServerIdentity, type PeerCertificate } from 'node:tls'
-import { errorCode } from '../protocol/errors'
+import { errorCode } from '../protocol/network-errors'
 
 // Verification results (OpenSSL's X509_V_ERR_* names as Node reports them, plus Node's host
 // name check) that may be named to the client: they say what is wrong, nothing about the proxy.

@@ -17,7 +17,7 @@ export interface LimitStoreEvents {
 }
 
 /** The refusal of a request whose limits cannot be counted, with `onError: 'deny'`. */
-export const LIMIT_STORE_UNAVAILABLE_DETAILS = 'limit store unavailable'
+const LIMIT_STORE_UNAVAILABLE_DETAILS = 'limit store unavailable'
 
 /** The answer of a {@link SharedLimits} call that this process must count itself. */
 export const COUNT_HERE = Symbol('count in this process')

@@ -7,7 +7,8 @@ import { connect as tlsConnect } from 'node:tls'
 import type { FastifyRequest } from 'fastify'
 import type { ForwardProxyDestination } from '../../types/destination'
 import type { ForwardProxyUpstreamRule, ForwardProxyUpstreamSelector } from '../../types/upstream'
-import { ForwardProxyOptionsError, ProxyError, isProxyError, proxyErrorFromNetworkError } from '../protocol/errors'
+import { ForwardProxyOptionsError, ProxyError, isProxyError } from '../protocol/errors'
+import { proxyErrorFromNetworkError } from '../protocol/network-errors'
 import { certificateVerdictCode, serverIdentityError } from './server-identity'
 import { canonicalHost, compileHostPattern, formatAuthority, matchesAny, type HostPattern } from '../protocol/hosts'
 
@@ -30,7 +31,7 @@ export interface UpstreamProxy {
  * environment), `tunnel` for CONNECT tunnels and the TLS connections of intercepted requests
  * (`HTTPS_PROXY`).
  */
-export type UpstreamKind = 'http' | 'tunnel'
+type UpstreamKind = 'http' | 'tunnel'
 
 /** The compiled `upstreamProxies` option. */
 export interface UpstreamRoutes {
@@ -50,7 +51,7 @@ function labelIndex (upstreams: ReadonlyArray<UpstreamProxy | null>): (label: st
  * `https://[user:password@]host:port`, nothing else (no path, query or fragment).
  * @throws ForwardProxyOptionsError naming `option`, never quoting the credentials.
  */
-export function parseUpstreamUrl (text: unknown, option: string, ca?: string | Buffer): UpstreamProxy | null {
+function parseUpstreamUrl (text: unknown, option: string, ca?: string | Buffer): UpstreamProxy | null {
   if (text === 'direct') return null
   const problem = 'must be "direct", http://[user:password@]host:port or https://[user:password@]host:port'
   if (typeof text !== 'string') throw new ForwardProxyOptionsError(option, problem)

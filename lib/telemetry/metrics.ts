@@ -11,14 +11,8 @@ import {
   type MeterProvider,
   type UpDownCounter
 } from '@opentelemetry/api'
-import {
-  AUTH_LOCKOUT_DETAILS,
-  isProxyError,
-  type ProxyError,
-  type ProxyErrorType,
-  policyRefusalReasonOf,
-  type PolicyRefusalReason
-} from '../protocol/errors'
+import { isProxyError, type ProxyError, type ProxyErrorType } from '../protocol/errors'
+import { AUTH_LOCKOUT_DETAILS, policyRefusalReasonOf, type PolicyRefusalReason } from '../protocol/refusals'
 
 /*
  * Everything here is a no-op until the application installs a MeterProvider
@@ -32,17 +26,11 @@ import {
  * provider existed are not counted retroactively.
  */
 
-/** The counter of proxy requests on arrival: one instrument, told apart by its attributes. */
-export const PROXY_REQUESTS_COUNTER = 'forward_proxy.requests'
-
 /** The attribute naming the kind of request counted: `connect`, `forward` or `intercepted`. */
 export const PROXY_KIND_ATTRIBUTE = 'forward_proxy.kind'
 
 /** The attribute naming what became of a request: `intercepted` on `forward_proxy.requests`, any {@link ProxyRequestOutcome} on `forward_proxy.request.outcomes`. */
 export const PROXY_OUTCOME_ATTRIBUTE = 'forward_proxy.outcome'
-
-/** The counter of every proxy request's and tunnel's end, by kind and outcome. */
-export const PROXY_OUTCOMES_COUNTER = 'forward_proxy.request.outcomes'
 
 /** The kinds of proxy request: a CONNECT, absolute-form `http://` forwarding, or a request inside an intercepted tunnel. */
 export type ProxyRequestKind = 'connect' | 'forward' | 'intercepted'
@@ -212,10 +200,10 @@ function packageVersion (): string {
 }
 
 /** The attribute naming why the policy refused, on `forward_proxy.policy.refusals`. */
-export const REFUSAL_REASON_ATTRIBUTE = 'forward_proxy.policy.reason'
+const REFUSAL_REASON_ATTRIBUTE = 'forward_proxy.policy.reason'
 
 /** The attribute naming why authentication failed, on `forward_proxy.auth.failures`. */
-export const AUTH_FAILURE_REASON_ATTRIBUTE = 'forward_proxy.auth.reason'
+const AUTH_FAILURE_REASON_ATTRIBUTE = 'forward_proxy.auth.reason'
 
 /**
  * Error types that mean the proxy could not connect to the destination (DNS, TCP or TLS).
@@ -272,10 +260,10 @@ export function recordProxyFailure (error: ProxyError, original: unknown): void 
 export type TunnelKind = 'opaque' | 'http2' | 'intercepted'
 
 /** The attribute naming a tunnel's kind on the tunnel instruments. */
-export const TUNNEL_KIND_ATTRIBUTE = 'forward_proxy.tunnel.kind'
+const TUNNEL_KIND_ATTRIBUTE = 'forward_proxy.tunnel.kind'
 
 /** The attribute naming why a tunnel ended, on its duration. */
-export const TUNNEL_CLOSE_REASON_ATTRIBUTE = 'forward_proxy.tunnel.close_reason'
+const TUNNEL_CLOSE_REASON_ATTRIBUTE = 'forward_proxy.tunnel.close_reason'
 
 /** How a tunnel ended, as reported by its relay. */
 export interface TunnelOutcome {
@@ -353,7 +341,7 @@ export function recordHandshakeFailure (failure: HandshakeFailure): void {
 }
 
 /** The attribute of `forward_proxy.certificate.cache.lookups`: `hit` or `miss`. */
-export const CACHE_RESULT_ATTRIBUTE = 'forward_proxy.certificate.cache.result'
+const CACHE_RESULT_ATTRIBUTE = 'forward_proxy.certificate.cache.result'
 
 const HIT: Attributes = Object.freeze({ [CACHE_RESULT_ATTRIBUTE]: 'hit' })
 const MISS: Attributes = Object.freeze({ [CACHE_RESULT_ATTRIBUTE]: 'miss' })
@@ -379,7 +367,7 @@ export function startCertificateIssue (): (succeeded: boolean) => void {
 }
 
 /** The attribute of `forward_proxy.limit_store.transitions`: `lost` or `back`. */
-export const LIMIT_STORE_STATE_ATTRIBUTE = 'forward_proxy.limit_store.state'
+const LIMIT_STORE_STATE_ATTRIBUTE = 'forward_proxy.limit_store.state'
 
 const STORE_LOST: Attributes = Object.freeze({ [LIMIT_STORE_STATE_ATTRIBUTE]: 'lost' })
 const STORE_BACK: Attributes = Object.freeze({ [LIMIT_STORE_STATE_ATTRIBUTE]: 'back' })

@@ -2,17 +2,18 @@
 // attribute of the refused and failed outcomes: a closed set, its attributes built once.
 
 import type { Attributes } from '@opentelemetry/api'
-import { refusalRuleOf, type ProxyError } from '../protocol/errors'
+import { type ProxyError } from '../protocol/errors'
+import { refusalRuleOf } from '../protocol/refusals'
 import { PROXY_KIND_ATTRIBUTE, PROXY_OUTCOME_ATTRIBUTE, proxyInstruments, type ProxyRequestKind } from './metrics'
 
 /** The attribute naming why the proxy answered with an error, on the `refused` and `failed` outcomes. */
-export const PROXY_REASON_ATTRIBUTE = 'forward_proxy.reason'
+const PROXY_REASON_ATTRIBUTE = 'forward_proxy.reason'
 
 /**
  * Why the proxy answered a request with an error of its own (`forward_proxy.reason`): which
  * rule refused it, or what failed. A closed set, so the counter never grows with traffic.
  */
-export type ProxyRefusalReason =
+type ProxyRefusalReason =
   | 'auth' | 'destination_policy' | 'user_hosts' | 'user_secrets' | 'user_rate_limit' | 'user_tunnel_limit'
   | 'secret_destination' | 'tunnel_limit' | 'request_limit' | 'loop' | 'transform' | 'bad_request'
   | 'destination_error' | 'internal_error' | 'limit_store_unavailable' | 'other'
@@ -60,7 +61,7 @@ export function countErrorOutcome (kind: ProxyRequestKind, status: number, error
  * (`bad_request`), a store of shared limits that cannot be reached (`limit_store_unavailable`); without a rule, a failure: `internal_error`, else `destination_error` (5xx)
  * or `bad_request`.
  */
-export function refusalReasonOf (error: ProxyError): ProxyRefusalReason {
+function refusalReasonOf (error: ProxyError): ProxyRefusalReason {
   const rule = refusalRuleOf(error)
   if (rule === undefined) return error.errorType === 'proxy_internal_error' ? 'internal_error' : error.status >= 500 ? 'destination_error' : 'bad_request'
   switch (rule) {

@@ -13,7 +13,8 @@ import {
 import { countErrorOutcome } from './refusal-reasons'
 import { ObjectSlot } from '../protocol/object-slot'
 import { startProxySpan, endProxySpan, endAbandonedProxySpan, contextWithSpan } from './traces'
-import { refusalRuleOf, type ProxyError } from '../protocol/errors'
+import { type ProxyError } from '../protocol/errors'
+import { refusalRuleOf } from '../protocol/refusals'
 import type { ReportedRefusal } from '../security/report-mode'
 import { dialedAddressOf } from '../security/dialed-address'
 

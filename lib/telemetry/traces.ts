@@ -124,7 +124,7 @@ const TRACEPARENT = /^([0-9a-f]{2})-([0-9a-f]{32})-([0-9a-f]{16})-([0-9a-f]{2})(
  * undefined when it is absent, repeated, malformed or invalid (all-zero ids, version ff), as
  * the recommendation says: a bad header starts a new trace, it never fails the request.
  */
-export function parseTraceParent (header: string | string[] | undefined, state: string | string[] | undefined): SpanContext | undefined {
+function parseTraceParent (header: string | string[] | undefined, state: string | string[] | undefined): SpanContext | undefined {
   if (typeof header !== 'string' || header.length > 512) return undefined
   const match = TRACEPARENT.exec(header.trim())
   if (match === null) return undefined

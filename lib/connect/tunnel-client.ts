@@ -1,0 +1,118 @@
+// The client side of a CONNECT tunnel, whatever carries it: a whole HTTP/1.1 connection or one
+// HTTP/2 stream, each answering 200 and relaying in its own way.
+
+import type { Socket } from 'node:net'
+import type { Duplex } from 'node:stream'
+import { constants, type Http2ServerRequest, type ServerHttp2Stream } from 'node:http2'
+import type { InterceptedClient } from '../core/runtime'
+import type { Http1ConnectContext } from './listener'
+import { relayTunnel, type TunnelRelayOptions } from './relay'
+
+/**
+ * The client side of a CONNECT, whatever carries it: a whole HTTP/1.1 connection or one
+ * HTTP/2 stream. The shared CONNECT flow (target, policy, limit, dial) only needs to know
+ * whether the client is still there, and how to answer 200 and start relaying.
+ */
+export interface TunnelClient {
+  /** True when the CONNECT came on an HTTP/2 stream, false for an HTTP/1.1 connection. */
+  readonly http2: boolean
+  /** True once the client's connection or stream is gone. */
+  readonly gone: boolean
+  /** The stream closed when the client leaves (tracked so that server shutdown ends it). */
+  readonly closable: Duplex
+  /** Calls `listener` if the client leaves; returns a function that stops listening. */
+  onGone (listener: () => void): () => void
+  /** Answers 200 and relays bytes both ways between the client and `upstream` until both end. */
+  establish (upstream: Socket, relay: TunnelRelayOptions): void
+  /**
+   * Answers 200 for an intercepted tunnel (no destination dialed) and hands over the client's
+   * side: the connection or stream, with any bytes the client sent early, for TLS termination.
+   */
+  intercept (): InterceptedClient
+}
+
+/**
+ * An HTTP/1.1 CONNECT: the whole connection becomes the tunnel. The 200 is written on the raw
+ * socket, followed by any bytes the client sent after its head (e.g. an early ClientHello).
+ */
+export function http1TunnelClient (context: Http1ConnectContext): TunnelClient {
+  const { socket, pending, response } = context
+  return {
+    http2: false,
+    get gone () { return socket.destroyed },
+    closable: socket,
+    onGone (listener) {
+      socket.once('close', listener)
+      return () => socket.removeListener('close', listener)
+    },
+    establish (upstream: Socket, relay: TunnelRelayOptions) {
+      response.detachSocket(socket)
+      // The server's socket inactivity timeout (Fastify connectionTimeout) is for HTTP; the tunnel has its own.
+      socket.setTimeout(0)
+      // TLS servers (an HTTPS listener, the HTTP/1.1 side of an HTTP/2 one) make sockets that end
+      // themselves when the client ends; a tunnel carries the half-close across instead, so the
+      // destination's answer after the client's FIN still reaches the client.
+      socket.allowHalfOpen = true
+      const early = pending.takeEarlyBytes()
+      socket.write('HTTP/1.1 200 Connection Established\r\n\r\n')
+      if (early.length > 0) upstream.write(early)
+      relayTunnel({ input: socket, output: socket }, upstream, relay)
+    },
+    intercept () {
+      const head = pending.takeEarlyBytes()
+      response.detachSocket(socket)
+      socket.setTimeout(0)
+      socket.allowHalfOpen = true
+      socket.write('HTTP/1.1 200 Connection Established\r\n\r\n')
+      return { kind: 'connection', socket, head }
+    }
+  }
+}
+
+/**
+ * An HTTP/2 CONNECT: one stream of the session becomes the tunnel,
+ * other streams go on. Bytes from the client are read through Node's compatibility request,
+ * which already consumes the stream and pauses it when unread (so HTTP/2 flow control holds
+ * a fast client back); bytes to the client are written on the stream, whose writes wait for
+ * the client's flow-control window. A destination failure resets the stream with
+ * CONNECT_ERROR; a client that resets the stream gets the destination closed with a TCP RST.
+ */
+export function http2TunnelClient (request: Http2ServerRequest): TunnelClient {
+  const { stream } = request
+  return {
+    http2: true,
+    get gone () { return stream.destroyed || stream.closed },
+    closable: stream,
+    onGone (listener) {
+      stream.once('close', listener)
+      return () => stream.removeListener('close', listener)
+    },
+    establish (upstream: Socket, relay: TunnelRelayOptions) {
+      stream.setTimeout(0)
+      stream.respond({ ':status': 200 })
+      relayTunnel({ input: request, output: stream }, upstream, {
+        ...relay,
+        abortClient: () => resetStream(stream, constants.NGHTTP2_CONNECT_ERROR)
+      })
+    },
+    intercept () {
+      stream.setTimeout(0)
+      stream.respond({ ':status': 200 })
+      return { kind: 'stream', input: request, output: stream, abort: () => resetStream(stream, constants.NGHTTP2_CONNECT_ERROR) }
+    }
+  }
+}
+
+/**
+ * Resets `stream` with `code` and no END_STREAM before it. Node's `close(code)` on a stream
+ * whose writable side is open first ends that side, and with no write in flight that END_STREAM
+ * goes out ahead of the RST_STREAM: the client would read a clean end of the tunnel (a cut
+ * download that looks complete), and a client that had already half-closed would see the stream
+ * closed with no error at all. While a write is in flight Node resets without ending first, so
+ * an empty write (no payload) goes before the close.
+ */
+function resetStream (stream: ServerHttp2Stream, code: number): void {
+  if (stream.closed) return
+  if (!stream.writableEnded) stream.write(Buffer.alloc(0))
+  stream.close(code)
+}

@@ -1,0 +1,69 @@
+// Whether an admitted CONNECT's tunnel is intercepted: the destination filters, a host some
+// secret is granted to, then the selector.
+
+import type { FastifyRequest, preHandlerHookHandler } from 'fastify'
+import type { ForwardProxyDestination } from '../../types/destination'
+import type { ProxyRuntime, InterceptionRuntime } from '../core/runtime'
+import { ProxyError } from '../protocol/errors'
+import { policyRefusal, refusedBy } from '../protocol/refusals'
+import { Cancellation } from '../security/destination-connector'
+import type { SecretSet } from '../security/secrets'
+import { tunnelAdmissionOf } from '../connect/admission'
+
+/**
+ * Decides whether an admitted CONNECT's tunnel is intercepted, in the proxy route's onRequest
+ * hook right after admission, and puts the answer in `request.interceptTunnel` for the
+ * application's later hooks and the handler. The destination filters run first (a refusal is
+ * 403 `http_request_denied`), then the selector; a host some secret is granted to is
+ * intercepted without asking the selector, since its placeholders can only be replaced inside
+ * the TLS. The filters and the selector get an AbortSignal that aborts when the client goes
+ * away. A CONNECT that was not admitted, or any CONNECT without tlsInterception, passes at once,
+ * without a promise.
+ * Errors (whatever a filter, the selector or its factory throws) go to `done`: 500
+ * `proxy_internal_error`, or a filter's 403.
+ */
+export function decideTunnelInterception (runtime: ProxyRuntime): preHandlerHookHandler {
+  return function decideInterception (request, _reply, done) {
+    const admission = tunnelAdmissionOf(request.raw)
+    const { interception } = runtime
+    if (admission === undefined || admission.client.gone || interception === undefined) {
+      done()
+      return
+    }
+    const { client, destination } = admission
+    const clientGone = new Cancellation()
+    const stopWatching = client.onGone(() => clientGone.abort())
+    shouldInterceptTunnel(request, destination, interception, runtime.settings.secrets, clientGone).then((intercept) => {
+      stopWatching()
+      request.interceptTunnel = intercept
+      done()
+    }, (error: unknown) => {
+      stopWatching()
+      done(error as Error)
+    })
+  }
+}
+
+/**
+ * Runs the destination filters, then the selector (unless a secret is granted to the host:
+ * then the tunnel is intercepted without asking). True to intercept.
+ * @throws ProxyError 403 `http_request_denied` when a filter refuses the tunnel.
+ */
+async function shouldInterceptTunnel (
+  request: FastifyRequest,
+  destination: ForwardProxyDestination,
+  interception: InterceptionRuntime,
+  secrets: SecretSet | null,
+  clientGone: Cancellation
+): Promise<boolean> {
+  for (const filter of interception.settings.destinationFilters) {
+    if (await filter.allowTunnel(request, destination, clientGone.signal) !== true) {
+      throw policyRefusal('filter', refusedBy('destinationFilters', new ProxyError('http_request_denied', 'The proxy refuses tunnels to this destination.', { details: 'refused by a destination filter' })))
+    }
+  }
+  if (secrets?.grantsDestination(destination.host, destination.port) === true) return true
+  const { selector: selectorSource } = interception
+  if (selectorSource === null) return false
+  const selector = typeof selectorSource === 'function' ? selectorSource(request) : selectorSource
+  return await selector.shouldIntercept(request, destination, clientGone.signal) === true
+}

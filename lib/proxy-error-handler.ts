@@ -1,0 +1,58 @@
+// The proxy route's error handler: whatever a proxy request fails with becomes a status and
+// `Proxy-Status`, logged at the level its kind deserves and counted.
+
+import type { FastifyError, FastifyReply, FastifyRequest } from 'fastify'
+import type { ResolvedProxySettings } from './core/options'
+import { ProxyError, isProxyError } from './protocol/errors'
+import { sendProxyError } from './protocol/error-responses'
+import { proxyAuthenticateChallenge } from './security/proxy-auth'
+import { recordProxyFailure } from './telemetry/metrics'
+import { noteProxyError } from './telemetry/request-telemetry'
+import { certificateErrorHint } from './forward/destinations'
+import { discardForwardedResponse } from './forward/forwarded-response'
+
+/**
+ * Turns anything thrown while handling a proxy request into the response the client sees: the
+ * ProxyError itself, 407 for authentication failures, the framework's own 4xx for malformed
+ * requests, and 500 `proxy_internal_error` for anything unexpected (logged, never shown).
+ */
+function toProxyError (error: unknown): ProxyError {
+  if (isProxyError(error)) return error
+  const statusCode = (error as Partial<FastifyError>).statusCode
+  if (statusCode === 407) return new ProxyError('http_request_denied', 'Proxy authentication required.', { status: 407 })
+  if (typeof statusCode === 'number' && statusCode >= 400 && statusCode < 500) {
+    return new ProxyError('http_request_error', 'The request is malformed.', { status: statusCode, cause: error })
+  }
+  return new ProxyError('proxy_internal_error', 'The proxy failed to handle the request.', { cause: error })
+}
+
+/** Builds the error handler of the proxy route's encapsulated context. */
+export function createProxyErrorHandler (settings: ResolvedProxySettings) {
+  return function proxyErrorHandler (error: unknown, request: FastifyRequest, reply: FastifyReply): void {
+    const proxyError = toProxyError(error)
+    logProxyError(request, proxyError)
+    recordProxyFailure(proxyError, error)
+    noteProxyError(request, proxyError)
+    if (reply.raw.headersSent) {
+      // The head is out: the only honest signal left is an aborted message.
+      reply.raw.destroy()
+      return
+    }
+    discardForwardedResponse(reply)
+    const extra: Record<string, string> = proxyError.status === 407 && settings.auth !== null
+      ? { 'proxy-authenticate': proxyAuthenticateChallenge(settings.auth.realm) }
+      : {}
+    // A 408 leaves the request body unread: the HTTP/1.1 connection cannot carry another request.
+    if (proxyError.status === 408 && request.raw.httpVersionMajor === 1) extra.connection = 'close'
+    if (proxyError.retryAfter !== undefined) extra['retry-after'] = String(proxyError.retryAfter)
+    sendProxyError(reply, settings.pseudonym, proxyError, extra)
+  }
+}
+
+function logProxyError (request: FastifyRequest, error: ProxyError): void {
+  const cause = error.cause as (Error & { code?: string }) | undefined
+  const fields = { proxyStatus: error.errorType, status: error.status, cause: cause === undefined ? undefined : { name: cause.name, code: cause.code, message: cause.message }, hint: certificateErrorHint(error) }
+  if (error.status >= 500 && error.errorType === 'proxy_internal_error') request.log.error({ ...fields, err: cause }, error.message)
+  else if (error.status >= 500) request.log.warn(fields, error.message)
+  else request.log.info(fields, error.message)
+}
