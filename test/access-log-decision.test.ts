@@ -6,7 +6,7 @@ import { once, readAll, startTcpDestination } from './helpers/tcp-destination'
 import { eventually } from './helpers/eventually'
 import { capturedLog, type CapturedLog } from './helpers/captured-log'
 import { makeInterceptionPki } from './helpers/interception-pki'
-import { startInterceptingProxy, startTlsOrigin, staticProvider } from './helpers/intercepting-proxy'
+import { startInterceptingProxy, startTlsOrigin, interceptAll } from './helpers/intercepting-proxy'
 
 // The tests' destinations go by names that resolve to loopback (resolveToLoopback): the access
 // line's `destination` keeps the name, its `address` says where the proxy actually connected.
@@ -66,7 +66,7 @@ test('Access log decision: a request inside an intercepted tunnel logs intercept
   const origin = await startTlsOrigin(t, pki)
   const proxy = await startInterceptingProxy(t, pki, {
     proxy: { resolver: resolveToLoopback },
-    interception: { certificateProvider: staticProvider(pki), selector: { shouldIntercept: () => true } },
+    interception: interceptAll(pki),
     server: { logger: log.logger }
   })
   const agent = new ProxyAgent({ uri: proxy.url, requestTls: { ca: pki.operatorCa.cert } })
@@ -119,7 +119,7 @@ test('Access log decision: a placeholder sent where its secret is not granted is
   const origin = await startTlsOrigin(t, pki)
   const proxy = await startInterceptingProxy(t, pki, {
     proxy: { secrets: [{ name: 'api', value: 'sk-live-5b2d4c6f8a0b9e7d', hosts: [`127.0.0.1:${origin.port}`], placeholder: 'PLACEHOLDER_API_KEY' }] },
-    interception: { certificateProvider: staticProvider(pki), selector: { shouldIntercept: () => true } },
+    interception: interceptAll(pki),
     server: { logger: log.logger }
   })
   const agent = new ProxyAgent({ uri: proxy.url, requestTls: { ca: pki.operatorCa.cert } })

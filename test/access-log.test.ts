@@ -6,7 +6,7 @@ import { once, readAll, startTcpDestination } from './helpers/tcp-destination'
 import { eventually } from './helpers/eventually'
 import { capturedLog } from './helpers/captured-log'
 import { makeInterceptionPki } from './helpers/interception-pki'
-import { startInterceptingProxy, startTlsOrigin, staticProvider } from './helpers/intercepting-proxy'
+import { startInterceptingProxy, startTlsOrigin, interceptAll } from './helpers/intercepting-proxy'
 import { openInterceptedTls } from './helpers/intercepted-client'
 import { startWebSocketOrigin, textFrame } from './helpers/websocket-origin'
 import { randomBytes } from 'node:crypto'
@@ -68,7 +68,7 @@ test('Access log: a request inside an intercepted tunnel logs kind intercepted w
   const origin = await startTlsOrigin(t, pki)
   const proxy = await startInterceptingProxy(t, pki, {
     proxy: { auth: { users: { bob: 'pw' } } },
-    interception: { certificateProvider: staticProvider(pki), selector: { shouldIntercept: () => true } },
+    interception: interceptAll(pki),
     server: { logger: log.logger }
   })
   const agent = new ProxyAgent({ uri: proxy.url, token: basic('bob', 'pw'), requestTls: { ca: pki.operatorCa.cert } })
@@ -88,7 +88,7 @@ test('Access log: a WebSocket upgrade inside an intercepted tunnel logs one line
   const pki = await makeInterceptionPki(t)
   const origin = await startWebSocketOrigin(t, pki)
   const proxy = await startInterceptingProxy(t, pki, {
-    interception: { certificateProvider: staticProvider(pki), selector: { shouldIntercept: () => true } },
+    interception: interceptAll(pki),
     server: { logger: log.logger }
   })
   const target = `127.0.0.1:${origin.port}`

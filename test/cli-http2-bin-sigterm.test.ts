@@ -6,7 +6,8 @@ import { openHttp2Tunnel } from './helpers/http2-proxy'
 import { startTcpDestination } from './helpers/tcp-destination'
 import { makeSelfSignedCertificate } from './helpers/tls-fixture'
 import { listeningUrls, runBin } from './helpers/cli-bin'
-import { basicProxyAuthorization, connectHttp2Listener } from './helpers/cli-http2'
+import { connectHttp2Listener } from './helpers/cli-http2'
+import { basic } from './helpers/raw-client'
 
 test('bin: an HTTP/2 listener is announced as HTTP/1.1 + HTTP/2; SIGTERM with an open HTTP/2 tunnel and an idle HTTP/2 session exits 0 promptly', async (t) => {
   const destination = await startTcpDestination(t)
@@ -27,7 +28,7 @@ test('bin: an HTTP/2 listener is announced as HTTP/1.1 + HTTP/2; SIGTERM with an
 
   const tunnelSession = await connectHttp2Listener(t, url, tls.cert)
   const idleSession = await connectHttp2Listener(t, url, tls.cert)
-  const tunnel = await openHttp2Tunnel(tunnelSession, `127.0.0.1:${destination.port}`, { 'proxy-authorization': basicProxyAuthorization('alice', 's3cret') })
+  const tunnel = await openHttp2Tunnel(tunnelSession, `127.0.0.1:${destination.port}`, { 'proxy-authorization': basic('alice', 's3cret') })
   t.equal(tunnel.status, 200)
   const sessionsClosed = [once(tunnelSession, 'close'), once(idleSession, 'close')]
   // The shutdown grace period is 10 s and an idle session lasts 72 s: exiting within 5 s shows

@@ -5,7 +5,9 @@ import { openHttp2Tunnel } from './helpers/http2-proxy'
 import { startTcpDestination } from './helpers/tcp-destination'
 import { makeSelfSignedCertificate } from './helpers/tls-fixture'
 import { startConfiguredServer } from './helpers/cli-server'
-import { basicProxyAuthorization, collectBytes, connectHttp2Listener } from './helpers/cli-http2'
+import { connectHttp2Listener } from './helpers/cli-http2'
+import { basic } from './helpers/raw-client'
+import { collectBytes } from './helpers/collect-bytes'
 
 test('server: a TLS listener with "http2": true serves two authorized HTTP/2 CONNECT tunnels on one session, byte-exact both ways', async (t) => {
   const destination = await startTcpDestination(t)
@@ -24,7 +26,7 @@ test('server: a TLS listener with "http2": true serves two authorized HTTP/2 CON
   const refused = await openHttp2Tunnel(session, target)
   t.equal(refused.status, 407, 'no credentials: 407')
   t.match(refused.headers['proxy-authenticate'], /^Basic /)
-  const auth = { 'proxy-authorization': basicProxyAuthorization('alice', 's3cret') }
+  const auth = { 'proxy-authorization': basic('alice', 's3cret') }
   const a = await openHttp2Tunnel(session, target, auth)
   const upstreamA = await destination.nextConnection()
   const b = await openHttp2Tunnel(session, target, auth)

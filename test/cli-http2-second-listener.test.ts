@@ -3,7 +3,10 @@ import { openHttp2Tunnel } from './helpers/http2-proxy'
 import { startTcpDestination } from './helpers/tcp-destination'
 import { makeSelfSignedCertificate } from './helpers/tls-fixture'
 import { startConfiguredServer } from './helpers/cli-server'
-import { basicProxyAuthorization, collectBytes, connectHttp2Listener } from './helpers/cli-http2'
+import { connectHttp2Listener } from './helpers/cli-http2'
+import { basic } from './helpers/raw-client'
+import { collectBytes } from './helpers/collect-bytes'
+import { http2Request } from './helpers/intercepted-client'
 
 test('server: a second listener with "http2": true (joined with attachServer) serves HTTP/2 tunnels, refusals and /healthz', async (t) => {
   const destination = await startTcpDestination(t)
@@ -16,7 +19,7 @@ test('server: a second listener with "http2": true (joined with attachServer) se
   }, dir)
   t.match(server.urls[1], /^https:\/\/127\.0\.0\.1:\d+$/)
   const session = await connectHttp2Listener(t, server.urls[1], tls.cert)
-  const auth = { 'proxy-authorization': basicProxyAuthorization('alice', 's3cret') }
+  const auth = { 'proxy-authorization': basic('alice', 's3cret') }
 
   const denied = await openHttp2Tunnel(session, '127.0.0.1:1', auth)
   t.equal(denied.status, 403, 'a port outside allowedPorts')
@@ -31,12 +34,7 @@ test('server: a second listener with "http2": true (joined with attachServer) se
   upstream.write('world')
   t.equal((await down).toString(), 'world')
 
-  const health = session.request({ ':path': '/healthz' })
-  let body = ''
-  health.setEncoding('utf8')
-  health.on('data', (chunk: string) => { body += chunk })
-  const head = await new Promise<Record<string, unknown>>((resolve) => health.once('response', resolve))
-  await new Promise((resolve) => health.once('end', resolve))
-  t.equal(head[':status'], 200)
-  t.equal(body, '{"status":"ok"}')
+  const health = await http2Request(session, { ':path': '/healthz' })
+  t.equal(health.status, 200)
+  t.equal(health.body, '{"status":"ok"}')
 })

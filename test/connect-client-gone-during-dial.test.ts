@@ -1,9 +1,10 @@
 import { test } from 'tap'
-import { execFile, spawn } from 'node:child_process'
+import { execFile } from 'node:child_process'
 import { connect } from 'node:net'
 import { promisify } from 'node:util'
 import { startProxy } from './helpers/servers'
 import { eventually } from './helpers/eventually'
+import { blackHoledPort } from './helpers/black-holed-port'
 
 /** Sockets on this machine still trying to connect (SYN-SENT) to 127.0.0.1:`port`, per `ss`. */
 async function synSentTo (port: number): Promise<number> {
@@ -12,18 +13,7 @@ async function synSentTo (port: number): Promise<number> {
 }
 
 test('a client that leaves while the proxy is dialing a black-holed destination: the dial is abandoned and the slot released', async (t) => {
-  // A listener whose accept queue is full and never accepts: Linux drops further SYNs.
-  const python = spawn('python3', ['-c', [
-    'import socket, sys',
-    's = socket.socket(); s.bind(("127.0.0.1", 0)); s.listen(0)',
-    'print(s.getsockname()[1], flush=True)',
-    'sys.stdin.read()'
-  ].join('\n')], { stdio: ['pipe', 'pipe', 'inherit'] })
-  t.teardown(() => python.kill())
-  const port = await new Promise<number>((resolve) => python.stdout.once('data', (chunk: Buffer) => resolve(Number(chunk.toString().trim()))))
-  const fillers = [connect(port, '127.0.0.1'), connect(port, '127.0.0.1'), connect(port, '127.0.0.1')]
-  for (const filler of fillers) filler.on('error', () => {})
-  t.teardown(() => { for (const filler of fillers) filler.destroy() })
+  const port = await blackHoledPort(t)
   await eventually(async () => await synSentTo(port) >= 1)
   const baseline = await synSentTo(port)
 

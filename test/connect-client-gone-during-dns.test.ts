@@ -5,13 +5,13 @@ import { startOrderedDestination } from './helpers/ordered-destination'
 import { openTunnel } from './helpers/raw-client'
 import { eventually } from './helpers/eventually'
 import type { ForwardProxyResolver } from '../lib/index'
+import { deferred } from './helpers/deferred'
 
 test('a client that leaves while the destination is being resolved releases its slot and nothing is dialed', async (t) => {
   const destination = await startOrderedDestination(t)
-  let lookupStarted: () => void = () => {}
-  const started = new Promise<void>((resolve) => { lookupStarted = resolve })
+  const lookupStarted = deferred()
   const slow: ForwardProxyResolver = async (_name, signal) => {
-    lookupStarted()
+    lookupStarted.resolve()
     return await new Promise((resolve, reject) => {
       const timer = setTimeout(() => resolve([{ address: '127.0.0.1', family: 4 }]), 300)
       signal.addEventListener('abort', () => { clearTimeout(timer); reject(signal.reason) })
@@ -20,7 +20,7 @@ test('a client that leaves while the destination is being resolved releases its 
   const proxy = await startProxy(t, { resolver: slow })
   const socket = connect(proxy.port, '127.0.0.1', () => socket.write(`CONNECT slow.test:${destination.port} HTTP/1.1\r\nHost: x\r\n\r\n`))
   socket.on('error', () => {})
-  await started
+  await lookupStarted.promise
   t.equal(proxy.app.forwardProxy.activeTunnels, 1)
   // A reset: a FIN alone is a half-close, which a client may send after early data.
   socket.resetAndDestroy()

@@ -2,12 +2,12 @@ import { test } from 'tap'
 import { connect } from 'node:net'
 import { startProxy } from './helpers/servers'
 import type { ForwardProxyResolver } from '../lib/index'
+import { deferred } from './helpers/deferred'
 
 test('fastify.close() while a CONNECT is still resolving its destination completes promptly and closes that client', async (t) => {
-  let lookupStarted: () => void = () => {}
-  const started = new Promise<void>((resolve) => { lookupStarted = resolve })
+  const lookupStarted = deferred()
   const neverAnswers: ForwardProxyResolver = async (_name, signal) => {
-    lookupStarted()
+    lookupStarted.resolve()
     return await new Promise((_resolve, reject) => signal.addEventListener('abort', () => reject(signal.reason)))
   }
   // Default connectTimeout (10 s): close() must not wait for it.
@@ -18,7 +18,7 @@ test('fastify.close() while a CONNECT is still resolving its destination complet
   let received = ''
   socket.on('data', (chunk: Buffer) => { received += chunk.toString() })
   const clientClosed = new Promise<void>((resolve) => socket.once('close', () => resolve()))
-  await started
+  await lookupStarted.promise
   t.equal(proxy.app.forwardProxy.activeTunnels, 1)
   const begun = Date.now()
   await proxy.app.close()

@@ -1,15 +1,10 @@
 import { test } from 'tap'
-import { connectHttp2, openHttp2Tunnel, startHttp2Proxy } from './helpers/http2-proxy'
-import { startTcpDestination } from './helpers/tcp-destination'
+import { startHttp2TunnelRig } from './helpers/http2-proxy'
 
 test('fastify.close() ends open HTTP/2 tunnels on both sides and closes their session, so it does not hang on it', async (t) => {
-  const destination = await startTcpDestination(t)
-  const proxy = await startHttp2Proxy(t)
-  const session = await connectHttp2(t, proxy)
-  const first = await openHttp2Tunnel(session, `127.0.0.1:${destination.port}`)
-  const firstUpstream = await destination.nextConnection()
-  const second = await openHttp2Tunnel(session, `127.0.0.1:${destination.port}`)
-  const secondUpstream = await destination.nextConnection()
+  const { proxy, session, open } = await startHttp2TunnelRig(t)
+  const { tunnel: first, upstream: firstUpstream } = await open()
+  const { tunnel: second, upstream: secondUpstream } = await open()
   t.equal(proxy.app.forwardProxy.activeTunnels, 2)
 
   const streamsClosed = [first.stream, second.stream].map((stream) => new Promise((resolve) => stream.once('close', resolve)))

@@ -1,17 +1,12 @@
 import { test } from 'tap'
 import { once } from 'node:events'
 import { constants } from 'node:http2'
-import { connectHttp2, openHttp2Tunnel, startHttp2Proxy } from './helpers/http2-proxy'
-import { startTcpDestination } from './helpers/tcp-destination'
+import { startHttp2TunnelRig } from './helpers/http2-proxy'
 import { eventually } from './helpers/eventually'
 
 test('a client that resets its HTTP/2 tunnel stream gets the destination connection closed with a TCP RST', async (t) => {
-  const destination = await startTcpDestination(t)
-  const proxy = await startHttp2Proxy(t)
-  const session = await connectHttp2(t, proxy)
-  const tunnel = await openHttp2Tunnel(session, `127.0.0.1:${destination.port}`)
-  t.equal(tunnel.status, 200)
-  const upstream = await destination.nextConnection()
+  const { proxy, session, open } = await startHttp2TunnelRig(t)
+  const { tunnel, upstream } = await open()
   tunnel.stream.write('before the reset')
   const [first] = await once(upstream, 'data') as [Buffer]
   t.equal(first.toString(), 'before the reset')

@@ -1,14 +1,11 @@
 import { test } from 'tap'
 import { constants } from 'node:http2'
-import { connectHttp2, openHttp2Tunnel, startHttp2Proxy } from './helpers/http2-proxy'
-import { readAll, startTcpDestination } from './helpers/tcp-destination'
+import { startHttp2TunnelRig } from './helpers/http2-proxy'
+import { readAll } from './helpers/tcp-destination'
 
 test('a destination reset after the client half-closed still reaches the client as CONNECT_ERROR, never as a clean end of a cut download', async (t) => {
-  const destination = await startTcpDestination(t)
-  const proxy = await startHttp2Proxy(t)
-  const session = await connectHttp2(t, proxy)
-  const tunnel = await openHttp2Tunnel(session, `127.0.0.1:${destination.port}`)
-  const upstream = await destination.nextConnection()
+  const { open } = await startHttp2TunnelRig(t)
+  const { tunnel, upstream } = await open()
   const request = readAll(upstream)
   tunnel.stream.end('GET /big HTTP/1.1\r\nHost: x\r\n\r\n')
   t.equal(await request, 'GET /big HTTP/1.1\r\nHost: x\r\n\r\n', 'the request and the client\'s END_STREAM reached the destination')

@@ -1,17 +1,12 @@
 import { test } from 'tap'
 import { once } from 'node:events'
 import { constants } from 'node:http2'
-import { connectHttp2, openHttp2Tunnel, startHttp2Proxy } from './helpers/http2-proxy'
-import { startTcpDestination } from './helpers/tcp-destination'
+import { startHttp2TunnelRig } from './helpers/http2-proxy'
 import { eventually } from './helpers/eventually'
 
 test('a destination that resets after the 200 gets the HTTP/2 tunnel stream reset with CONNECT_ERROR', async (t) => {
-  const destination = await startTcpDestination(t)
-  const proxy = await startHttp2Proxy(t)
-  const session = await connectHttp2(t, proxy)
-  const tunnel = await openHttp2Tunnel(session, `127.0.0.1:${destination.port}`)
-  t.equal(tunnel.status, 200)
-  const upstream = await destination.nextConnection()
+  const { proxy, session, open } = await startHttp2TunnelRig(t)
+  const { tunnel, upstream } = await open()
   // Some traffic first, so the reset comes in the middle of a working tunnel.
   upstream.write('before the reset')
   const [first] = await once(tunnel.stream, 'data') as [Buffer]

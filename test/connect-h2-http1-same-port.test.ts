@@ -1,31 +1,16 @@
 import { test } from 'tap'
 import { randomBytes } from 'node:crypto'
-import type { Readable } from 'node:stream'
 import { connect as tlsConnect, type TLSSocket } from 'node:tls'
 import { startHttp2Proxy, type Http2Proxy } from './helpers/http2-proxy'
 import { startTcpDestination } from './helpers/tcp-destination'
 import { eventually } from './helpers/eventually'
+import { collectBytes } from './helpers/collect-bytes'
 
 /** A TLS connection to the proxy that offers only HTTP/1.1 in ALPN. */
 async function connectHttp1OverTls (proxy: Http2Proxy): Promise<TLSSocket> {
   const socket = tlsConnect({ host: '127.0.0.1', port: proxy.port, ca: proxy.tls.cert, ALPNProtocols: ['http/1.1'] })
   await new Promise<void>((resolve, reject) => { socket.once('secureConnect', resolve); socket.once('error', reject) })
   return socket
-}
-
-/** Resolves with the first `total` bytes that arrive on `source`. */
-function collect (source: Readable, total: number): Promise<Buffer> {
-  return new Promise((resolve, reject) => {
-    const chunks: Buffer[] = []
-    let received = 0
-    const onData = (chunk: Buffer): void => {
-      chunks.push(chunk)
-      received += chunk.length
-      if (received >= total) { source.removeListener('data', onData); resolve(Buffer.concat(chunks)) }
-    }
-    source.on('data', onData)
-    source.once('close', () => { if (received < total) reject(new Error(`closed after ${received} of ${total} bytes`)) })
-  })
 }
 
 /** Reads from `socket` until `\r\n\r\n`; resolves with the head and what followed it. */
@@ -59,8 +44,8 @@ test('HTTP/1.1 CONNECT on the HTTP/2 TLS port (ALPN http/1.1) still opens a byte
 
   const upBytes = randomBytes(256 * 1024)
   const downBytes = randomBytes(256 * 1024)
-  const up = collect(upstream, upBytes.length)
-  const down = collect(socket, downBytes.length)
+  const up = collectBytes(upstream, upBytes.length)
+  const down = collectBytes(socket, downBytes.length)
   socket.resume()
   socket.write(upBytes)
   upstream.write(downBytes)

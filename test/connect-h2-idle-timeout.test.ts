@@ -1,16 +1,11 @@
 import { test } from 'tap'
-import { connectHttp2, openHttp2Tunnel, startHttp2Proxy } from './helpers/http2-proxy'
-import { startTcpDestination } from './helpers/tcp-destination'
+import { startHttp2TunnelRig } from './helpers/http2-proxy'
 import { eventually } from './helpers/eventually'
 
 test('TunnelIdleTimeout applies per HTTP/2 stream: the idle tunnel closes while a busy one on the same session goes on', async (t) => {
-  const destination = await startTcpDestination(t)
-  const proxy = await startHttp2Proxy(t, { limits: { tunnelIdleTimeout: 300 } })
-  const session = await connectHttp2(t, proxy)
-  const idle = await openHttp2Tunnel(session, `127.0.0.1:${destination.port}`)
-  const idleUpstream = await destination.nextConnection()
-  const busy = await openHttp2Tunnel(session, `127.0.0.1:${destination.port}`)
-  const busyUpstream = await destination.nextConnection()
+  const { proxy, session, open } = await startHttp2TunnelRig(t, { limits: { tunnelIdleTimeout: 300 } })
+  const { tunnel: idle, upstream: idleUpstream } = await open()
+  const { tunnel: busy, upstream: busyUpstream } = await open()
   busyUpstream.on('data', (chunk: Buffer) => busyUpstream.write(chunk))
 
   const opened = Date.now()

@@ -1,22 +1,17 @@
 import { test } from 'tap'
 import { constants } from 'node:http2'
-import { connectHttp2, openHttp2Tunnel, startHttp2Proxy } from './helpers/http2-proxy'
-import { readAll, startTcpDestination } from './helpers/tcp-destination'
+import { startHttp2TunnelRig } from './helpers/http2-proxy'
+import { readAll } from './helpers/tcp-destination'
 import { eventually } from './helpers/eventually'
 
 test('one tunnel stream\'s failure never takes down the session: B keeps relaying after A\'s destination reset, and a new stream C opens', async (t) => {
-  const destination = await startTcpDestination(t)
-  const proxy = await startHttp2Proxy(t)
-  const session = await connectHttp2(t, proxy)
+  const { proxy, session, open } = await startHttp2TunnelRig(t)
   let sessionClosed = false
   session.once('close', () => { sessionClosed = true })
   session.once('goaway', () => { sessionClosed = true })
 
-  const a = await openHttp2Tunnel(session, `127.0.0.1:${destination.port}`)
-  const upstreamA = await destination.nextConnection()
-  const b = await openHttp2Tunnel(session, `127.0.0.1:${destination.port}`)
-  const upstreamB = await destination.nextConnection()
-  t.same([a.status, b.status], [200, 200])
+  const { tunnel: a, upstream: upstreamA } = await open()
+  const { tunnel: b, upstream: upstreamB } = await open()
 
   const aClosed = new Promise((resolve) => a.stream.once('close', resolve))
   upstreamA.resetAndDestroy()
@@ -28,9 +23,8 @@ test('one tunnel stream\'s failure never takes down the session: B keeps relayin
   b.stream.write('B still works')
   t.equal((await echoed).toString(), 'B still works', 'B relays both ways after A failed')
 
-  const c = await openHttp2Tunnel(session, `127.0.0.1:${destination.port}`)
-  t.equal(c.status, 200, 'a new stream C opens a tunnel on the same session')
-  const upstreamC = await destination.nextConnection()
+  // A new stream C opens a tunnel on the same session.
+  const { tunnel: c, upstream: upstreamC } = await open()
   const arrived = readAll(upstreamC)
   c.stream.end('C after the failure')
   t.equal(await arrived, 'C after the failure')

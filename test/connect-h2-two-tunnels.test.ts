@@ -1,35 +1,13 @@
 import { test } from 'tap'
 import { randomBytes } from 'node:crypto'
-import type { ClientHttp2Stream } from 'node:http2'
-import type { Socket } from 'node:net'
-import { connectHttp2, openHttp2Tunnel, startHttp2Proxy } from './helpers/http2-proxy'
-import { startTcpDestination } from './helpers/tcp-destination'
-
-/** Resolves once `total` bytes have arrived on `source`, with exactly those bytes. */
-function collect (source: ClientHttp2Stream | Socket, total: number): Promise<Buffer> {
-  return new Promise((resolve, reject) => {
-    const chunks: Buffer[] = []
-    let received = 0
-    const onData = (chunk: Buffer): void => {
-      chunks.push(chunk)
-      received += chunk.length
-      if (received >= total) { source.removeListener('data', onData); resolve(Buffer.concat(chunks)) }
-    }
-    source.on('data', onData)
-    source.once('close', () => { if (received < total) reject(new Error(`closed after ${received} of ${total} bytes`)) })
-  })
-}
+import { startHttp2TunnelRig } from './helpers/http2-proxy'
+import { collectBytes } from './helpers/collect-bytes'
 
 test('two HTTP/2 CONNECT tunnels on one session carry data at once, both ways, interleaved, byte-exact', async (t) => {
-  const destination = await startTcpDestination(t)
-  const proxy = await startHttp2Proxy(t)
-  const session = await connectHttp2(t, proxy)
+  const { proxy, session, open } = await startHttp2TunnelRig(t)
   t.equal(session.alpnProtocol, 'h2', 'HTTP/2 negotiated with ALPN on the TLS listener')
-  const a = await openHttp2Tunnel(session, `127.0.0.1:${destination.port}`)
-  const upstreamA = await destination.nextConnection()
-  const b = await openHttp2Tunnel(session, `127.0.0.1:${destination.port}`)
-  const upstreamB = await destination.nextConnection()
-  t.same([a.status, b.status], [200, 200])
+  const { tunnel: a, upstream: upstreamA } = await open()
+  const { tunnel: b, upstream: upstreamB } = await open()
   t.not(a.stream.id, b.stream.id)
   t.equal(proxy.app.forwardProxy.activeTunnels, 2)
 
@@ -37,7 +15,7 @@ test('two HTTP/2 CONNECT tunnels on one session carry data at once, both ways, i
   const ROUNDS = 32
   const total = CHUNK * ROUNDS
   const payload = { aUp: randomBytes(total), bUp: randomBytes(total), aDown: randomBytes(total), bDown: randomBytes(total) }
-  const received = Promise.all([collect(upstreamA, total), collect(upstreamB, total), collect(a.stream, total), collect(b.stream, total)])
+  const received = Promise.all([collectBytes(upstreamA, total), collectBytes(upstreamB, total), collectBytes(a.stream, total), collectBytes(b.stream, total)])
   // Interleaved: each round writes a chunk on every side of both tunnels before the next round.
   for (let round = 0; round < ROUNDS; round++) {
     const slice = (buffer: Buffer): Buffer => buffer.subarray(round * CHUNK, (round + 1) * CHUNK)

@@ -3,7 +3,7 @@ import { connect } from 'node:net'
 import { startProxy, startSentinel } from './helpers/servers'
 import { expectNothingDialedBefore } from './helpers/nothing-dialed'
 
-test('HOSTILE: a client that never finishes its CONNECT head is closed by the server timeout (Fastify connectionTimeout 300 ms), never dialed', async (t) => {
+test('a client that never finishes its CONNECT head is closed by the server timeout (Fastify connectionTimeout 300 ms), never dialed', async (t) => {
   const sentinel = await startSentinel(t)
   const proxy = await startProxy(t, {}, undefined, { connectionTimeout: 300 })
   const stalled = connect(proxy.port, '127.0.0.1')

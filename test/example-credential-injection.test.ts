@@ -10,6 +10,7 @@ import { ProxyAgent, request } from 'undici'
 import { makeInterceptionPki, type InterceptionPki } from './helpers/interception-pki'
 import { basic } from './helpers/raw-client'
 import { childEnv } from './helpers/child-node'
+import { credentialInjectionEnv } from './helpers/credential-injection-example'
 
 const ROOT = join(__dirname, '..')
 const TS_LOADER = pathToFileURL(join(ROOT, 'node_modules/@tapjs/typescript/dist/esm/import.mjs')).href
@@ -120,15 +121,7 @@ test('examples/credential-injection.ts: run for real, it injects alice\'s API se
   const secret = `sk-${randomBytes(16).toString('hex')}`
   const example = await runExample(t, {
     PROXY_HOST: '127.0.0.1',
-    PROXY_PORT: '0',
-    PROXY_CA_CERT: pki.operatorCa.certPath,
-    PROXY_CA_KEY: pki.operatorCa.certPath.replace(/\.pem$/, '.key'),
-    API_ORIGIN: `https://127.0.0.1:${api.port}`,
-    API_CA: pki.destinationCa.certPath,
-    ALLOWED_NETWORKS: '127.0.0.1/32',
-    ALICE_PASSWORD: 'alice-password',
-    BOB_PASSWORD: 'bob-password',
-    ALICE_API_TOKEN: secret
+    ...credentialInjectionEnv(pki, api.port, { alicePassword: 'alice-password', bobPassword: 'bob-password', aliceApiToken: secret })
   })
   const proxyUrl = `http://127.0.0.1:${example.port}`
 

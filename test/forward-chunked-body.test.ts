@@ -1,15 +1,12 @@
 import { test } from 'tap'
-import { connect } from 'node:net'
 import { once } from 'node:events'
 import { startOrigin, startProxy } from './helpers/servers'
+import { connectClient } from './helpers/raw-client'
 
 test('bodies: a chunked request body is streamed to the destination intact', async (t) => {
   const origin = await startOrigin(t)
   const proxy = await startProxy(t)
-  const socket = connect(proxy.port, '127.0.0.1')
-  t.teardown(() => socket.destroy())
-  socket.on('error', () => {})
-  await once(socket, 'connect')
+  const socket = await connectClient(t, proxy.port)
   socket.write(`POST http://127.0.0.1:${origin.port}/upload HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\nContent-Type: text/plain\r\nConnection: close\r\n\r\n`)
   const pieces = ['first piece|', 'x'.repeat(70_000), '|ünïcödé|', '\r\n0\r\n\r\n-not-a-terminator|']
   for (const piece of pieces) {

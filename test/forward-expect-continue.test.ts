@@ -1,15 +1,12 @@
 import { test } from 'tap'
-import { connect } from 'node:net'
 import { once } from 'node:events'
 import { startOrigin, startProxy } from './helpers/servers'
+import { connectClient } from './helpers/raw-client'
 
 test('bodies: Expect: 100-continue gets 100 Continue and the body is then forwarded', async (t) => {
   const origin = await startOrigin(t)
   const proxy = await startProxy(t)
-  const socket = connect(proxy.port, '127.0.0.1')
-  t.teardown(() => socket.destroy())
-  socket.on('error', () => {})
-  await once(socket, 'connect')
+  const socket = await connectClient(t, proxy.port)
   let received = ''
   const interim = new Promise<void>((resolve) => {
     socket.on('data', (chunk: Buffer) => {

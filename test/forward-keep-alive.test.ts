@@ -1,16 +1,13 @@
 import { test } from 'tap'
-import { connect } from 'node:net'
 import { once } from 'node:events'
 import { startOrigin, startProxy } from './helpers/servers'
+import { connectClient } from './helpers/raw-client'
 
 test('one client connection carries pipelined requests to different destinations, answered in order', async (t) => {
   const first = await startOrigin(t, (_req, res) => { res.end('from-first') })
   const second = await startOrigin(t, (_req, res) => { res.end('from-second') })
   const proxy = await startProxy(t)
-  const socket = connect(proxy.port, '127.0.0.1')
-  t.teardown(() => socket.destroy())
-  socket.on('error', () => {})
-  await once(socket, 'connect')
+  const socket = await connectClient(t, proxy.port)
   socket.write(
     `GET http://127.0.0.1:${first.port}/1 HTTP/1.1\r\nHost: x\r\n\r\n` +
     `POST http://127.0.0.1:${second.port}/2 HTTP/1.1\r\nHost: x\r\nContent-Length: 3\r\n\r\nabc` +

@@ -5,7 +5,7 @@ import { ProxyAgent, request } from 'undici'
 import { startOrigin, startProxy } from './helpers/servers'
 import { rawExchange } from './helpers/raw-client'
 import { makeInterceptionPki } from './helpers/interception-pki'
-import { startInterceptingProxy, startTlsOrigin, staticProvider } from './helpers/intercepting-proxy'
+import { startInterceptingProxy, startTlsOrigin, interceptAll } from './helpers/intercepting-proxy'
 import { http2OverTls, http2Request, openInterceptedTls } from './helpers/intercepted-client'
 
 /** Response headers an application's onSend hook tries to set that only a hop may set. */
@@ -81,7 +81,7 @@ test('onSend inside an intercepted tunnel: the hook sees request.interception an
   const value = 'sk-onsend-4c1f9e7a2b8d'
   const proxy = await startInterceptingProxy(t, pki, {
     proxy: { secrets: [{ name: 'api', value, hosts: [`127.0.0.1:${origin.port}`], placeholder: 'PLACEHOLDER_ONSEND' }] },
-    interception: { certificateProvider: staticProvider(pki), selector: { shouldIntercept: () => true } },
+    interception: interceptAll(pki),
     setup: (app: FastifyInstance) => {
       app.addHook('onSend', async (request, reply, payload) => {
         if (request.interception !== null) {

@@ -2,6 +2,7 @@ import { test } from 'tap'
 import { connect } from 'node:net'
 import type { ServerResponse } from 'node:http'
 import { startOrigin, startProxy } from './helpers/servers'
+import { deferred } from './helpers/deferred'
 
 /**
  * Sends `request` to the proxy; once `marker` has reached the client, resets the origin's
@@ -26,14 +27,13 @@ function exchangeThenReset (proxyPort: number, request: string, marker: string, 
 }
 
 function holdResponse (headers: Record<string, string>, firstBytes: string) {
-  let hold: (res: ServerResponse) => void = () => {}
-  const held = new Promise<ServerResponse>((resolve) => { hold = resolve })
+  const held = deferred<ServerResponse>()
   const handler = (_req: unknown, res: ServerResponse): void => {
     res.writeHead(200, headers)
     res.write(firstBytes)
-    hold(res)
+    held.resolve(res)
   }
-  return { held, handler }
+  return { held: held.promise, handler }
 }
 
 test('an origin that resets mid-body leaves the client with a visibly incomplete chunked body', async (t) => {

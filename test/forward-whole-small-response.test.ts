@@ -5,6 +5,7 @@ import type { FastifyInstance } from 'fastify'
 import { startOrigin, startProxy } from './helpers/servers'
 import { rawExchange } from './helpers/raw-client'
 import { within } from './helpers/within'
+import { deferred } from './helpers/deferred'
 
 /** Records what kind of payload the application's onSend hook gets for each forwarded response. */
 function payloadKinds (kinds: string[]) {
@@ -51,12 +52,11 @@ test('a whole response without Content-Type is sent without one (none is added)'
 })
 
 test('a body that comes after its head streams: the head and the first bytes reach the client before the destination ends it', async (t) => {
-  let finish: () => void = () => {}
-  const clientHasFirstPart = new Promise<void>((resolve) => { finish = resolve })
+  const clientHasFirstPart = deferred()
   const origin = await startOrigin(t, (_req, res) => {
     res.writeHead(200, { 'content-type': 'text/plain' })
     res.write('first-part;')
-    void clientHasFirstPart.then(() => res.end('second-part'))
+    void clientHasFirstPart.promise.then(() => res.end('second-part'))
   })
   const kinds: string[] = []
   const proxy = await startProxy(t, {}, payloadKinds(kinds))
@@ -66,10 +66,10 @@ test('a body that comes after its head streams: the head and the first bytes rea
   const ended = new Promise<void>((resolve) => socket.once('end', resolve))
   socket.on('data', (chunk: Buffer) => {
     received += chunk.toString('latin1')
-    if (received.includes('first-part;')) finish()
+    if (received.includes('first-part;')) clientHasFirstPart.resolve()
   })
   socket.write(`GET http://127.0.0.1:${origin.port}/ HTTP/1.1\r\nHost: 127.0.0.1:${origin.port}\r\nConnection: close\r\n\r\n`)
-  await within(clientHasFirstPart, 'the first part of the body at the client while the destination still holds the rest')
+  await within(clientHasFirstPart.promise, 'the first part of the body at the client while the destination still holds the rest')
   await within(ended, 'the end of the response')
   t.match(received, /^HTTP\/1\.1 200 /)
   const first = received.indexOf('first-part;')

@@ -23,7 +23,7 @@ function forwardedGet (originPort: number, authorization?: string): string {
   return `GET http://127.0.0.1:${originPort}/ HTTP/1.1\r\nHost: x\r\n${credentials}Connection: close\r\n\r\n`
 }
 
-test('HOSTILE brute force: after maxFailures wrong passwords the client gets 429 http_request_denied even with the right one, and nothing is forwarded or dialed', async (t) => {
+test('brute force: after maxFailures wrong passwords the client gets 429 http_request_denied even with the right one, and nothing is forwarded or dialed', async (t) => {
   const origin = await startOrigin(t)
   const sentinel = await startSentinel(t)
   const proxy = await startProxy(t, { auth: { users: USERS, failureLimit: { maxFailures: 3, window: 600_000 } } })
@@ -42,7 +42,7 @@ test('HOSTILE brute force: after maxFailures wrong passwords the client gets 429
   await expectNothingDialedBefore(t, sentinel.accepts, 'nothing dialed')
 })
 
-test('HOSTILE brute force: missing credentials are not counted as failures (browsers ask first without them)', async (t) => {
+test('brute force: missing credentials are not counted as failures (browsers ask first without them)', async (t) => {
   const origin = await startOrigin(t)
   const proxy = await startProxy(t, { auth: { users: USERS, failureLimit: { maxFailures: 2, window: 600_000 } } })
   for (let attempt = 0; attempt < 5; attempt++) {
@@ -51,7 +51,7 @@ test('HOSTILE brute force: missing credentials are not counted as failures (brow
   t.equal((await rawExchange(proxy.port, forwardedGet(origin.port, basic('alice', 's3cret')))).status, 200)
 })
 
-test('HOSTILE brute force: the default limit is 10 wrong credentials per client; failureLimit false turns it off', async (t) => {
+test('brute force: the default limit is 10 wrong credentials per client; failureLimit false turns it off', async (t) => {
   const origin = await startOrigin(t)
   const guarded = await startProxy(t, { auth: { users: USERS } })
   const open = await startProxy(t, { auth: { users: USERS, failureLimit: false } })
@@ -63,7 +63,7 @@ test('HOSTILE brute force: the default limit is 10 wrong credentials per client;
   t.equal((await rawExchange(open.port, forwardedGet(origin.port, basic('alice', 's3cret')))).status, 200, 'false: never locked')
 })
 
-test('HOSTILE brute force over HTTP/2: a locked client\'s CONNECT stream gets 429 and the destination is never dialed', async (t) => {
+test('brute force over HTTP/2: a locked client\'s CONNECT stream gets 429 and the destination is never dialed', async (t) => {
   const sentinel = await startSentinel(t)
   const proxy = await startHttp2Proxy(t, { auth: { users: USERS, failureLimit: { maxFailures: 1, window: 600_000 } } })
   const session = await connectHttp2(t, proxy)
@@ -75,7 +75,7 @@ test('HOSTILE brute force over HTTP/2: a locked client\'s CONNECT stream gets 42
   await expectNothingDialedBefore(t, sentinel.accepts, 'the destination was never dialed')
 })
 
-test('HOSTILE brute force in the ready-to-run server: authFailureLimit in the configuration file locks a guessing client out', async (t) => {
+test('brute force in the ready-to-run server: authFailureLimit in the configuration file locks a guessing client out', async (t) => {
   const origin = await startOrigin(t)
   const server = await startConfiguredServer(t, { listen: [{ host: '127.0.0.1', port: 0 }], users: USERS, authFailureLimit: { maxFailures: 1, window: 600_000 }, destinations: LOOPBACK_ORIGINS })
   const port = portOf(server.urls[0])
@@ -84,7 +84,7 @@ test('HOSTILE brute force in the ready-to-run server: authFailureLimit in the co
   await expectNothingDialedBefore(t, origin.accepts, 'nothing forwarded')
 })
 
-test('HOSTILE brute force: a window ends window ms after the first counted failure of the client, and the clients tracked are bounded', async (t) => {
+test('brute force: a window ends window ms after the first counted failure of the client, and the clients tracked are bounded', async (t) => {
   let now = 0
   const limiter = new AuthFailureLimiter({ maxFailures: 2, window: 1000 }, () => now)
   limiter.recordFailure('192.0.2.1')
@@ -102,7 +102,7 @@ test('HOSTILE brute force: a window ends window ms after the first counted failu
   t.notOk(limiter.isLocked('10.0.0.0'), 'the oldest client was forgotten past 10,000 tracked')
 })
 
-test('HOSTILE brute force: a bad auth.failureLimit is refused at registration, naming the option', async (t) => {
+test('brute force: a bad auth.failureLimit is refused at registration, naming the option', async (t) => {
   t.equal(refusedOption(() => resolveProxySettings({ auth: { users: USERS, failureLimit: { maxFailures: 0 } } })), 'auth.failureLimit.maxFailures')
   t.equal(refusedOption(() => resolveProxySettings({ auth: { users: USERS, failureLimit: { window: 1.5 } } })), 'auth.failureLimit.window')
   t.equal(refusedOption(() => resolveProxySettings({ auth: { users: USERS, failureLimit: { tries: 3 } as never } })), 'auth.failureLimit.tries')

@@ -29,7 +29,7 @@ function pipelined (port: number, requests: string[], timeoutMs = 10_000): Promi
   })
 }
 
-test('HOSTILE brute force pipelined: of 200 guesses written at once on one connection, only maxFailures are checked; the right password at 151 gets 429', async (t) => {
+test('brute force pipelined: of 200 guesses written at once on one connection, only maxFailures are checked; the right password at 151 gets 429', async (t) => {
   const origin = await startOrigin(t)
   const proxy = await startProxy(t, { auth: { users: USERS, failureLimit: { maxFailures: 10, window: 600_000 } } })
   const requests = Array.from({ length: 200 }, (_, i) => forwardedGet(origin.port, basic('alice', i === 150 ? 's3cret' : `guess-${i}`), i === 199))
@@ -43,7 +43,7 @@ test('HOSTILE brute force pipelined: of 200 guesses written at once on one conne
   t.equal(after.status, 429, 'the client stays locked out for the rest of its window')
 })
 
-test('HOSTILE brute force pipelined: a burst of 1,000 guesses gets maxFailures credential checks, not hundreds', async (t) => {
+test('brute force pipelined: a burst of 1,000 guesses gets maxFailures credential checks, not hundreds', async (t) => {
   const origin = await startOrigin(t)
   let checks = 0
   const proxy = await startProxy(t, { auth: { validate: () => { checks += 1; return false } } })
@@ -55,7 +55,7 @@ test('HOSTILE brute force pipelined: a burst of 1,000 guesses gets maxFailures c
   t.equal(statuses.filter((status) => status === 429).length, 990)
 })
 
-test('HOSTILE brute force concurrent: a slow credential check cannot be raced by many connections at once', async (t) => {
+test('brute force concurrent: a slow credential check cannot be raced by many connections at once', async (t) => {
   const origin = await startOrigin(t)
   let checks = 0
   const validate = async (): Promise<boolean> => {
@@ -70,7 +70,7 @@ test('HOSTILE brute force concurrent: a slow credential check cannot be raced by
   t.equal(exchanges.filter((exchange) => exchange.status === 429).length, 27)
 })
 
-test('HOSTILE brute force pipelined: right passwords written together are all accepted, the limit only holds checks back', async (t) => {
+test('brute force pipelined: right passwords written together are all accepted, the limit only holds checks back', async (t) => {
   const origin = await startOrigin(t)
   const proxy = await startProxy(t, { auth: { users: USERS, failureLimit: { maxFailures: 2, window: 600_000 } } })
   const requests = Array.from({ length: 20 }, (_, i) => forwardedGet(origin.port, basic('alice', 's3cret'), i === 19))
@@ -79,7 +79,7 @@ test('HOSTILE brute force pipelined: right passwords written together are all ac
   t.equal(origin.requests.length, 20)
 })
 
-test('HOSTILE brute force: a client never has more checks under way than failures left, and waiting attempts are refused once it is locked', async (t) => {
+test('brute force: a client never has more checks under way than failures left, and waiting attempts are refused once it is locked', async (t) => {
   const limiter = new AuthFailureLimiter({ maxFailures: 2, window: 1000 }, () => 0)
   const admitted: boolean[] = []
   const turns = Array.from({ length: 4 }, () => limiter.admit('192.0.2.1').then((ok) => { admitted.push(ok); return ok }))

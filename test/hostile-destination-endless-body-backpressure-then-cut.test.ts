@@ -4,16 +4,16 @@ import { connect, type AddressInfo } from 'node:net'
 import { startOrigin, startProxy } from './helpers/servers'
 import { settled } from './helpers/settled'
 import { rawExchange } from './helpers/raw-client'
+import { deferred } from './helpers/deferred'
 
 const CHUNK = Buffer.alloc(16 * 1024, 0x61)
 
 test('an endless chunked body to a client that stops reading is held back by backpressure (bounded, not buffered), then cut at httpActivityTimeout; the client can tell the body is incomplete', async (t) => {
   let written = 0
-  let originClosed: () => void = () => {}
-  const originGone = new Promise<void>((resolve) => { originClosed = resolve })
+  const originGone = deferred()
   const origin = createServer((_req, res: ServerResponse) => {
     res.writeHead(200, { 'content-type': 'application/octet-stream' })
-    res.on('close', () => originClosed())
+    res.on('close', () => originGone.resolve())
     // Writes for ever, as fast as the proxy takes it: only backpressure can stop it.
     const pump = (): void => {
       while (!res.destroyed) {
@@ -39,7 +39,7 @@ test('an endless chunked body to a client that stops reading is held back by bac
 
   const plateau = await settled(() => written, 300, 30_000)
   t.ok(plateau < 64 * 1024 * 1024, `the origin was held back after ${(plateau / 1024 / 1024).toFixed(1)} MiB (socket buffers), not drained into the proxy`)
-  await originGone
+  await originGone.promise
   t.pass('the stalled exchange was cut at httpActivityTimeout: the origin connection is closed')
 
   const clientClosed = new Promise<void>((resolve) => client.once('close', () => resolve()))

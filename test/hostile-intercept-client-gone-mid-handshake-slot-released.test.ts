@@ -28,7 +28,7 @@ test('for interception: a client that leaves before finishing its TLS handshake 
   }
 })
 
-test('HOSTILE interception TLS garbage: a handshake record that is no ClientHello closes the tunnel; nothing reaches the origin and the slot comes back', async (t) => {
+test('interception TLS garbage: a handshake record that is no ClientHello closes the tunnel; nothing reaches the origin and the slot comes back', async (t) => {
   const pki = await makeInterceptionPki(t)
   const origin = await startTlsOrigin(t, pki)
   const proxy = await startInterceptingProxy(t, pki, {

@@ -17,6 +17,7 @@ import { startInterceptingProxy, startTlsOrigin, staticProvider, type Intercepti
 import { http2OverTls, http2Request, openInterceptedTls } from './helpers/intercepted-client'
 import { acceptKey } from './helpers/websocket-origin'
 import { decodeFrames, decodeMessages, frame, OPCODE } from './helpers/websocket-frames'
+import { deferred } from './helpers/deferred'
 
 const VALUE = 'REAL1/ab+cd!ef=gh'
 const PLACEHOLDER = 'PLACEHOLDER_ONE'
@@ -132,7 +133,7 @@ async function get (setup: Setup, path: string, headers: Record<string, string> 
   return { status: response.statusCode, head: JSON.stringify(response.headers), body }
 }
 
-test('HOSTILE secrets row 1: a destination echoing request headers into the body, plain or gzip, gives back the placeholder', async (t) => {
+test('secrets: a destination echoing request headers into the body, plain or gzip, gives back the placeholder', async (t) => {
   const setup = await setUp(t)
   const plain = await get(setup, '/anything', { authorization: `Bearer ${PLACEHOLDER}`, 'accept-encoding': 'gzip' })
   t.equal(setup.origin.requests[0]?.headers.authorization, `Bearer ${VALUE}`, 'the destination got the value')
@@ -163,7 +164,7 @@ test('a body from a secret host in a coding the proxy cannot read gets 502 http_
   t.match(brotli.body, `"authorization":"Bearer ${PLACEHOLDER}"`)
 })
 
-test('HOSTILE secrets row 1 over HTTP/2 inside the tunnel: the echoed body gives back the placeholder', async (t) => {
+test('secrets over HTTP/2 inside the tunnel: the echoed body gives back the placeholder', async (t) => {
   const setup = await setUp(t)
   const authority = `127.0.0.1:${setup.origin.port}`
   const socket = await openInterceptedTls(t, setup.proxy.port, authority, { ca: setup.pki.operatorCa.cert, alpn: ['h2'] })
@@ -174,7 +175,7 @@ test('HOSTILE secrets row 1 over HTTP/2 inside the tunnel: the echoed body gives
   t.match(answer.body, PLACEHOLDER)
 })
 
-test('HOSTILE secrets row 2: the Basic credential the proxy built, echoed in a header, comes back as the client sent it', async (t) => {
+test('secrets: the Basic credential the proxy built, echoed in a header, comes back as the client sent it', async (t) => {
   const setup = await setUp(t)
   const sent = `Basic ${b64(`x:${PLACEHOLDER}`)}`
   const answer = await get(setup, '/echo-header', { authorization: sent })
@@ -183,7 +184,7 @@ test('HOSTILE secrets row 2: the Basic credential the proxy built, echoed in a h
   t.match(answer.head, `"x-echo":"${sent}"`, 'exactly what the client sent')
 })
 
-test('HOSTILE secrets row 3: a redirect that re-encodes the value twice gives back the placeholder', async (t) => {
+test('secrets: a redirect that re-encodes the value twice gives back the placeholder', async (t) => {
   const setup = await setUp(t)
   const answer = await get(setup, `/redirect?q=${PLACEHOLDER}`)
   t.equal(answer.status, 302)
@@ -191,7 +192,7 @@ test('HOSTILE secrets row 3: a redirect that re-encodes the value twice gives ba
   t.match(answer.head, PLACEHOLDER)
 })
 
-test('HOSTILE secrets row 4: a stored key returned percent-encoded, lower-case hex, JSON-escaped, upper-cased and in base64 (body and Set-Cookie) never reaches the client, though the request carried no placeholder', async (t) => {
+test('secrets: a stored key returned percent-encoded, lower-case hex, JSON-escaped, upper-cased and in base64 (body and Set-Cookie) never reaches the client, though the request carried no placeholder', async (t) => {
   const setup = await setUp(t)
   const answer = await get(setup, '/stored')
   t.equal(answer.status, 200)
@@ -199,7 +200,7 @@ test('HOSTILE secrets row 4: a stored key returned percent-encoded, lower-case h
   t.ok(answer.body.split(PLACEHOLDER).length - 1 >= 9, 'each form became the placeholder')
 })
 
-test('HOSTILE secrets row 5: a value turned into a response header name is renamed', async (t) => {
+test('secrets: a value turned into a response header name is renamed', async (t) => {
   const setup = await setUp(t)
   const answer = await get(setup, `/header-name?name=${TOKEN_PLACEHOLDER}`)
   t.equal(answer.status, 200)
@@ -207,41 +208,37 @@ test('HOSTILE secrets row 5: a value turned into a response header name is renam
   t.match(answer.head.toLowerCase(), `x-${TOKEN_PLACEHOLDER.toLowerCase()}`)
 })
 
-test('HOSTILE secrets row 8: a value rotated while the request is in flight is still scrubbed from its response', async (t) => {
-  let release: () => void = () => {}
-  const released = new Promise<void>((resolve) => { release = resolve })
-  let arrived: () => void = () => {}
-  const arrival = new Promise<void>((resolve) => { arrived = resolve })
+test('secrets: a value rotated while the request is in flight is still scrubbed from its response', async (t) => {
+  const released = deferred()
+  const arrival = deferred()
   const setup = await setUp(t, (req, res) => {
-    arrived()
-    void released.then(() => {
+    arrival.resolve()
+    void released.promise.then(() => {
       res.setHeader('x-echo', String(req.headers.authorization))
       res.end(String(req.headers.authorization))
     })
   })
   const pending = get(setup, '/slow', { authorization: `Bearer ${PLACEHOLDER}` })
-  await arrival
+  await arrival.promise
   setup.proxy.app.forwardProxy.reconfigure({ secrets: setup.secrets('ROTATED-9f8e7d6c5b'), destinations: { allowPrivateNetworks: true, allowedPorts: '*' } })
-  release()
+  released.resolve()
   const answer = await pending
   t.equal(setup.origin.requests[0]?.headers.authorization, `Bearer ${VALUE}`, 'the request left with the old value')
   t.same(leaks(answer.head + answer.body), [])
   t.equal(answer.body, `Bearer ${PLACEHOLDER}`)
 })
 
-test('HOSTILE secrets row 8: a value its source rotated while the request was in flight is still scrubbed from its response', async (t) => {
+test('secrets: a value its source rotated while the request was in flight is still scrubbed from its response', async (t) => {
   const values = [VALUE, 'ROTATED-9f8e7d6c5b']
   let asked = 0
-  let release: () => void = () => {}
-  const released = new Promise<void>((resolve) => { release = resolve })
-  let arrived: () => void = () => {}
-  const arrival = new Promise<void>((resolve) => { arrived = resolve })
+  const released = deferred()
+  const arrival = deferred()
   const pki = await makeInterceptionPki(t)
   const origin = await startTlsOrigin(t, pki, (req, res) => {
     const answer = (): void => { res.setHeader('x-echo', String(req.headers.authorization)); res.end(String(req.headers.authorization)) }
     if (req.url === '/slow') {
-      arrived()
-      void released.then(answer)
+      arrival.resolve()
+      void released.promise.then(answer)
     } else answer()
   })
   // maxAge 0: every request asks the source again, the second one gets the rotated value.
@@ -254,18 +251,18 @@ test('HOSTILE secrets row 8: a value its source rotated while the request was in
   t.teardown(() => agent.close())
   const setup = { pki, origin, proxy, agent, secrets: () => [] }
   const pending = get(setup, '/slow', { authorization: `Bearer ${PLACEHOLDER}` })
-  await arrival
+  await arrival.promise
   const rotated = await get(setup, '/now', { authorization: `Bearer ${PLACEHOLDER}` })
   t.equal(origin.requests.find((seen) => seen.url === '/now')?.headers.authorization, 'Bearer ROTATED-9f8e7d6c5b', 'the source rotated the value')
   t.equal(rotated.body, `Bearer ${PLACEHOLDER}`)
-  release()
+  released.resolve()
   const answer = await pending
   t.equal(origin.requests.find((seen) => seen.url === '/slow')?.headers.authorization, `Bearer ${VALUE}`, 'the first request left with the old value')
   t.same(leaks(answer.head + answer.body), [])
   t.equal(answer.body, `Bearer ${PLACEHOLDER}`)
 })
 
-test('HOSTILE secrets: server-sent events keep streaming: each event reaches the client scrubbed before the next is sent', async (t) => {
+test('secrets: server-sent events keep streaming: each event reaches the client scrubbed before the next is sent', async (t) => {
   const next: Array<() => void> = []
   const setup = await setUp(t, (_req, res) => {
     res.writeHead(200, { 'content-type': 'text/event-stream' })
@@ -295,7 +292,7 @@ test('HOSTILE secrets: server-sent events keep streaming: each event reaches the
   t.equal(text, [1, 2, 3].map((n) => `data: ${PLACEHOLDER} ${n}\n\n`).join(''))
 })
 
-test('HOSTILE secrets: a large body with values at every kind of boundary streams back scrubbed', async (t) => {
+test('secrets: a large body with values at every kind of boundary streams back scrubbed', async (t) => {
   const filler = randomBytes(3 << 20).toString('base64')
   const setup = await setUp(t, (_req, res) => {
     // Odd-sized writes put the values across chunk boundaries.
@@ -309,7 +306,7 @@ test('HOSTILE secrets: a large body with values at every kind of boundary stream
   t.ok(answer.body === expected, 'every value became the placeholder, nothing else changed')
 })
 
-test('HOSTILE secrets row 6: a WebSocket 101 echoing the credential in Upgrade and the first frame gives back the placeholder; permessage-deflate is not offered', async (t) => {
+test('secrets: a WebSocket 101 echoing the credential in Upgrade and the first frame gives back the placeholder; permessage-deflate is not offered', async (t) => {
   const pki = await makeInterceptionPki(t)
   const seen: Array<IncomingMessage['headers']> = []
   const server = createHttpsServer({ cert: pki.originLeaf.cert, key: pki.originLeaf.key })

@@ -50,7 +50,7 @@ function keepAliveGet (socket: Socket, originPort: number): Promise<number> {
   })
 }
 
-test('HOSTILE silent connections: the ready-to-run server closes every connection to a plain listener that sends nothing within limits.firstByteTimeout', async (t) => {
+test('silent connections: the ready-to-run server closes every connection to a plain listener that sends nothing within limits.firstByteTimeout', async (t) => {
   const server = await startConfiguredServer(t, {
     listen: [{ host: 'localhost', port: 0 }, { host: '127.0.0.1', port: 0 }],
     limits: { firstByteTimeout: FIRST_BYTE_TIMEOUT }
@@ -68,7 +68,7 @@ test('HOSTILE silent connections: the ready-to-run server closes every connectio
   t.equal((await startConfiguredServer(t, { listen: [{ host: '127.0.0.1', port: 0 }] })).servers.length, 1, 'a server still starts with the default')
 })
 
-test('HOSTILE silent connections: a keep-alive connection, a head still arriving and an open CONNECT tunnel outlive limits.firstByteTimeout', async (t) => {
+test('silent connections: a keep-alive connection, a head still arriving and an open CONNECT tunnel outlive limits.firstByteTimeout', async (t) => {
   const origin = await startOrigin(t)
   const destination = await startTcpDestination(t)
   const server = await startConfiguredServer(t, {
@@ -107,7 +107,7 @@ test('HOSTILE silent connections: a keep-alive connection, a head still arriving
   t.equal(await echoed, 'still here', 'the tunnel still relays')
 })
 
-test('HOSTILE silent connections: the plugin closes silent connections of the application\'s own plain server; limits.firstByteTimeout is checked', async (t) => {
+test('silent connections: the plugin closes silent connections of the application\'s own plain server; limits.firstByteTimeout is checked', async (t) => {
   const proxy = await startProxy(t, { limits: { firstByteTimeout: FIRST_BYTE_TIMEOUT } })
   const lifetimes = await Promise.all(Array.from({ length: 20 }, () => openSilent(proxy.port).closed))
   t.equal(lifetimes.length, 20)

@@ -1,6 +1,6 @@
 import { test } from 'tap'
 import { makeInterceptionPki } from './helpers/interception-pki'
-import { startInterceptingProxy, startTlsOrigin, staticProvider } from './helpers/intercepting-proxy'
+import { startInterceptingProxy, startTlsOrigin, interceptAll } from './helpers/intercepting-proxy'
 import { http2OverTls, http2Request, openInterceptedTls } from './helpers/intercepted-client'
 
 test('inside an intercepted tunnel spoken as HTTP/2, an :authority other than the CONNECT target (connection coalescing) gets 421 and is never forwarded, while the matching one is, on the same session', async (t) => {
@@ -8,7 +8,7 @@ test('inside an intercepted tunnel spoken as HTTP/2, an :authority other than th
   const origin = await startTlsOrigin(t, pki)
   const hooksSaw: string[] = []
   const proxy = await startInterceptingProxy(t, pki, {
-    interception: { certificateProvider: staticProvider(pki), selector: { shouldIntercept: () => true } },
+    interception: interceptAll(pki),
     setup (app) { app.addHook('onRequest', async (request) => { if (request.interception !== null) hooksSaw.push(request.url) }) }
   })
   const target = `127.0.0.1:${origin.port}`

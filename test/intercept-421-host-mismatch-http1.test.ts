@@ -1,15 +1,13 @@
 import { test } from 'tap'
 import { makeInterceptionPki } from './helpers/interception-pki'
-import { startInterceptingProxy, startTlsOrigin, staticProvider } from './helpers/intercepting-proxy'
+import { startInterceptingProxy, startTlsOrigin, interceptAll } from './helpers/intercepting-proxy'
 import { openInterceptedTls, rawTlsExchange } from './helpers/intercepted-client'
 import { expectNothingDialedBefore } from './helpers/nothing-dialed'
 
 test('inside an intercepted HTTP/1.1 tunnel a Host naming another host or port gets 421 with Proxy-Status and is never sent anywhere; equivalent spellings of the CONNECT target are forwarded', async (t) => {
   const pki = await makeInterceptionPki(t)
   const origin = await startTlsOrigin(t, pki)
-  const proxy = await startInterceptingProxy(t, pki, {
-    interception: { certificateProvider: staticProvider(pki), selector: { shouldIntercept: () => true } }
-  })
+  const proxy = await startInterceptingProxy(t, pki, { interception: interceptAll(pki) })
   const target = `127.0.0.1:${origin.port}`
 
   for (const host of ['other.example', `other.example:${origin.port}`, '127.0.0.1', `127.0.0.1:${origin.port + 1}`, `localhost:${origin.port}`]) {
@@ -30,7 +28,7 @@ test('Host comparison normalizes case, a trailing dot and the default port 443; 
   const pki = await makeInterceptionPki(t)
   const proxy = await startInterceptingProxy(t, pki, {
     proxy: { destinations: { allowedHosts: ['api.example'], allowedPorts: [443] } },
-    interception: { certificateProvider: staticProvider(pki), selector: { shouldIntercept: () => true } },
+    interception: interceptAll(pki),
     setup (app) {
       // Answer inside the tunnel from a hook: api.example does not exist, and only the Host check matters here.
       app.addHook('onRequest', async (request, reply) => {

@@ -1,6 +1,6 @@
 import { test, type Test } from 'tap'
 import { makeInterceptionPki, type InterceptionPki } from './helpers/interception-pki'
-import { startInterceptingProxy, startTlsOrigin, staticProvider, type InterceptingProxy, type TlsOrigin } from './helpers/intercepting-proxy'
+import { startInterceptingProxy, startTlsOrigin, interceptAll, type InterceptingProxy, type TlsOrigin } from './helpers/intercepting-proxy'
 import { http2OverTls, http2Request, rawTlsExchange, startInnerTls, tunnelTransport } from './helpers/intercepted-client'
 import { openTunnel } from './helpers/raw-client'
 import { eventually } from './helpers/eventually'
@@ -14,7 +14,7 @@ async function start (t: Test): Promise<{ pki: InterceptionPki, origin: TlsOrigi
   const origin = await startTlsOrigin(t, pki)
   const proxy = await startInterceptingProxy(t, pki, {
     proxy: { limits: { tunnelIdleTimeout: TUNNEL_IDLE_TIMEOUT } },
-    interception: { certificateProvider: staticProvider(pki), selector: { shouldIntercept: () => true } }
+    interception: interceptAll(pki)
   })
   return { pki, origin, proxy, target: `127.0.0.1:${origin.port}` }
 }

@@ -2,7 +2,7 @@ import { execFile } from 'node:child_process'
 import { promisify } from 'node:util'
 import { test } from 'tap'
 import { makeInterceptionPki } from './helpers/interception-pki'
-import { startInterceptingProxy, startTlsOrigin, staticProvider } from './helpers/intercepting-proxy'
+import { startInterceptingProxy, startTlsOrigin, interceptAll } from './helpers/intercepting-proxy'
 import { startInnerTls, tunnelTransport } from './helpers/intercepted-client'
 import { openTunnel } from './helpers/raw-client'
 
@@ -11,9 +11,7 @@ const run = promisify(execFile)
 test('curl trusting only the operator CA (--cacert) sees a valid chain for the destination name through an intercepted tunnel and gets the origin\'s answer', async (t) => {
   const pki = await makeInterceptionPki(t)
   const origin = await startTlsOrigin(t, pki)
-  const proxy = await startInterceptingProxy(t, pki, {
-    interception: { certificateProvider: staticProvider(pki), selector: { shouldIntercept: () => true } }
-  })
+  const proxy = await startInterceptingProxy(t, pki, { interception: interceptAll(pki) })
   for (const host of ['127.0.0.1', 'localhost']) {
     const { stdout } = await run('curl', [
       '--silent', '--show-error', '--fail', '--noproxy', '', '--proxy', proxy.url, '--cacert', pki.operatorCa.certPath,
@@ -28,9 +26,7 @@ test('curl trusting only the operator CA (--cacert) sees a valid chain for the d
 test('a Node TLS client trusting only the operator CA authorizes the chain, and the leaf names the CONNECT target, issued by the operator CA', async (t) => {
   const pki = await makeInterceptionPki(t)
   const origin = await startTlsOrigin(t, pki)
-  const proxy = await startInterceptingProxy(t, pki, {
-    interception: { certificateProvider: staticProvider(pki), selector: { shouldIntercept: () => true } }
-  })
+  const proxy = await startInterceptingProxy(t, pki, { interception: interceptAll(pki) })
   const tunnel = await openTunnel(proxy.port, `localhost:${origin.port}`)
   t.teardown(() => tunnel.socket.destroy())
   const socket = await startInnerTls(tunnelTransport(tunnel), { ca: pki.operatorCa.cert, servername: 'localhost' })

@@ -1,6 +1,6 @@
 import { test } from 'tap'
 import { makeInterceptionPki } from './helpers/interception-pki'
-import { startInterceptingProxy, startTlsOrigin, staticProvider } from './helpers/intercepting-proxy'
+import { startInterceptingProxy, startTlsOrigin, interceptAll } from './helpers/intercepting-proxy'
 import { openInterceptedTls, rawTlsExchange } from './helpers/intercepted-client'
 import { eventually } from './helpers/eventually'
 
@@ -9,7 +9,7 @@ test('TunnelIdleTimeout: an intercepted tunnel with no traffic after a request i
   const origin = await startTlsOrigin(t, pki)
   const proxy = await startInterceptingProxy(t, pki, {
     proxy: { limits: { tunnelIdleTimeout: 400 } },
-    interception: { certificateProvider: staticProvider(pki), selector: { shouldIntercept: () => true } }
+    interception: interceptAll(pki)
   })
   const socket = await openInterceptedTls(t, proxy.port, `127.0.0.1:${origin.port}`, { ca: pki.operatorCa.cert })
   const chunks: Buffer[] = []
@@ -26,9 +26,7 @@ test('TunnelIdleTimeout: an intercepted tunnel with no traffic after a request i
 test('fastify.close() closes open intercepted tunnels (tunnel registry)', async (t) => {
   const pki = await makeInterceptionPki(t)
   const origin = await startTlsOrigin(t, pki)
-  const proxy = await startInterceptingProxy(t, pki, {
-    interception: { certificateProvider: staticProvider(pki), selector: { shouldIntercept: () => true } }
-  })
+  const proxy = await startInterceptingProxy(t, pki, { interception: interceptAll(pki) })
   const idle = await openInterceptedTls(t, proxy.port, `127.0.0.1:${origin.port}`, { ca: pki.operatorCa.cert })
   const used = await openInterceptedTls(t, proxy.port, `127.0.0.1:${origin.port}`, { ca: pki.operatorCa.cert })
   const idleClosed = new Promise((resolve) => idle.once('close', resolve))

@@ -1,16 +1,14 @@
 import { test } from 'tap'
 import { ProxyAgent, request } from 'undici'
 import { makeInterceptionPki } from './helpers/interception-pki'
-import { startInterceptingProxy, startTlsOrigin, staticProvider } from './helpers/intercepting-proxy'
+import { startInterceptingProxy, startTlsOrigin, interceptAll } from './helpers/intercepting-proxy'
 import { installMetrics } from './helpers/metric-reader'
 
 test('an intercepted CONNECT counts forward_proxy.kind=connect and forward_proxy.outcome=intercepted once per tunnel, and each request inside forward_proxy.kind=intercepted', async (t) => {
   const installed = installMetrics(t)
   const pki = await makeInterceptionPki(t)
   const origin = await startTlsOrigin(t, pki)
-  const proxy = await startInterceptingProxy(t, pki, {
-    interception: { certificateProvider: staticProvider(pki), selector: { shouldIntercept: () => true } }
-  })
+  const proxy = await startInterceptingProxy(t, pki, { interception: interceptAll(pki) })
   const agent = new ProxyAgent({ uri: proxy.url, requestTls: { ca: pki.operatorCa.cert } })
   t.teardown(() => agent.close())
   for (const path of ['/one', '/two', '/three']) {

@@ -1,13 +1,11 @@
 import { test } from 'tap'
 import { makeInterceptionPki } from './helpers/interception-pki'
-import { startInterceptingProxy, staticProvider } from './helpers/intercepting-proxy'
+import { startInterceptingProxy, interceptAll } from './helpers/intercepting-proxy'
 import { openTunnel } from './helpers/raw-client'
 
 test('HandshakeTimeout default: without handshakeTimeout, an intercepted tunnel whose client sends no ClientHello is closed after 10 s, not before', { timeout: 30_000 }, async (t) => {
   const pki = await makeInterceptionPki(t)
-  const proxy = await startInterceptingProxy(t, pki, {
-    interception: { certificateProvider: staticProvider(pki), selector: { shouldIntercept: () => true } }
-  })
+  const proxy = await startInterceptingProxy(t, pki, { interception: interceptAll(pki) })
   const tunnel = await openTunnel(proxy.port, 'example.com:443')
   t.equal(tunnel.status, 200)
   const opened = Date.now()

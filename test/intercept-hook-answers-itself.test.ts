@@ -1,13 +1,13 @@
 import { test } from 'tap'
 import { ProxyAgent, request } from 'undici'
 import { makeInterceptionPki } from './helpers/interception-pki'
-import { startInterceptingProxy, startTlsOrigin, staticProvider } from './helpers/intercepting-proxy'
+import { startInterceptingProxy, startTlsOrigin, interceptAll } from './helpers/intercepting-proxy'
 
 test('an application hook can answer a request inside an intercepted tunnel itself; the destination is never contacted, and an app route with the same path never serves it', async (t) => {
   const pki = await makeInterceptionPki(t)
   const origin = await startTlsOrigin(t, pki)
   const proxy = await startInterceptingProxy(t, pki, {
-    interception: { certificateProvider: staticProvider(pki), selector: { shouldIntercept: () => true } },
+    interception: interceptAll(pki),
     setup (app) {
       app.get('/local', async () => 'served by the app route')
       app.addHook('onRequest', async (req, reply) => {

@@ -1,6 +1,6 @@
 import { test } from 'tap'
 import { makeInterceptionPki } from './helpers/interception-pki'
-import { startInterceptingProxy, startTlsOrigin, staticProvider } from './helpers/intercepting-proxy'
+import { startInterceptingProxy, startTlsOrigin, staticProvider, interceptAll } from './helpers/intercepting-proxy'
 import { rawTlsExchange, startInnerTls, tunnelTransport } from './helpers/intercepted-client'
 import { openTunnel } from './helpers/raw-client'
 import { eventually } from './helpers/eventually'
@@ -29,9 +29,7 @@ test('CONNECT to one host then SNI naming another: the provider is only ever ask
 test('plain HTTP or an SSH banner on a tunnel chosen for interception is closed, never forwarded', async (t) => {
   const pki = await makeInterceptionPki(t)
   const origin = await startTlsOrigin(t, pki)
-  const proxy = await startInterceptingProxy(t, pki, {
-    interception: { certificateProvider: staticProvider(pki), selector: { shouldIntercept: () => true } }
-  })
+  const proxy = await startInterceptingProxy(t, pki, { interception: interceptAll(pki) })
   for (const bytes of [`GET / HTTP/1.1\r\nHost: 127.0.0.1:${origin.port}\r\n\r\n`, 'SSH-2.0-OpenSSH_9.2p1\r\n']) {
     const tunnel = await openTunnel(proxy.port, `127.0.0.1:${origin.port}`)
     t.equal(tunnel.status, 200)

@@ -3,7 +3,7 @@ import { connect as netConnect, type Socket } from 'node:net'
 import { Duplex } from 'node:stream'
 import { connect as tlsConnect, type TLSSocket } from 'node:tls'
 import { makeInterceptionPki, type InterceptionPki } from './helpers/interception-pki'
-import { startInterceptingProxy, startTlsOrigin, staticProvider } from './helpers/intercepting-proxy'
+import { startInterceptingProxy, startTlsOrigin, interceptAll } from './helpers/intercepting-proxy'
 import { eventually } from './helpers/eventually'
 import { capturedLog, type CapturedLog } from './helpers/captured-log'
 
@@ -105,7 +105,7 @@ for (const listener of ['plain', 'TLS'] as const) {
     const origin = await startTlsOrigin(t, pki)
     const log = capturedLog()
     const proxy = await startInterceptingProxy(t, pki, {
-      interception: { certificateProvider: staticProvider(pki), selector: { shouldIntercept: () => true } },
+      interception: interceptAll(pki),
       server: {
         logger: log.logger,
         ...(listener === 'TLS' ? { https: { key: pki.originLeaf.key, cert: pki.originLeaf.cert } } : {})
@@ -150,7 +150,7 @@ test('TunnelIdleTimeout: an intercepted HTTP/1.1 tunnel whose response trickles 
   const log = capturedLog()
   const proxy = await startInterceptingProxy(t, pki, {
     proxy: { limits: { tunnelIdleTimeout: 400 } },
-    interception: { certificateProvider: staticProvider(pki), selector: { shouldIntercept: () => true } },
+    interception: interceptAll(pki),
     server: { logger: log.logger }
   })
   const connection = await connectPlain(proxy.port)

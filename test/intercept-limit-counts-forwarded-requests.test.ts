@@ -1,7 +1,7 @@
 import { test } from 'tap'
 import type { ServerResponse } from 'node:http'
 import { makeInterceptionPki } from './helpers/interception-pki'
-import { startInterceptingProxy, startTlsOrigin, staticProvider } from './helpers/intercepting-proxy'
+import { startInterceptingProxy, startTlsOrigin, interceptAll } from './helpers/intercepting-proxy'
 import { http2OverTls, http2Request, openInterceptedTls } from './helpers/intercepted-client'
 import { eventually } from './helpers/eventually'
 import { within } from './helpers/within'
@@ -13,7 +13,7 @@ test('attacker\'s review 4: requests inside an intercepted HTTP/2 tunnel count t
   const origin = await startTlsOrigin(t, pki, (req, res) => { if (req.url === '/held') held.push(res); else res.end('ok') })
   const proxy = await startInterceptingProxy(t, pki, {
     proxy: { limits: { maxConcurrentRequests: 1 } },
-    interception: { certificateProvider: staticProvider(pki), selector: { shouldIntercept: () => true } }
+    interception: interceptAll(pki)
   })
   const target = `127.0.0.1:${origin.port}`
   const tls = await openInterceptedTls(t, proxy.port, target, { ca: pki.operatorCa.cert, servername: 'localhost', alpn: ['h2'] })

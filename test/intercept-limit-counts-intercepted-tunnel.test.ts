@@ -1,6 +1,6 @@
 import { test } from 'tap'
 import { makeInterceptionPki } from './helpers/interception-pki'
-import { startInterceptingProxy, startTlsOrigin, staticProvider } from './helpers/intercepting-proxy'
+import { startInterceptingProxy, startTlsOrigin, interceptAll } from './helpers/intercepting-proxy'
 import { openInterceptedTls } from './helpers/intercepted-client'
 import { openTunnel } from './helpers/raw-client'
 import { eventually } from './helpers/eventually'
@@ -10,7 +10,7 @@ test('MaxConcurrentTunnels: an intercepted tunnel counts against it until it clo
   const origin = await startTlsOrigin(t, pki)
   const proxy = await startInterceptingProxy(t, pki, {
     proxy: { limits: { maxConcurrentTunnels: 1 } },
-    interception: { certificateProvider: staticProvider(pki), selector: { shouldIntercept: () => true } }
+    interception: interceptAll(pki)
   })
   const target = `127.0.0.1:${origin.port}`
   const intercepted = await openInterceptedTls(t, proxy.port, target, { ca: pki.operatorCa.cert })

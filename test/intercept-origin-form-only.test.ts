@@ -1,6 +1,6 @@
 import { test } from 'tap'
 import { makeInterceptionPki } from './helpers/interception-pki'
-import { startInterceptingProxy, startTlsOrigin, staticProvider } from './helpers/intercepting-proxy'
+import { startInterceptingProxy, startTlsOrigin, interceptAll } from './helpers/intercepting-proxy'
 import { openInterceptedTls, rawTlsExchange } from './helpers/intercepted-client'
 import { eventually } from './helpers/eventually'
 import { expectNothingDialedBefore } from './helpers/nothing-dialed'
@@ -8,9 +8,7 @@ import { expectNothingDialedBefore } from './helpers/nothing-dialed'
 test('inside an intercepted tunnel absolute-form, asterisk-form and CONNECT requests get 400 and are never forwarded', async (t) => {
   const pki = await makeInterceptionPki(t)
   const origin = await startTlsOrigin(t, pki)
-  const proxy = await startInterceptingProxy(t, pki, {
-    interception: { certificateProvider: staticProvider(pki), selector: { shouldIntercept: () => true } }
-  })
+  const proxy = await startInterceptingProxy(t, pki, { interception: interceptAll(pki) })
   const target = `127.0.0.1:${origin.port}`
   const requests = [
     `GET https://${target}/abs HTTP/1.1\r\nHost: ${target}\r\nConnection: close\r\n\r\n`,

@@ -4,7 +4,7 @@ import Fastify, { type FastifyInstance } from 'fastify'
 import { test } from 'tap'
 import { forwardProxy, tlsInterception, type ForwardProxyInterception } from '../lib/index'
 import { makeInterceptionPki } from './helpers/interception-pki'
-import { startTlsOrigin, staticProvider } from './helpers/intercepting-proxy'
+import { startTlsOrigin, interceptAll } from './helpers/intercepting-proxy'
 import { http2OverTls, http2Request, rawTlsExchange, startInnerTls } from './helpers/intercepted-client'
 import { openHttp2Tunnel } from './helpers/http2-proxy'
 import { LOOPBACK_TEST_POLICY } from './helpers/servers'
@@ -18,7 +18,7 @@ test('a tunnel opened by an HTTP/2 CONNECT stream is intercepted too: HTTP/1.1 a
   const seen: Array<ForwardProxyInterception | null> = []
   app.addHook('onRequest', async (request) => { seen.push(request.interception) })
   await app.register(forwardProxy, { destinations: LOOPBACK_TEST_POLICY })
-  await app.register(tlsInterception, { trustedDestinationCa: pki.destinationCa.cert, certificateProvider: staticProvider(pki), selector: { shouldIntercept: () => true } })
+  await app.register(tlsInterception, { trustedDestinationCa: pki.destinationCa.cert, ...interceptAll(pki) })
   await app.listen({ port: 0, host: '127.0.0.1' })
   t.teardown(() => app.close())
   const port = (app.server.address() as AddressInfo).port

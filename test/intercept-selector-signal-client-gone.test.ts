@@ -6,14 +6,13 @@ import { startOrderedDestination } from './helpers/ordered-destination'
 import { eventually } from './helpers/eventually'
 import { within } from './helpers/within'
 import { openTunnel } from './helpers/raw-client'
+import { deferred } from './helpers/deferred'
 
 test('the signal a selector is given aborts when the client leaves while it decides; the tunnel slot is released and nothing is dialed', async (t) => {
   const pki = await makeInterceptionPki(t)
   const destination = await startOrderedDestination(t)
-  let selectorStarted: () => void = () => {}
-  const started = new Promise<void>((resolve) => { selectorStarted = resolve })
-  let selectorAborted: () => void = () => {}
-  const aborted = new Promise<void>((resolve) => { selectorAborted = resolve })
+  const selectorStarted = deferred()
+  const selectorAborted = deferred()
   let calls = 0
   const proxy = await startInterceptingProxy(t, pki, {
     interception: {
@@ -23,8 +22,8 @@ test('the signal a selector is given aborts when the client leaves while it deci
         shouldIntercept: async (_request, _destination, signal) => {
           if (++calls > 1) return false
           return await new Promise<boolean>((resolve) => {
-            selectorStarted()
-            signal.addEventListener('abort', () => { selectorAborted(); resolve(false) })
+            selectorStarted.resolve()
+            signal.addEventListener('abort', () => { selectorAborted.resolve(); resolve(false) })
           })
         }
       }
@@ -32,10 +31,10 @@ test('the signal a selector is given aborts when the client leaves while it deci
   })
   const socket = connect(proxy.port, '127.0.0.1', () => socket.write(`CONNECT 127.0.0.1:${destination.port} HTTP/1.1\r\nHost: x\r\n\r\n`))
   socket.on('error', () => {})
-  await started
+  await selectorStarted.promise
   t.equal(proxy.app.forwardProxy.activeTunnels, 1)
   socket.resetAndDestroy()
-  await within(aborted, 'the selector\'s signal to abort')
+  await within(selectorAborted.promise, 'the selector\'s signal to abort')
   await eventually(() => proxy.app.forwardProxy.activeTunnels === 0)
   // Had the gone client's CONNECT been dialed, its connection would have come before the probe's.
   const probe = await openTunnel(proxy.port, `127.0.0.1:${destination.port}`)

@@ -2,7 +2,7 @@ import { test } from 'tap'
 import type { TLSSocket } from 'node:tls'
 import type { FastifyServerOptions } from 'fastify'
 import { makeInterceptionPki } from './helpers/interception-pki'
-import { startInterceptingProxy, startTlsOrigin, staticProvider } from './helpers/intercepting-proxy'
+import { startInterceptingProxy, startTlsOrigin, interceptAll } from './helpers/intercepting-proxy'
 import { openInterceptedTls, rawTlsExchange } from './helpers/intercepted-client'
 import { expectNothingDialedBefore } from './helpers/nothing-dialed'
 
@@ -31,7 +31,7 @@ test('a request head trickled one byte at a time inside an intercepted tunnel is
   const pki = await makeInterceptionPki(t)
   const origin = await startTlsOrigin(t, pki)
   const proxy = await startInterceptingProxy(t, pki, {
-    interception: { certificateProvider: staticProvider(pki), selector: { shouldIntercept: () => true } },
+    interception: interceptAll(pki),
     // Fastify passes `http` to http.createServer; its types do not list it for a plain server.
     server: { http: { headersTimeout: HEADERS_TIMEOUT, requestTimeout: 0, connectionsCheckingInterval: 50 } } as FastifyServerOptions
   })

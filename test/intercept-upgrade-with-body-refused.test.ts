@@ -2,7 +2,7 @@ import { test } from 'tap'
 import { randomBytes } from 'node:crypto'
 import type { TLSSocket } from 'node:tls'
 import { makeInterceptionPki } from './helpers/interception-pki'
-import { startInterceptingProxy, staticProvider } from './helpers/intercepting-proxy'
+import { startInterceptingProxy, interceptAll } from './helpers/intercepting-proxy'
 import { openInterceptedTls, rawTlsExchange } from './helpers/intercepted-client'
 import { startWebSocketOrigin } from './helpers/websocket-origin'
 
@@ -23,9 +23,7 @@ test('an upgrade request announcing a body inside an intercepted tunnel gets 400
   const origin = await startWebSocketOrigin(t, pki, 0)
   let connections = 0
   origin.server.on('connection', () => { connections += 1 })
-  const proxy = await startInterceptingProxy(t, pki, {
-    interception: { certificateProvider: staticProvider(pki), selector: { shouldIntercept: () => true } }
-  })
+  const proxy = await startInterceptingProxy(t, pki, { interception: interceptAll(pki) })
   const target = `127.0.0.1:${origin.port}`
   const key = (): string => randomBytes(16).toString('base64')
 

@@ -2,7 +2,7 @@ import { test } from 'tap'
 import { randomBytes } from 'node:crypto'
 import type { TLSSocket } from 'node:tls'
 import { makeInterceptionPki } from './helpers/interception-pki'
-import { startInterceptingProxy, staticProvider } from './helpers/intercepting-proxy'
+import { startInterceptingProxy, interceptAll } from './helpers/intercepting-proxy'
 import { openInterceptedTls } from './helpers/intercepted-client'
 import { readFrames, startWebSocketOrigin, textFrame } from './helpers/websocket-origin'
 
@@ -23,9 +23,7 @@ function handshake (path: string, target: string): string {
 test('an upgrade answered 302 or 200 is relayed as an ordinary response (Location, chunked body intact), the early frame never forwarded, the connection closed after it', async (t) => {
   const pki = await makeInterceptionPki(t)
   const origin = await startWebSocketOrigin(t, pki)
-  const proxy = await startInterceptingProxy(t, pki, {
-    interception: { certificateProvider: staticProvider(pki), selector: { shouldIntercept: () => true } }
-  })
+  const proxy = await startInterceptingProxy(t, pki, { interception: interceptAll(pki) })
   const target = `127.0.0.1:${origin.port}`
 
   const redirected = await openInterceptedTls(t, proxy.port, target, { ca: pki.operatorCa.cert })
@@ -53,7 +51,7 @@ test('an intercepted WebSocket without traffic for tunnelIdleTimeout is closed o
   const origin = await startWebSocketOrigin(t, pki, 0)
   const proxy = await startInterceptingProxy(t, pki, {
     proxy: { limits: { tunnelIdleTimeout: 1500 } },
-    interception: { certificateProvider: staticProvider(pki), selector: { shouldIntercept: () => true } }
+    interception: interceptAll(pki)
   })
   const target = `127.0.0.1:${origin.port}`
   const socket = await openInterceptedTls(t, proxy.port, target, { ca: pki.operatorCa.cert })

@@ -2,7 +2,7 @@ import { test } from 'tap'
 import { randomBytes } from 'node:crypto'
 import type { TLSSocket } from 'node:tls'
 import { makeInterceptionPki } from './helpers/interception-pki'
-import { startInterceptingProxy, staticProvider } from './helpers/intercepting-proxy'
+import { startInterceptingProxy, staticProvider, interceptAll } from './helpers/intercepting-proxy'
 import { openInterceptedTls } from './helpers/intercepted-client'
 import { acceptKey, readFrames, startWebSocketOrigin, textFrame } from './helpers/websocket-origin'
 
@@ -33,7 +33,7 @@ test('a WebSocket upgrade inside an intercepted tunnel is relayed: 101 with the 
   const origin = await startWebSocketOrigin(t, pki)
   const hooked: unknown[] = []
   const proxy = await startInterceptingProxy(t, pki, {
-    interception: { certificateProvider: staticProvider(pki), selector: { shouldIntercept: () => true } },
+    interception: interceptAll(pki),
     setup (app) {
       app.addHook('onRequest', async (request) => {
         if (request.interception === null) return
@@ -80,9 +80,7 @@ test('a WebSocket upgrade inside an intercepted tunnel is relayed: 101 with the 
 test('an upgrade answered 426 is relayed as an ordinary response, no raw relay, frames sent before it never forwarded, the connection closed after it', async (t) => {
   const pki = await makeInterceptionPki(t)
   const origin = await startWebSocketOrigin(t, pki)
-  const proxy = await startInterceptingProxy(t, pki, {
-    interception: { certificateProvider: staticProvider(pki), selector: { shouldIntercept: () => true } }
-  })
+  const proxy = await startInterceptingProxy(t, pki, { interception: interceptAll(pki) })
   const target = `127.0.0.1:${origin.port}`
   const socket = await openInterceptedTls(t, proxy.port, target, { ca: pki.operatorCa.cert })
   const client = collector(socket)

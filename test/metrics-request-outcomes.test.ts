@@ -6,7 +6,7 @@ import { basic, openTunnel, rawExchange } from './helpers/raw-client'
 import { startTcpDestination } from './helpers/tcp-destination'
 import { closedPort } from './helpers/closed-port'
 import { makeInterceptionPki } from './helpers/interception-pki'
-import { startInterceptingProxy, startTlsOrigin, staticProvider } from './helpers/intercepting-proxy'
+import { startInterceptingProxy, startTlsOrigin, interceptAll } from './helpers/intercepting-proxy'
 
 test('metrics: every proxy request and tunnel counts once on forward_proxy.request.outcomes by kind and outcome; http:// forwarding counts forward_proxy.kind=forward on arrival', async (t) => {
   const installed = installMetrics(t)
@@ -50,9 +50,7 @@ test('metrics: an intercepted tunnel counts forward_proxy.kind=connect with outc
   const installed = installMetrics(t)
   const pki = await makeInterceptionPki(t)
   const origin = await startTlsOrigin(t, pki)
-  const proxy = await startInterceptingProxy(t, pki, {
-    interception: { certificateProvider: staticProvider(pki), selector: { shouldIntercept: () => true } }
-  })
+  const proxy = await startInterceptingProxy(t, pki, { interception: interceptAll(pki) })
   const agent = new ProxyAgent({ uri: proxy.url, connections: 1, requestTls: { ca: pki.operatorCa.cert } })
   t.teardown(() => agent.close())
   for (const path of ['/one', '/two']) {

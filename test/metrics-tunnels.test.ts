@@ -4,7 +4,7 @@ import { installMetrics } from './helpers/metric-reader'
 import { startProxy } from './helpers/servers'
 import { openTunnel } from './helpers/raw-client'
 import { once, readAll, startTcpDestination } from './helpers/tcp-destination'
-import { connectHttp2, openHttp2Tunnel, startHttp2Proxy } from './helpers/http2-proxy'
+import { startHttp2TunnelRig } from './helpers/http2-proxy'
 import { eventually } from './helpers/eventually'
 import { makeInterceptionPki } from './helpers/interception-pki'
 import { startInterceptingProxy, startTlsOrigin } from './helpers/intercepting-proxy'
@@ -41,12 +41,8 @@ test('Metrics: an opaque HTTP/1.1 tunnel is forward_proxy.tunnel.active 1 while 
 
 test('Metrics: an HTTP/2 CONNECT tunnel is kind http2 on forward_proxy.tunnel.active and its histograms', async (t) => {
   const installed = installMetrics(t)
-  const destination = await startTcpDestination(t)
-  const proxy = await startHttp2Proxy(t)
-  const session = await connectHttp2(t, proxy)
-  const tunnel = await openHttp2Tunnel(session, `127.0.0.1:${destination.port}`)
-  t.equal(tunnel.status, 200)
-  const upstream = await destination.nextConnection()
+  const { proxy, open } = await startHttp2TunnelRig(t)
+  const { tunnel, upstream } = await open()
   const key = JSON.stringify({ 'forward_proxy.tunnel.kind': 'http2', 'network.protocol.version': '2' })
   t.same(await installed.sums('forward_proxy.tunnel.active'), { [key]: 1 })
   tunnel.stream.write('abc')

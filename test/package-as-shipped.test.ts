@@ -11,6 +11,7 @@ import { startTlsOrigin } from './helpers/intercepting-proxy'
 import { basic, rawExchange } from './helpers/raw-client'
 import { childEnv } from './helpers/child-node'
 import { packInto } from './helpers/package-tarball'
+import { credentialInjectionEnv } from './helpers/credential-injection-example'
 
 const ROOT = join(__dirname, '..')
 const run = promisify(execFile)
@@ -105,17 +106,8 @@ test('package: npm pack ships the examples (sources and compiled), LICENSE and e
   // credential-injection: alice's requests to the API get her token.
   const pki = await makeInterceptionPki(t)
   const api = await startTlsOrigin(t, pki)
-  const injection = await runExample(t, unpacked, 'dist/examples/credential-injection.js', {
-    PROXY_PORT: '0',
-    PROXY_CA_CERT: pki.operatorCa.certPath,
-    PROXY_CA_KEY: pki.operatorCa.certPath.replace(/\.pem$/, '.key'),
-    API_ORIGIN: `https://127.0.0.1:${api.port}`,
-    API_CA: pki.destinationCa.certPath,
-    ALLOWED_NETWORKS: '127.0.0.1/32',
-    ALICE_PASSWORD: 'alice-pw',
-    BOB_PASSWORD: 'bob-pw',
-    ALICE_API_TOKEN: 'alice-token'
-  }, /Server listening at (http:\/\/127\.0\.0\.1:\d+)/)
+  const injection = await runExample(t, unpacked, 'dist/examples/credential-injection.js',
+    credentialInjectionEnv(pki, api.port, { alicePassword: 'alice-pw', bobPassword: 'bob-pw', aliceApiToken: 'alice-token' }), /Server listening at (http:\/\/127\.0\.0\.1:\d+)/)
   const agent = new ProxyAgent({ uri: injection[1] ?? '', token: basic('alice', 'alice-pw'), requestTls: { ca: pki.operatorCa.cert } })
   t.teardown(() => agent.close())
   const viaProxy = await request(`https://127.0.0.1:${api.port}/v1/me`, { dispatcher: agent })

@@ -2,7 +2,7 @@ import { test, type Test } from 'tap'
 import { ProxyAgent, request } from 'undici'
 import type { IncomingMessage, ServerResponse } from 'node:http'
 import { makeInterceptionPki } from './helpers/interception-pki'
-import { startInterceptingProxy, startTlsOrigin, staticProvider, type TlsOrigin } from './helpers/intercepting-proxy'
+import { startInterceptingProxy, startTlsOrigin, interceptAll, type TlsOrigin } from './helpers/intercepting-proxy'
 import { basic } from './helpers/raw-client'
 import { eventually } from './helpers/eventually'
 import { capturedLog, type CapturedLog } from './helpers/captured-log'
@@ -30,7 +30,7 @@ async function setUp (t: Test, options: (originPort: number) => ForwardProxyOpti
   const log = capturedLog()
   const proxy = await startInterceptingProxy(t, pki, {
     proxy: { secrets: [{ name: 'api', value: VALUE, hosts: [`127.0.0.1:${origin.port}`], placeholder: PLACEHOLDER }], ...options(origin.port) },
-    interception: { certificateProvider: staticProvider(pki), selector: { shouldIntercept: () => true } },
+    interception: interceptAll(pki),
     server: { logger: log.logger }
   })
   const agent = new ProxyAgent({ uri: proxy.url, token: basic('trial', 'pw'), requestTls: { ca: pki.operatorCa.cert } })

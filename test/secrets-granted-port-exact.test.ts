@@ -3,7 +3,7 @@
 // never gets the value, and its tunnels are not intercepted on the secret's account.
 import { test, type Test } from 'tap'
 import { makeInterceptionPki, type InterceptionPki } from './helpers/interception-pki'
-import { startInterceptingProxy, startTlsOrigin, staticProvider, type InterceptingProxy, type TlsOrigin } from './helpers/intercepting-proxy'
+import { startInterceptingProxy, startTlsOrigin, staticProvider, interceptAll, type InterceptingProxy, type TlsOrigin } from './helpers/intercepting-proxy'
 import { openInterceptedTls, rawTlsExchange } from './helpers/intercepted-client'
 
 const VALUE = 'REAL1/ab+cd!ef=gh'
@@ -24,7 +24,7 @@ async function setUp (t: Test, hosts?: (granted: TlsOrigin) => string[]): Promis
   const proxy = await startInterceptingProxy(t, pki, {
     proxy: { secrets: [{ name: 'one', value: VALUE, hosts: hosts?.(granted) ?? [`localhost:${granted.port}`], placeholder: PLACEHOLDER }] },
     // Everything is intercepted here, so only the grant decides.
-    interception: { certificateProvider: staticProvider(pki), selector: { shouldIntercept: () => true } }
+    interception: interceptAll(pki)
   })
   return { pki, granted, other, proxy }
 }

@@ -9,7 +9,7 @@ import { basic, openTunnel, rawExchange } from './helpers/raw-client'
 import { once, readAll, startTcpDestination } from './helpers/tcp-destination'
 import { eventually } from './helpers/eventually'
 import { makeInterceptionPki } from './helpers/interception-pki'
-import { startInterceptingProxy, startTlsOrigin, staticProvider } from './helpers/intercepting-proxy'
+import { startInterceptingProxy, startTlsOrigin, interceptAll } from './helpers/intercepting-proxy'
 import { openInterceptedTls } from './helpers/intercepted-client'
 import { startWebSocketOrigin } from './helpers/websocket-origin'
 import { randomBytes } from 'node:crypto'
@@ -103,9 +103,7 @@ test('Traces: an intercepted tunnel\'s CONNECT span parents the span of each req
   const tracing = installTracing(t)
   const pki = await makeInterceptionPki(t)
   const origin = await startTlsOrigin(t, pki)
-  const proxy = await startInterceptingProxy(t, pki, {
-    interception: { certificateProvider: staticProvider(pki), selector: { shouldIntercept: () => true } }
-  })
+  const proxy = await startInterceptingProxy(t, pki, { interception: interceptAll(pki) })
   const agent = new ProxyAgent({ uri: proxy.url, requestTls: { ca: pki.operatorCa.cert } })
   const response = await request(`https://127.0.0.1:${origin.port}/inside`, { dispatcher: agent, method: 'POST', body: 'hello' })
   t.equal(response.statusCode, 200)
@@ -156,9 +154,7 @@ test('Traces: a WebSocket upgrade inside an intercepted tunnel carries tracepare
   const tracing = installTracing(t)
   const pki = await makeInterceptionPki(t)
   const origin = await startWebSocketOrigin(t, pki)
-  const proxy = await startInterceptingProxy(t, pki, {
-    interception: { certificateProvider: staticProvider(pki), selector: { shouldIntercept: () => true } }
-  })
+  const proxy = await startInterceptingProxy(t, pki, { interception: interceptAll(pki) })
   const target = `127.0.0.1:${origin.port}`
   const socket = await openInterceptedTls(t, proxy.port, target, { ca: pki.operatorCa.cert })
   const key = randomBytes(16).toString('base64')

@@ -7,12 +7,13 @@ import { startTcpDestination, echoesThrough } from './helpers/tcp-destination'
 import { basic, openTunnel, rawExchange } from './helpers/raw-client'
 import { closedPort } from './helpers/closed-port'
 import { makeInterceptionPki } from './helpers/interception-pki'
-import { startInterceptingProxy, startTlsOrigin, staticProvider } from './helpers/intercepting-proxy'
+import { startInterceptingProxy, startTlsOrigin, interceptAll } from './helpers/intercepting-proxy'
 import { capturedLog } from './helpers/captured-log'
 import { compileUpstreamProxies } from './helpers/internals'
 import { certificateDirectory, issueLeaf, makeCa } from './helpers/destination-certificates'
 import { forwardProxy } from '../lib/index'
 import { LOOPBACK_TEST_POLICY } from './helpers/servers'
+import { deferred } from './helpers/deferred'
 
 interface Seen { method: string, url: string, authorization: string | undefined }
 
@@ -49,14 +50,13 @@ test('Upstream 1: an opaque CONNECT goes through the upstream with the upstream\
 test('Upstream 1: the client gets its 200 only after the upstream\'s, and bytes the upstream sent with its 200 are not lost', async (t) => {
   // A bare upstream that holds its answer until the test releases it.
   let release: (() => void) | undefined
-  let onConnect: (head: string) => void = () => {}
-  const gotConnect = new Promise<string>((resolve) => { onConnect = resolve })
+  const gotConnect = deferred<string>()
   const sockets: Socket[] = []
   const server = createServer((socket: Socket) => {
     sockets.push(socket)
     socket.once('data', (head: Buffer) => {
       release = () => socket.write('HTTP/1.1 200 Connection established\r\n\r\nEARLY-BYTES')
-      onConnect(head.toString('latin1'))
+      gotConnect.resolve(head.toString('latin1'))
     })
   })
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve))
@@ -65,7 +65,7 @@ test('Upstream 1: the client gets its 200 only after the upstream\'s, and bytes 
   const front = await startProxy(t, { upstreamProxies: [{ hosts: ['*'], url: `http://127.0.0.1:${upstreamPort}` }] })
   let answered = false
   const opened = openTunnel(front.port, 'destination.example:443').then((tunnel) => { answered = true; return tunnel })
-  const head = await gotConnect
+  const head = await gotConnect.promise
   t.match(head, /^CONNECT destination\.example:443 HTTP\/1\.1\r\nHost: destination\.example:443\r\n\r\n$/, 'a name is passed on unresolved')
   t.equal(answered, false, 'no 200 for the client while the upstream has not answered')
   release?.()
@@ -120,7 +120,7 @@ test('Upstream 3: intercepted requests reach their destination over validated TL
   const upstream = await startUpstream(t)
   const front = await startInterceptingProxy(t, pki, {
     proxy: { upstreamProxies: [{ hosts: ['127.0.0.1'], url: `http://up:up-secret@127.0.0.1:${upstream.port}` }] },
-    interception: { certificateProvider: staticProvider(pki), selector: { shouldIntercept: () => true } }
+    interception: interceptAll(pki)
   })
   const agent = new ProxyAgent({ uri: front.url, requestTls: { ca: pki.operatorCa.cert } })
   t.teardown(() => agent.close())

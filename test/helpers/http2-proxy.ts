@@ -1,11 +1,13 @@
 import { connect, type ClientHttp2Session, type ClientHttp2Stream, type IncomingHttpHeaders, type OutgoingHttpHeaders } from 'node:http2'
-import type { AddressInfo } from 'node:net'
+import type { AddressInfo, Socket } from 'node:net'
 import Fastify, { type FastifyInstance } from 'fastify'
 import type { Test } from 'tap'
 import { forwardProxy } from '../../lib'
 import type { ForwardProxyOptions } from '../../types/options'
 import { LOOPBACK_TEST_POLICY } from './servers'
 import { makeSelfSignedCertificate, type TlsFixture } from './tls-fixture'
+import { connectedSession } from './http2-session'
+import { startTcpDestination, type TcpDestination } from './tcp-destination'
 
 /** A started proxy on an HTTP/2 TLS server that also speaks HTTP/1.1. */
 export interface Http2Proxy {
@@ -43,14 +45,7 @@ export async function startHttp2Proxy (
 
 /** Opens an HTTP/2 session to the proxy, trusting its certificate; closed at teardown. */
 export async function connectHttp2 (t: Test, proxy: Http2Proxy): Promise<ClientHttp2Session> {
-  const session = connect(proxy.url, { ca: proxy.tls.cert })
-  session.on('error', () => {})
-  t.teardown(() => { if (!session.destroyed) session.destroy() })
-  await new Promise<void>((resolve, reject) => {
-    session.once('connect', () => resolve())
-    session.once('error', reject)
-  })
-  return session
+  return await connectedSession(t, connect(proxy.url, { ca: proxy.tls.cert }))
 }
 
 /** An HTTP/2 CONNECT stream and the response head the proxy gave it. */
@@ -86,4 +81,38 @@ export function openHttp2Tunnel (session: ClientHttp2Session, authority: string,
     })
     stream.once('close', () => reject(Object.assign(new Error(`stream closed before a response (code ${String(stream.rstCode)})`), { rstCode: stream.rstCode })))
   })
+}
+
+/** An HTTP/2 proxy with a client session open to it, and a TCP destination behind it. */
+export interface Http2TunnelRig {
+  proxy: Http2Proxy
+  session: ClientHttp2Session
+  destination: TcpDestination
+  /** `127.0.0.1:<destination port>` */
+  target: string
+  /**
+   * Opens a CONNECT tunnel to the destination on the session; resolves once the proxy has
+   * answered 200 and the destination has accepted the proxy's connection (`upstream`), rejects
+   * with the answer otherwise.
+   */
+  open (headers?: OutgoingHttpHeaders): Promise<{ tunnel: Http2Tunnel, upstream: Socket }>
+}
+
+/** Starts a TCP destination and an HTTP/2 proxy with `options`, and connects a session to it; all closed at teardown. */
+export async function startHttp2TunnelRig (t: Test, options: ForwardProxyOptions = {}): Promise<Http2TunnelRig> {
+  const destination = await startTcpDestination(t)
+  const proxy = await startHttp2Proxy(t, options)
+  const session = await connectHttp2(t, proxy)
+  const target = `127.0.0.1:${destination.port}`
+  return {
+    proxy,
+    session,
+    destination,
+    target,
+    async open (headers = {}) {
+      const tunnel = await openHttp2Tunnel(session, target, headers)
+      if (tunnel.status !== 200) throw new Error(`CONNECT ${target} answered ${tunnel.status}: ${String(tunnel.headers['proxy-status'])}`)
+      return { tunnel, upstream: await destination.nextConnection() }
+    }
+  }
 }

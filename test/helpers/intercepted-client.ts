@@ -3,6 +3,7 @@ import { connect as tlsConnect, type TLSSocket } from 'node:tls'
 import { Duplex } from 'node:stream'
 import type { Test } from 'tap'
 import { openTunnel, type OpenTunnel } from './raw-client'
+import { connectedSession } from './http2-session'
 
 /** TLS options of a client inside an intercepted tunnel. */
 export interface InnerTlsOptions {
@@ -100,14 +101,7 @@ export function rawTlsExchange (socket: TLSSocket, request: string): Promise<Raw
 
 /** Starts an HTTP/2 client session over an established TLS socket (ALPN h2); closed at teardown. */
 export async function http2OverTls (t: Test, socket: TLSSocket, authority: string): Promise<ClientHttp2Session> {
-  const session = http2Connect(`https://${authority}`, { createConnection: () => socket })
-  session.on('error', () => {})
-  t.teardown(() => { if (!session.destroyed) session.destroy() })
-  await new Promise<void>((resolve, reject) => {
-    session.once('connect', () => resolve())
-    session.once('error', reject)
-  })
-  return session
+  return await connectedSession(t, http2Connect(`https://${authority}`, { createConnection: () => socket }))
 }
 
 /** An HTTP/2 response: head and body text. */

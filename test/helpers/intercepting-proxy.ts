@@ -66,6 +66,11 @@ export function staticProvider (pki: InterceptionPki): ForwardProxyCertificatePr
   }
 }
 
+/** Interception options that intercept every tunnel, presenting the test leaf from {@link staticProvider}. */
+export function interceptAll (pki: InterceptionPki): { certificateProvider: ReturnType<typeof staticProvider>, selector: { shouldIntercept: () => boolean } } {
+  return { certificateProvider: staticProvider(pki), selector: { shouldIntercept: () => true } }
+}
+
 /** A started proxy with tlsInterception. */
 export interface InterceptingProxy {
   app: FastifyInstance

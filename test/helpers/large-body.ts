@@ -4,6 +4,7 @@ import type { AddressInfo } from 'node:net'
 import { pipeline, Readable } from 'node:stream'
 import type { Test } from 'tap'
 import type { InterceptionPki } from './interception-pki'
+import type { MemoryGrowth } from './memory-probed-proxy'
 
 /** 100 MiB. */
 export const HUNDRED_MIB = 100 * 1024 * 1024
@@ -106,4 +107,44 @@ export async function startLargeBodyOrigin (t: Test, pki: InterceptionPki, setup
 /** Bytes as MiB with one decimal, for messages. */
 export function mib (bytes: number): string {
   return `${(bytes / 1024 / 1024).toFixed(1)} MiB`
+}
+
+/** How far into the 100 MiB body the reading side stops reading (the stall). */
+export const READ_BEFORE_STALL = 16 * 1024 * 1024
+// Measured 10 to 19 MiB ahead, nearly all of it in the kernel's socket buffers, which Linux
+// autotunes per connection (up to net.ipv4.tcp_rmem's maximum, 32 MiB where this was measured); the
+// bound leaves room for that and is still far below the ~84 MiB a buffering proxy would allow.
+const MAX_IN_FLIGHT = 56 * 1024 * 1024
+const MAX_PROXY_BUFFERS = 16 * 1024 * 1024
+// Measured 43 to 69 MiB (TLS records, GC heap slack and allocator arenas under load); a proxy that
+// held the body would grow by at least its 100 MiB.
+const MAX_PEAK_RSS_GROWTH = 90 * 1024 * 1024
+
+/** What a 100 MiB transfer through the memory-probed proxy measured, with the reading side stalled midway. */
+export interface StalledTransfer {
+  /** Who sends the body and who reads it: `origin`/`client` for a download, `client`/`origin` for an upload. */
+  sender: string
+  reader: string
+  /** Bytes the reader had read when it stalled, and the bytes the sender had made by the time nothing moved. */
+  read: number
+  produced: number
+  /** The proxy's growth while stalled, and over the whole transfer. */
+  whileStalled: MemoryGrowth
+  afterwards: MemoryGrowth
+  seconds: number
+}
+
+/**
+ * Checks that the stalled reader held the sender back a bounded distance and that the proxy held
+ * no body: bounded Buffers while stalled, bounded peak RSS growth over the whole transfer.
+ */
+export function expectHeldBack (t: Test, transfer: StalledTransfer): void {
+  const { sender, reader, read, produced, whileStalled, afterwards, seconds } = transfer
+  const ahead = produced - read
+  t.comment(`${reader} stalled after ${mib(read)}; ${sender} had produced ${mib(produced)}, ${mib(ahead)} ahead; ` +
+    `proxy growth while stalled: Buffers ${mib(whileStalled.arrayBuffers)}, heap ${mib(whileStalled.heapUsed)}; ` +
+    `peak RSS growth over the transfer ${mib(afterwards.maxRss)} (baseline peak ${mib(afterwards.baselineMaxRss)}); ${seconds.toFixed(2)} s`)
+  t.ok(ahead < MAX_IN_FLIGHT, `the ${sender} was held back: ${mib(ahead)} ahead of the ${reader} (bound ${mib(MAX_IN_FLIGHT)})`)
+  t.ok(whileStalled.arrayBuffers < MAX_PROXY_BUFFERS, `the stalled proxy holds ${mib(whileStalled.arrayBuffers)} more Buffers than before (bound ${mib(MAX_PROXY_BUFFERS)})`)
+  t.ok(afterwards.maxRss < MAX_PEAK_RSS_GROWTH, `the proxy's peak RSS grew by ${mib(afterwards.maxRss)} over the whole transfer (bound ${mib(MAX_PEAK_RSS_GROWTH)})`)
 }

@@ -1,5 +1,6 @@
 import { createServer, type AddressInfo, type Socket } from 'node:net'
 import type { Test } from 'tap'
+import { deferred } from './deferred'
 
 /**
  * A TCP destination on 127.0.0.1 that keeps its accepted connections in accept order with the
@@ -22,12 +23,11 @@ export async function startOrderedDestination (t: Test): Promise<OrderedDestinat
   const received: string[] = []
   const sockets: Socket[] = []
   const listeners = new Set<() => void>()
-  let accepted: () => void = () => {}
-  const firstAccepted = new Promise<void>((resolve) => { accepted = resolve })
+  const firstAccepted = deferred()
   const server = createServer((socket) => {
     const index = sockets.push(socket) - 1
     received[index] = ''
-    accepted()
+    firstAccepted.resolve()
     socket.on('error', () => {})
     socket.on('data', (chunk: Buffer) => {
       received[index] += chunk.toString('latin1')
@@ -38,7 +38,7 @@ export async function startOrderedDestination (t: Test): Promise<OrderedDestinat
   t.teardown(() => new Promise<void>((resolve) => { for (const socket of sockets) socket.destroy(); server.close(() => resolve()) }))
   return {
     port: (server.address() as AddressInfo).port,
-    firstAccepted,
+    firstAccepted: firstAccepted.promise,
     get accepted () { return sockets.length },
     indexOfSender: (text) => new Promise((resolve) => {
       const check = (): void => {

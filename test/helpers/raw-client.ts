@@ -1,6 +1,21 @@
 import { connect, type Socket } from 'node:net'
+import { once } from 'node:events'
+import type { Test } from 'tap'
 import { eventually } from './eventually'
 import { within } from './within'
+
+/**
+ * Opens a TCP connection to 127.0.0.1:`port` and resolves once it is connected, for a test that
+ * writes and reads raw bytes. Its errors are ignored (the test checks what arrives); it is
+ * destroyed at teardown.
+ */
+export async function connectClient (t: Test, port: number): Promise<Socket> {
+  const socket = connect(port, '127.0.0.1')
+  t.teardown(() => socket.destroy())
+  socket.on('error', () => {})
+  await once(socket, 'connect')
+  return socket
+}
 
 /** A raw exchange: everything the server sent until it closed the connection. */
 export interface RawExchange {

@@ -9,7 +9,7 @@ import { startOrigin, startProxy } from '../helpers/servers'
 import { startTcpDestination, echoesThrough } from '../helpers/tcp-destination'
 import { basic, openTunnel, rawExchange } from '../helpers/raw-client'
 import { makeInterceptionPki } from '../helpers/interception-pki'
-import { startInterceptingProxy, startTlsOrigin, staticProvider } from '../helpers/intercepting-proxy'
+import { startInterceptingProxy, startTlsOrigin, interceptAll } from '../helpers/intercepting-proxy'
 import { capturedLog } from '../helpers/captured-log'
 
 /*
@@ -165,7 +165,7 @@ test('Squid upstream 3: intercepted requests reach the origin over validated TLS
   const origin = await startTlsOrigin(t, pki, (_req, res) => { res.end('ok') })
   const front = await startInterceptingProxy(t, pki, {
     proxy: { upstreamProxies: [{ hosts: ['127.0.0.1'], url: squid.url() }] },
-    interception: { certificateProvider: staticProvider(pki), selector: { shouldIntercept: () => true } }
+    interception: interceptAll(pki)
   })
   const agent = new ProxyAgent({ uri: front.url, requestTls: { ca: pki.operatorCa.cert } })
   let closed = false
