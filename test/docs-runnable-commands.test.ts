@@ -10,10 +10,9 @@ import { closedPort } from './helpers/closed-port'
 import { nonLocalHosts, runnableBlocks, withPorts, type RunnableBlock } from './helpers/runnable-docs'
 import { within } from './helpers/within'
 
-// Runs the shell blocks of README.md and docs/*.md marked ```sh runnable, as README's
-// "Development" section describes: each file's blocks in order, in one scratch folder where the
-// built package is installed as npm would (`npx forward-proxy` finds it there), against loopback
-// only. Needs `npm run build` (npm test's pretest runs it).
+// Runs the shell blocks of README.md and docs/*.md marked ```sh runnable, as docs/development.md
+// describes: each file's blocks in order, in one scratch folder where the built package is
+// installed as npm would (`npx forward-proxy` finds it there), against loopback only. Needs `npm run build` (npm test's pretest runs it).
 
 const ROOT = join(__dirname, '..')
 const FILES = ['README.md', ...readdirSync(join(ROOT, 'docs')).filter((name) => name.endsWith('.md')).sort().map((name) => `docs/${name}`)]

@@ -1,20 +1,20 @@
-import { readFileSync } from 'node:fs'
+import { readdirSync, readFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { test } from 'tap'
 import { ForwardProxyCertificateError, ForwardProxyEstError, ForwardProxyOptionsError, ForwardProxyRuleError, ProxyError, PROXY_ERROR_STATUS, CERTIFICATE_ERROR_CODES, EST_ERROR_CODES, OPTIONS_ERROR_CODE, RULE_ERROR_CODE, createHostListSelector, forwardProxy, type ProxyErrorType } from '../lib/index'
 import Fastify from 'fastify'
 
-/** The README's "Error codes" section: every row as [code, second column, third column]. */
+/** docs/errors.md's "Error codes" section: every row as [code, second column, third column]. */
 function documentedCodes (): Map<string, [string, string]> {
-  const readme = readFileSync(join(__dirname, '..', 'README.md'), 'utf8')
-  const section = /\n### Error codes\n([\s\S]*?)\n## /.exec(readme)?.[1]
-  if (section === undefined) throw new Error('README.md has no "### Error codes" section')
+  const doc = readFileSync(join(__dirname, '..', 'docs', 'errors.md'), 'utf8')
+  const section = /\n## Error codes\n([\s\S]*?)(?=\n## |$)/.exec(doc)?.[1]
+  if (section === undefined) throw new Error('docs/errors.md has no "## Error codes" section')
   const rows = new Map<string, [string, string]>()
   for (const row of section.matchAll(/^\| `(FFP_ERR_[A-Z_]+)` \| ([^|]+) \| ([^|]+) \|$/gm)) rows.set(row[1] ?? '', [(row[2] ?? '').trim(), (row[3] ?? '').trim()])
   return rows
 }
 
-test('error codes: every code an error of the package carries is in the README, a ProxyError\'s with its Proxy-Status type and default status', async (t) => {
+test('error codes: every code an error of the package carries is in docs/errors.md, a ProxyError\'s with its Proxy-Status type and default status', async (t) => {
   const documented = documentedCodes()
   for (const type of Object.keys(PROXY_ERROR_STATUS) as ProxyErrorType[]) {
     const error = new ProxyError(type, 'm')
@@ -25,10 +25,30 @@ test('error codes: every code an error of the package carries is in the README, 
     [OPTIONS_ERROR_CODE, 'ForwardProxyOptionsError'],
     [RULE_ERROR_CODE, 'ForwardProxyRuleError'],
     ...Object.values(CERTIFICATE_ERROR_CODES).map((code): [string, string] => [code, 'ForwardProxyCertificateError']),
-    ...Object.values(EST_ERROR_CODES).map((code): [string, string] => [code, 'ForwardProxyEstError'])
+    ...Object.values(EST_ERROR_CODES).map((code): [string, string] => [code, 'ForwardProxyEstError']),
+    ['FFP_ERR_TRANSFORM_AFTER_READY', 'FastifyError'],
+    ['FFP_ERR_INTERCEPTION_WITHOUT_PROXY', 'FastifyError'],
+    ['FFP_ERR_INTERCEPTION_REGISTERED_TWICE', 'FastifyError'],
+    ['FFP_ERR_INTERCEPTION_OTHER_CONTEXT', 'FastifyError'],
+    ['FFP_ERR_INTERCEPTION_NOT_REGISTERED', 'FastifyError'],
+    ['FFP_ERR_INVALID_PROXY_CONSTRAINT', 'FastifyError'],
+    ['FFP_ERR_LIMIT_STORE_UNAVAILABLE', 'LimitStoreUnavailableError'],
+    ['FFP_ERR_INVALID_CONFIG', 'ConfigError'],
+    ['FFP_ERR_METRICS_PROVIDER_IN_USE', 'FastifyError']
   ]
   for (const [code, className] of thrown) t.equal(documented.get(code)?.[0], `\`${className}\``, `${code} is documented as a ${className}`)
   t.equal(documented.size, Object.keys(PROXY_ERROR_STATUS).length + thrown.length, 'and nothing else is listed')
+})
+
+test('error codes: every code written in lib/ is documented, so a new one fails here until it is', async (t) => {
+  const documented = documentedCodes()
+  const lib = join(__dirname, '..', 'lib')
+  const inCode = new Set<string>()
+  for (const file of readdirSync(lib, { recursive: true, encoding: 'utf8' }).filter((name) => name.endsWith('.ts'))) {
+    for (const match of readFileSync(join(lib, file), 'utf8').matchAll(/['"`](FFP_ERR_[A-Z0-9_]*[A-Z0-9])['"`]/g)) inCode.add(match[1] ?? '')
+  }
+  t.ok(inCode.size > 20, `found the codes in lib/ (${inCode.size})`)
+  t.strictSame([...inCode].filter((code) => !documented.has(code)).sort(), [], 'every code is in docs/errors.md')
 })
 
 test('error codes: the errors the package throws carry their codes', async (t) => {
