@@ -83,7 +83,7 @@ async function forwardProxyPlugin (fastify: FastifyInstance, options: ForwardPro
   fastify.decorateRequest('interception', {
     getter (this: { raw: object }) { return interceptedTunnelOf(this.raw)?.interception ?? null }
   })
-  fastify.decorateRequest('interceptTunnel', null)
+  fastify.decorateRequest('tunnelMode', null)
   // Where the plugin is registered among the application's onSend hooks: an application orders
   // its own around the response transforms.
   fastify.addHook('onSend', transformForwardedResponse)

@@ -37,21 +37,21 @@ test('the interception decision is made as the proxy admits a CONNECT: hooks fro
   const pki = await makeInterceptionPki(t)
   const origin = await startTlsOrigin(t, pki)
   const provider = staticProvider(pki)
-  const seen: Record<string, Array<boolean | null>> = { onRequest: [], preParsing: [], preValidation: [], earlyPreHandler: [], latePreHandler: [] }
+  const seen: Record<string, Array<string | null>> = { onRequest: [], preParsing: [], preValidation: [], earlyPreHandler: [], latePreHandler: [] }
   const app = Fastify({ logger: false })
   app.addHook('onRequest', async (request) => {
-    if (request.method === 'CONNECT') seen.onRequest?.push(request.interceptTunnel)
+    if (request.method === 'CONNECT') seen.onRequest?.push(request.tunnelMode)
   })
   app.addHook('preParsing', async (request) => {
-    if (request.method === 'CONNECT') seen.preParsing?.push(request.interceptTunnel)
+    if (request.method === 'CONNECT') seen.preParsing?.push(request.tunnelMode)
   })
   app.addHook('preValidation', async (request) => {
-    if (request.method === 'CONNECT') seen.preValidation?.push(request.interceptTunnel)
+    if (request.method === 'CONNECT') seen.preValidation?.push(request.tunnelMode)
   })
   app.addHook('preHandler', async (request) => {
     if (request.method !== 'CONNECT') return
-    seen.earlyPreHandler?.push(request.interceptTunnel)
-    if (request.headers['x-early-override'] !== undefined) request.interceptTunnel = request.headers['x-early-override'] === 'intercept'
+    seen.earlyPreHandler?.push(request.tunnelMode)
+    if (request.headers['x-early-override'] !== undefined) request.tunnelMode = request.headers['x-early-override'] === 'intercept' ? 'intercept' : 'opaque'
   })
   await app.register(forwardProxy, { destinations: LOOPBACK_TEST_POLICY })
   await app.register(tlsInterception, {
@@ -61,9 +61,9 @@ test('the interception decision is made as the proxy admits a CONNECT: hooks fro
   })
   app.addHook('preHandler', async (request) => {
     if (request.method !== 'CONNECT') return
-    seen.latePreHandler?.push(request.interceptTunnel)
+    seen.latePreHandler?.push(request.tunnelMode)
     const override = request.headers['x-override']
-    if (override !== undefined) request.interceptTunnel = override === 'intercept'
+    if (override !== undefined) request.tunnelMode = override === 'intercept' ? 'intercept' : 'opaque'
   })
   const port = await listen(t, app)
   const target = `127.0.0.1:${origin.port}`
@@ -73,28 +73,28 @@ test('the interception decision is made as the proxy admits a CONNECT: hooks fro
   t.not(selected, destinationIssuer, 'the selector\'s yes: intercepted (the operator CA\'s leaf)')
   t.same(provider.asked, [target])
 
-  t.equal(await issuerSeenThrough(port, target, { 'x-selector': 'yes', 'x-override': 'opaque' }, pki), destinationIssuer, 'a later hook\'s false: relayed opaquely, the origin\'s own certificate')
+  t.equal(await issuerSeenThrough(port, target, { 'x-selector': 'yes', 'x-override': 'opaque' }, pki), destinationIssuer, 'a later hook\'s "opaque": relayed opaquely, the origin\'s own certificate')
   t.same(provider.asked, [target], 'the provider was not asked for the tunnel the hook turned opaque')
 
-  t.equal(await issuerSeenThrough(port, target, { 'x-selector': 'no', 'x-early-override': 'intercept' }, pki), selected, 'a hook added before tlsInterception: its true holds though the selector declined')
+  t.equal(await issuerSeenThrough(port, target, { 'x-selector': 'no', 'x-early-override': 'intercept' }, pki), selected, 'a hook added before tlsInterception: its "intercept" holds though the selector declined')
   t.same(provider.asked, [target, target])
 
   t.same(seen.onRequest, [null, null, null], 'onRequest hooks run before the CONNECT is admitted')
-  t.same(seen.preParsing, [true, true, false], 'preParsing hooks see the selector\'s answer')
-  t.same(seen.preValidation, [true, true, false])
-  t.same(seen.earlyPreHandler, [true, true, false], 'a preHandler hook added before tlsInterception sees it too')
-  t.same(seen.latePreHandler, [true, true, true], 'a later hook sees what an earlier one set')
+  t.same(seen.preParsing, ['intercept', 'intercept', 'opaque'], 'preParsing hooks see the selector\'s answer')
+  t.same(seen.preValidation, ['intercept', 'intercept', 'opaque'])
+  t.same(seen.earlyPreHandler, ['intercept', 'intercept', 'opaque'], 'a preHandler hook added before tlsInterception sees it too')
+  t.same(seen.latePreHandler, ['intercept', 'intercept', 'intercept'], 'a later hook sees what an earlier one set')
 })
 
-test('without tlsInterception request.interceptTunnel stays null, and a hook that sets it true gets 500 proxy_internal_error with nothing dialed', async (t) => {
+test('without tlsInterception request.tunnelMode is "opaque" for every CONNECT, and a hook that sets it to "intercept" gets 500 proxy_internal_error with nothing dialed', async (t) => {
   const destination = await startOrderedDestination(t)
-  const seen: Array<boolean | null> = []
+  const seen: Array<string | null> = []
   const app = Fastify({ logger: false })
   await app.register(forwardProxy, { destinations: LOOPBACK_TEST_POLICY })
   app.addHook('preHandler', async (request) => {
     if (request.method !== 'CONNECT') return
-    seen.push(request.interceptTunnel)
-    if (request.headers['x-intercept'] !== undefined) request.interceptTunnel = true
+    seen.push(request.tunnelMode)
+    if (request.headers['x-intercept'] !== undefined) request.tunnelMode = 'intercept'
   })
   const port = await listen(t, app)
   const refused = await openTunnel(port, `127.0.0.1:${destination.port}`, { 'x-intercept': '1' })
@@ -106,7 +106,7 @@ test('without tlsInterception request.interceptTunnel stays null, and a hook tha
   t.equal(probe.status, 200)
   probe.socket.write('probe')
   t.equal(await destination.indexOfSender('probe'), 0, 'nothing was dialed for the refused CONNECT')
-  t.same(seen, [null, null])
+  t.same(seen, ['opaque', 'opaque'])
   await eventually(() => app.forwardProxy.activeTunnels === 1)
 })
 

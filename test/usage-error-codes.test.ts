@@ -58,13 +58,13 @@ test('an application route declaring the proxy\'s constraint with another value:
   t.throws(() => app.get('/mine', { constraints: { fastifyForwardProxy: 'mine' } }, async () => 'mine'), { code: 'FFP_ERR_INVALID_PROXY_CONSTRAINT', message: 'fastifyForwardProxy constraint only takes "proxy"' })
 })
 
-test('a hook that sets request.interceptTunnel without tlsInterception: 500 proxy_internal_error, the application\'s onError hook sees FFP_ERR_INTERCEPTION_NOT_REGISTERED', async (t) => {
+test('a hook that sets request.tunnelMode to "intercept" without tlsInterception: 500 proxy_internal_error, the application\'s onError hook sees FFP_ERR_INTERCEPTION_NOT_REGISTERED', async (t) => {
   const origin = await startOrigin(t)
   const app = Fastify()
   t.teardown(() => app.close())
   const seen: Array<string | undefined> = []
   app.addHook('onError', async (_request, _reply, error: FastifyError) => { seen.push(error.code) })
-  app.addHook('preHandler', async (request) => { if (request.method === 'CONNECT') request.interceptTunnel = true })
+  app.addHook('preHandler', async (request) => { if (request.method === 'CONNECT') request.tunnelMode = 'intercept' })
   await app.register(forwardProxy, { destinations: LOOPBACK_TEST_POLICY })
   await app.listen({ port: 0, host: '127.0.0.1' })
   const tunnel = await openTunnel((app.server.address() as AddressInfo).port, `127.0.0.1:${origin.port}`)

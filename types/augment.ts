@@ -46,14 +46,17 @@ declare module 'fastify' {
      */
     readonly interception: ForwardProxyInterception | null
     /**
-     * For a CONNECT, whether its tunnel is intercepted. `null` until tlsInterception's
-     * `preHandler` hook has decided (with the destination filters and the selector; a host a
-     * secret is granted to is always intercepted), and for every other request; then `true` or
-     * `false`. That hook runs where tlsInterception was registered among the application's
-     * `preHandler` hooks: one added after it reads the decision and may change it (`false`
-     * relays the tunnel opaquely; `true` intercepts, which needs tlsInterception).
+     * For a CONNECT, how its tunnel will be relayed: `'intercept'` (TLS terminated with the
+     * operator's CA, the requests inside served by this application) or `'opaque'` (bytes
+     * relayed as they are). Decided as the proxy admits the CONNECT, after the application's
+     * `onRequest` hooks (which see `null`), by tlsInterception's destination filters and
+     * selector (a host a secret is granted to is always intercepted); without tlsInterception,
+     * `'opaque'`. Every `preParsing`, `preValidation` and `preHandler` hook sees it, whatever the
+     * registration order, and may change it (`'intercept'` needs tlsInterception). `null` for
+     * every request that is not a CONNECT. Not to be confused with
+     * {@link FastifyRequest.interception}, which describes the tunnel a request came through.
      */
-    interceptTunnel: boolean | null
+    tunnelMode: 'intercept' | 'opaque' | null
   }
 }
 

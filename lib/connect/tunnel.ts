@@ -21,7 +21,7 @@ import { dropAbandonedConnect, tunnelAdmissionOf } from './admission'
 
 /**
  * Opens an admitted CONNECT tunnel (`admitConnect`), over HTTP/1.1 or HTTP/2, taking over
- * its slot: a tunnel that `request.interceptTunnel` says to intercept gets 200 with no dial and
+ * its slot: a tunnel whose `request.tunnelMode` is `'intercept'` gets 200 with no dial and
  * is handed to the in-memory TLS endpoint; any other has its destination dialed (address
  * checked after DNS) and only then gets 200 and the byte relay. Every refusal is a thrown
  * ProxyError, answered before any 200.
@@ -37,7 +37,7 @@ export async function openConnectTunnel (request: FastifyRequest, reply: Fastify
     dropAbandonedConnect(request, reply)
     return
   }
-  const intercept = request.interceptTunnel === true
+  const intercept = request.tunnelMode === 'intercept'
   if (intercept && runtime.interception === undefined) {
     release()
     throw new InterceptionNotRegisteredError()

@@ -22,8 +22,8 @@ export const InterceptionRegisteredTwiceError = usageError('FFP_ERR_INTERCEPTION
 /** tlsInterception registered in another plugin context than forwardProxy. */
 export const InterceptionOtherContextError = usageError('FFP_ERR_INTERCEPTION_OTHER_CONTEXT', 'fastify-forward-proxy: register tlsInterception in the same plugin context as forwardProxy (its hooks would not reach the proxy\'s requests from an inner one)')
 
-/** A hook set `request.interceptTunnel` to true for a proxy without tlsInterception. */
-export const InterceptionNotRegisteredError = usageError('FFP_ERR_INTERCEPTION_NOT_REGISTERED', 'request.interceptTunnel is true but tlsInterception is not registered')
+/** A hook set `request.tunnelMode` to `'intercept'` for a proxy without tlsInterception. */
+export const InterceptionNotRegisteredError = usageError('FFP_ERR_INTERCEPTION_NOT_REGISTERED', 'request.tunnelMode is \'intercept\' but tlsInterception is not registered')
 
 /** A route declared the proxy route's constraint with another value than the proxy's own. */
 export const InvalidProxyConstraintError = usageError<'FFP_ERR_INVALID_PROXY_CONSTRAINT', [constraint: string, value: string]>('FFP_ERR_INVALID_PROXY_CONSTRAINT', '%s constraint only takes "%s"')

@@ -12,13 +12,13 @@ import { tunnelAdmissionOf } from '../connect/admission'
 
 /**
  * Decides whether an admitted CONNECT's tunnel is intercepted, in the proxy route's onRequest
- * hook right after admission, and puts the answer in `request.interceptTunnel` for the
+ * hook right after admission, and puts the answer in `request.tunnelMode` for the
  * application's later hooks and the handler. The destination filters run first (a refusal is
  * 403 `http_request_denied`), then the selector; a host some secret is granted to is
  * intercepted without asking the selector, since its placeholders can only be replaced inside
  * the TLS. The filters and the selector get an AbortSignal that aborts when the client goes
- * away. A CONNECT that was not admitted, or any CONNECT without tlsInterception, passes at once,
- * without a promise.
+ * away. Without tlsInterception every admitted CONNECT is `'opaque'`; these and a CONNECT that
+ * was not admitted pass at once, without a promise.
  * Errors (whatever a filter, the selector or its factory throws) go to `done`: 500
  * `proxy_internal_error`, or a filter's 403.
  */
@@ -26,7 +26,12 @@ export function decideTunnelInterception (runtime: ProxyRuntime): preHandlerHook
   return function decideInterception (request, _reply, done) {
     const admission = tunnelAdmissionOf(request.raw)
     const { interception } = runtime
-    if (admission === undefined || admission.client.gone || interception === undefined) {
+    if (admission === undefined || admission.client.gone) {
+      done()
+      return
+    }
+    if (interception === undefined) {
+      request.tunnelMode = 'opaque'
       done()
       return
     }
@@ -35,7 +40,7 @@ export function decideTunnelInterception (runtime: ProxyRuntime): preHandlerHook
     const stopWatching = client.onGone(() => clientGone.abort())
     shouldInterceptTunnel(request, destination, interception, runtime.settings.secrets, clientGone).then((intercept) => {
       stopWatching()
-      request.interceptTunnel = intercept
+      request.tunnelMode = intercept ? 'intercept' : 'opaque'
       done()
     }, (error: unknown) => {
       stopWatching()

@@ -169,9 +169,9 @@ app.addHook('onRequest', async (request) => {
 })
 // The interception decision: read and changed by preHandler hooks after tlsInterception's
 app.addHook('preHandler', async (request) => {
-  expectType<boolean | null>(request.interceptTunnel)
-  request.interceptTunnel = false
-  expectError(request.interceptTunnel = 'yes')
+  expectType<'intercept' | 'opaque' | null>(request.tunnelMode)
+  request.tunnelMode = 'opaque'
+  expectError(request.tunnelMode = true)
 })
 
 // fastify.forwardProxy
