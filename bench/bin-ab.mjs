@@ -58,7 +58,7 @@ for (let round = 0; round < ROUNDS; round++) {
     }
   }
 }
-console.log(`| tree | config | client | req/s | bin CPU µs per request | each round (µs) |\n|---|---|---|---|---|---|`)
+console.log('| tree | config | client | req/s | bin CPU µs per request | each round (µs) |\n|---|---|---|---|---|---|')
 for (const [key, rounds] of Object.entries(results)) {
   console.log(`| ${key} | ${Math.round(median(rounds.map((r) => r.reqPerSec)))} | ${median(rounds.map((r) => r.cpuPerRequestUs)).toFixed(1)} | ${rounds.map((r) => r.cpuPerRequestUs.toFixed(1)).join(' / ')} |`)
 }

@@ -115,7 +115,7 @@ async function perRequestMain (tools, host) {
     const context = { directory, pki, tools: tools.found, maxTunnels: 20_000, nodeArgs: settings.oursNodeArgs, accessLog: settings.accessLog }
     print(`origin: ${versions.origin}${versions.squid === undefined ? '' : `; ${versions.squid}`}`)
     const result = await runPerRequestSuite({ settings, problems, processes, print }, { origin, context, tools: tools.found })
-    print(`## Per-request cost\n`)
+    print('## Per-request cost\n')
     print(suiteTables(result, settings))
     host.loadAverageEnd = loadavg().map((n) => Number(n.toFixed(2)))
     print(`\nload average at the end: ${host.loadAverageEnd.join(' ')}`)

@@ -26,7 +26,6 @@ async function writeChunks (stream, body, onProgress = () => {}) {
   }
 }
 
-
 /** Sends a reset (RST) where the socket supports it, else just destroys it. */
 function reset (socket) {
   if (typeof socket.resetAndDestroy === 'function' && socket._handle?.reset !== undefined) socket.resetAndDestroy()

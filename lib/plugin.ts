@@ -93,7 +93,11 @@ async function forwardProxyPlugin (fastify: FastifyInstance, options: ForwardPro
 
   const attach = (server: ProxyServer, routeRequests: boolean): void => {
     ownListeners.add(server)
-    attachProxyToServer(server, fastify, settings.pseudonym, { routeRequests, firstByteTimeout: settings.limits.firstByteTimeout, maxStreamResets: settings.limits.maxStreamResets })
+    attachProxyToServer(server, fastify, settings.pseudonym, {
+      routeRequests,
+      firstByteTimeout: settings.limits.firstByteTimeout,
+      maxStreamResets: settings.limits.maxStreamResets
+    })
   }
   const control: ForwardProxyControl = {
     get activeTunnels () { return runtime.tunnels.active },
@@ -140,7 +144,8 @@ async function forwardProxyPlugin (fastify: FastifyInstance, options: ForwardPro
     ready = true
   })
   fastify.addHook('onClose', async function closeDispatchers () {
-    await Promise.all([runtime.dispatcher, runtime.tlsDispatcher, runtime.upstreamDispatcher, ...retiring].map(async (dispatcher) => await dispatcher.destroy()))
+    await Promise.all([runtime.dispatcher, runtime.tlsDispatcher, runtime.upstreamDispatcher, ...retiring]
+      .map(async (dispatcher) => await dispatcher.destroy()))
     // After the tunnels: their slots are given back before the store closes.
     await sharedLimits?.close()
   })

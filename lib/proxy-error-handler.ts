@@ -51,7 +51,12 @@ export function createProxyErrorHandler (settings: ResolvedProxySettings) {
 
 function logProxyError (request: FastifyRequest, error: ProxyError): void {
   const cause = error.cause as (Error & { code?: string }) | undefined
-  const fields = { proxyStatus: error.errorType, status: error.status, cause: cause === undefined ? undefined : { name: cause.name, code: cause.code, message: cause.message }, hint: certificateErrorHint(error) }
+  const fields = {
+    proxyStatus: error.errorType,
+    status: error.status,
+    cause: cause === undefined ? undefined : { name: cause.name, code: cause.code, message: cause.message },
+    hint: certificateErrorHint(error)
+  }
   if (error.status >= 500 && error.errorType === 'proxy_internal_error') request.log.error({ ...fields, err: cause }, error.message)
   else if (error.status >= 500) request.log.warn(fields, error.message)
   else request.log.info(fields, error.message)

@@ -39,7 +39,15 @@ export function proxyRoutes (runtime: ProxyRuntime) {
     leaveBodiesUnparsed(instance)
     instance.setErrorHandler(createProxyErrorHandler(runtime.settings))
     const { auth } = runtime.settings
-    const authenticate = auth === null ? undefined : authenticateOrRecheckTunnel(await registerProxyAuthentication(instance, auth.realm, () => runtime.settings.auth?.check ?? auth.check, auth.failureLimit, runtime.sharedLimits), runtime)
+    const authenticate = auth === null
+      ? undefined
+      : authenticateOrRecheckTunnel(await registerProxyAuthentication(
+        instance,
+        auth.realm,
+        () => runtime.settings.auth?.check ?? auth.check,
+        auth.failureLimit,
+        runtime.sharedLimits
+      ), runtime)
 
     instance.route({
       method: instance.supportedMethods as HTTPMethods[],

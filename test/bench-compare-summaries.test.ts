@@ -9,7 +9,10 @@ interface HeyResult { requests: number, reqPerSec: number, p50: number, p99: num
 interface Bench {
   parseHeySummary: (text: string) => HeyResult
   median: (values: number[]) => number
-  summarize: (runs: Record<string, Record<string, Array<Record<string, number>>>>, peers: string[]) => Record<string, { ratios: Record<string, number>, paths: Record<string, { rate: number, errors: number }> }>
+  summarize: (
+    runs: Record<string, Record<string, Array<Record<string, number>>>>,
+    peers: string[]
+  ) => Record<string, { ratios: Record<string, number>, paths: Record<string, { rate: number, errors: number }> }>
 }
 async function load (): Promise<Bench> {
   const root = join(__dirname, '..', 'bench', 'compare')

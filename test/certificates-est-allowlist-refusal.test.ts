@@ -30,7 +30,8 @@ test('EST allowlist refusal: the responder answers 403, getCertificate rejects, 
   })
   const tunnel = await openTunnel(proxy.port, `127.0.0.1:${origin.port}`)
   t.equal(tunnel.status, 200)
-  const error = await startInnerTls(tunnelTransport(tunnel), { ca: Buffer.from(responder.ca.cert) }).then(() => null, (caught: unknown) => caught as Error & { code?: string })
+  const error = await startInnerTls(tunnelTransport(tunnel), { ca: Buffer.from(responder.ca.cert) })
+    .then(() => null, (caught: unknown) => caught as Error & { code?: string })
   // The proxy's handshake_failure alert, whichever way the client's OpenSSL spells it.
   t.match(error?.code, HANDSHAKE_FAILURE_ALERT, 'no certificate, no handshake (no fallback)')
   await eventually(() => proxy.app.forwardProxy.activeTunnels === 0)

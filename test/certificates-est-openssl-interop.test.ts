@@ -26,9 +26,11 @@ test('EST interop: the provider enrolls from an independent openssl-CLI responde
   t.equal(new X509Certificate(ipLeaf.cert).subjectAltName, 'IP Address:192.0.2.10', 'iPAddress SAN for an IP host')
 
   // A TLS client trusting only the EST CA accepts the provider's secure context for the host.
-  const server = createServer({ SNICallback: (name, done) => {
-    provider.getCertificate({ host: name, port: 443 }, AbortSignal.timeout(5000)).then((context) => done(null, context), done)
-  } }, (socket) => socket.end('hello'))
+  const server = createServer({
+    SNICallback: (name, done) => {
+      provider.getCertificate({ host: name, port: 443 }, AbortSignal.timeout(5000)).then((context) => done(null, context), done)
+    }
+  }, (socket) => socket.end('hello'))
   server.listen(0, '127.0.0.1')
   await once(server, 'listening')
   t.teardown(() => server.close())

@@ -73,9 +73,14 @@ test('a leaf for one name is refused by a client expecting another (no wildcard,
   const provider = createCaCertificateProvider({ cert: ca.cert, key: ca.key })
   const port = await startTlsServer(t, provider, 'a.example', '127.0.0.1')
   // No SNI: the server presents a.example's leaf; the client wants b.example.
-  const socket = connect({ port, host: '127.0.0.1', ca: ca.cert, checkServerIdentity: (_host, cert) => {
-    return cert.subject.CN === 'b.example' ? undefined : new Error(`leaf for ${cert.subject.CN}`)
-  } })
+  const socket = connect({
+    port,
+    host: '127.0.0.1',
+    ca: ca.cert,
+    checkServerIdentity: (_host, cert) => {
+      return cert.subject.CN === 'b.example' ? undefined : new Error(`leaf for ${cert.subject.CN}`)
+    }
+  })
   const [error] = await once(socket, 'error') as [Error]
   t.match(error.message, 'leaf for a.example')
 })

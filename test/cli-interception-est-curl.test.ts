@@ -44,7 +44,10 @@ async function startEstService (t: Test, directory: string): Promise<EstFixture>
 }
 
 /** An HTTPS origin on 127.0.0.1 with a certificate of the destination CA; records request headers. */
-async function startHttpsOrigin (t: Test, pki: InterceptionPki): Promise<{ port: number, seen: Array<Record<string, string | string[] | undefined>>, accepts: AcceptLog }> {
+async function startHttpsOrigin (
+  t: Test,
+  pki: InterceptionPki
+): Promise<{ port: number, seen: Array<Record<string, string | string[] | undefined>>, accepts: AcceptLog }> {
   const seen: Array<Record<string, string | string[] | undefined>> = []
   const origin: Server = createServer({ cert: pki.originLeaf.cert, key: pki.originLeaf.key }, (req, res) => {
     seen.push(req.headers)

@@ -47,7 +47,7 @@ test('bin log stream: lines written in the same turn as process.exit() still rea
   const script = [
     `const { createBatchedLogStream } = require(${JSON.stringify(join(__dirname, 'helpers', 'internals.ts'))})`,
     'const stream = createBatchedLogStream(process.stdout)',
-    'for (let i = 0; i < 3; i++) stream.write(`line ${i}\\n`)',
+    'for (let i = 0; i < 3; i++) stream.write("line " + i + "\\n")',
     'process.exit(3)'
   ].join('\n')
   const child = spawn(process.execPath, ['--import', TS_LOADER, '-e', script], { env: childEnv() })

@@ -47,7 +47,13 @@ function afterTwoPolls (): Promise<void> {
  * connection must close before the destination accepts anything (a dial fails the test at
  * once), and the first connection the destination then accepts is a healthy tunnel's.
  */
-async function assertNothingDialed (t: Test, proxy: Proxy, destination: OrderedDestination, giveUp: GiveUp, headers: Record<string, string> = {}): Promise<void> {
+async function assertNothingDialed (
+  t: Test,
+  proxy: Proxy,
+  destination: OrderedDestination,
+  giveUp: GiveUp,
+  headers: Record<string, string> = {}
+): Promise<void> {
   const target = `127.0.0.1:${destination.port}`
   const extra = Object.entries(headers).map(([name, value]) => `${name}: ${value}\r\n`).join('')
   const outcome = await Promise.race([

@@ -6,7 +6,11 @@ import { startSentinel } from './helpers/servers'
 import { expectNothingDialedBefore } from './helpers/nothing-dialed'
 
 /** Sends an extended CONNECT (RFC 8441) once the server has announced support for it. */
-async function extendedConnect (session: ClientHttp2Session, authority: string, path: string): Promise<{ stream: ClientHttp2Stream, status: number, body: Promise<string> }> {
+async function extendedConnect (
+  session: ClientHttp2Session,
+  authority: string,
+  path: string
+): Promise<{ stream: ClientHttp2Stream, status: number, body: Promise<string> }> {
   if (session.remoteSettings.enableConnectProtocol !== true) await once(session, 'remoteSettings')
   const stream = session.request({ ':method': 'CONNECT', ':protocol': 'websocket', ':scheme': 'https', ':path': path, ':authority': authority })
   stream.on('error', () => {})

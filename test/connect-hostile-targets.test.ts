@@ -8,7 +8,7 @@ test('malformed CONNECT targets get 400 and are never dialed', async (t) => {
   const proxy = await startProxy(t)
   const p = sentinel.port
   const targets = ['127.0.0.1', '127.0.0.1:0', '127.0.0.1:65536', `user@127.0.0.1:${p}`, `http://127.0.0.1:${p}`, `127.0.0.1:${p}/path`,
-    `ex%61mple.com:${p}`, `127.0.0.1:+${p}`, `[::1:${p}`, `:${p}`, `*`]
+    `ex%61mple.com:${p}`, `127.0.0.1:+${p}`, `[::1:${p}`, `:${p}`, '*']
   for (const target of targets) {
     const res = await rawExchange(proxy.port, `CONNECT ${target} HTTP/1.1\r\nHost: x\r\n\r\n`)
     t.ok(res.status === 400, `CONNECT ${target}: ${res.status}`)

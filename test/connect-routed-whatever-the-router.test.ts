@@ -53,13 +53,13 @@ test('CONNECT targets a router would refuse as URLs get the proxy\'s own 400 wit
   const seen: SeenByHook[] = []
   // No frameworkErrors handler: the plain application a user writes.
   const proxy = await startProxy(t, {}, appWithHookAndRootRoutes(seen))
-  for (const target of [`%zz:${sentinel.port}`, `/admin`, `*`, `127.0.0.1:${sentinel.port}/path`, 'example.com']) {
+  for (const target of [`%zz:${sentinel.port}`, '/admin', '*', `127.0.0.1:${sentinel.port}/path`, 'example.com']) {
     const answer = await rawExchange(proxy.port, `CONNECT ${target} HTTP/1.1\r\nHost: x\r\n\r\n`)
     t.equal(answer.status, 400, target)
     t.match(answer.text, /\r\nproxy-status: fastify-forward-proxy; error=http_request_error/i, target)
     t.notMatch(answer.text, /FST_ERR_BAD_URL|the application/, target)
   }
-  t.same(seen.map((request) => [request.url, request.originalUrl]), [[`/`, `%zz:${sentinel.port}`], ['/', '/admin'], ['/', '*'], ['/', `127.0.0.1:${sentinel.port}/path`], ['/', 'example.com']], 'each went through the hooks, routed under "/"')
+  t.same(seen.map((request) => [request.url, request.originalUrl]), [['/', `%zz:${sentinel.port}`], ['/', '/admin'], ['/', '*'], ['/', `127.0.0.1:${sentinel.port}/path`], ['/', 'example.com']], 'each went through the hooks, routed under "/"')
   await expectNothingDialedBefore(t, sentinel.accepts, 'nothing dialed')
 })
 

@@ -44,7 +44,12 @@ function one (all: Manifest[], kind: string, name: string): Record<string, unkno
 }
 
 interface Mount { name: string, mountPath: string, subPath?: string, readOnly?: boolean }
-interface Volume { name: string, secret?: { secretName: string, defaultMode?: number, items?: Array<{ key: string, path: string }> }, configMap?: object, emptyDir?: object }
+interface Volume {
+  name: string
+  secret?: { secretName: string, defaultMode?: number, items?: Array<{ key: string, path: string }> }
+  configMap?: object
+  emptyDir?: object
+}
 interface EnvVar { name: string, value?: string, valueFrom?: { secretKeyRef?: { name: string, key: string, optional?: boolean } } }
 type Labels = Record<string, string>
 
@@ -120,7 +125,12 @@ test('deploy/kubernetes: the configuration loads with the bin\'s own loader, and
   t.equal(posix.basename(configPath), 'proxy.json')
   for (const mount of mounts) t.equal(mount.subPath, undefined, `${mount.mountPath}: a folder, not subPath (subPath mounts are never updated)`)
 
-  const files = [config.interception?.ca?.cert, config.interception?.ca?.key, ...Object.values(config.secrets ?? {}).map((secret) => secret.file), config.redis?.password?.file].filter((path): path is string => path !== undefined)
+  const files = [
+    config.interception?.ca?.cert,
+    config.interception?.ca?.key,
+    ...Object.values(config.secrets ?? {}).map((secret) => secret.file),
+    config.redis?.password?.file
+  ].filter((path): path is string => path !== undefined)
   t.ok(files.length >= 3, 'the CA certificate and key, and a secret file')
   for (const path of files) {
     const found = secretMountOf(path)

@@ -41,7 +41,9 @@ function typeErrors (code: string): string[] {
   const getSourceFile = host.getSourceFile.bind(host)
   host.readFile = (name) => name === fileName ? code : readFile(name)
   host.fileExists = ((exists) => (name: string) => name === fileName || exists(name))(host.fileExists.bind(host))
-  host.getSourceFile = (name, language, onError, create) => name === fileName ? ts.createSourceFile(name, code, language, true) : getSourceFile(name, language, onError, create)
+  host.getSourceFile = (name, language, onError, create) => name === fileName
+    ? ts.createSourceFile(name, code, language, true)
+    : getSourceFile(name, language, onError, create)
   const program = ts.createProgram([fileName], options, host)
   return ts.getPreEmitDiagnostics(program, program.getSourceFile(fileName))
     .map((diagnostic) => ts.flattenDiagnosticMessageText(diagnostic.messageText, '\n'))

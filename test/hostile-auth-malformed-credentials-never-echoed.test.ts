@@ -15,7 +15,7 @@ const ATTEMPTS: ReadonlyArray<{ name: string, value: string, secrets: string[] }
   // The right password, but encoded as ISO-8859-1 rather than UTF-8: not the same credentials.
   { name: 'password in Latin-1, not UTF-8', value: `Basic ${base64(Buffer.from(`alice:${PASSWORD}`, 'latin1'))}`, secrets: [PASSWORD, base64(Buffer.from(`alice:${PASSWORD}`, 'latin1'))] },
   { name: 'invalid UTF-8 bytes', value: `Basic ${base64(Buffer.from([0x61, 0x6c, 0x69, 0x63, 0x65, 0x3a, 0xc3, 0x28, 0xff, 0xfe, 0x80]))}`, secrets: [base64(Buffer.from([0x61, 0x6c, 0x69, 0x63, 0x65, 0x3a, 0xc3, 0x28, 0xff, 0xfe, 0x80]))] },
-  { name: 'raw bytes 0x80-0xff in the header value', value: `Basic \u00ff\u00fe\u00c3\u0028secret-raw-bytes`, secrets: ['secret-raw-bytes'] },
+  { name: 'raw bytes 0x80-0xff in the header value', value: 'Basic \u00ff\u00fe\u00c3\u0028secret-raw-bytes', secrets: ['secret-raw-bytes'] },
   { name: 'NUL in the decoded password', value: `Basic ${base64(Buffer.from('alice:nul\u0000secret-after-nul'))}`, secrets: ['secret-after-nul', base64(Buffer.from('alice:nul\u0000secret-after-nul'))] },
   { name: '12 KB token under the head limit', value: `Basic ${base64(Buffer.from(`alice:${'x'.repeat(9000)}secret-long`))}`, secrets: ['secret-long', base64(Buffer.from(`alice:${'x'.repeat(9000)}secret-long`)).slice(-40)] },
   { name: 'lower-case scheme, extra spaces', value: `basic    ${base64(Buffer.from('alice:secret-spaced'))}   `, secrets: ['secret-spaced'] },

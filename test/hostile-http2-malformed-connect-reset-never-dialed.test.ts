@@ -11,8 +11,11 @@ const STATUS_400 = 0x8c
 
 /** Waits for the server's verdict on `streamId`: its RST_STREAM code, or its response's first header byte. */
 async function verdict (connection: RawHttp2Connection, streamId: number): Promise<{ reset: number } | { status200: boolean, status400: boolean }> {
-  const answer: ReceivedFrame = await connection.frameMatching((received) => received.streamId === streamId && (received.type === FRAME.RST_STREAM || received.type === FRAME.HEADERS))
-  return answer.type === FRAME.RST_STREAM ? { reset: answer.payload.readUInt32BE(0) } : { status200: answer.payload[0] === STATUS_200, status400: answer.payload[0] === STATUS_400 }
+  const answer: ReceivedFrame = await connection.frameMatching((received) =>
+    received.streamId === streamId && (received.type === FRAME.RST_STREAM || received.type === FRAME.HEADERS))
+  return answer.type === FRAME.RST_STREAM
+    ? { reset: answer.payload.readUInt32BE(0) }
+    : { status200: answer.payload[0] === STATUS_200, status400: answer.payload[0] === STATUS_400 }
 }
 
 test('Malformed HTTP/2 CONNECT streams (pseudo-headers, framing headers, a body) are reset or refused, never dialed', async (t) => {

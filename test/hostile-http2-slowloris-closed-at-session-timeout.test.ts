@@ -12,7 +12,12 @@ test('HTTP/2 slowloris: PINGs or a trickled CONNECT header block are closed at t
   const destination = await startCountingDestination(t)
   const tls = await makeSelfSignedCertificate(t.testdir())
   // Fastify's http2SessionTimeout (72 s by default, as in the ready-to-run server), short here.
-  const app = Fastify({ logger: false, http2: true, https: { allowHTTP1: true, key: tls.key, cert: tls.cert }, http2SessionTimeout: 500 }) as unknown as FastifyInstance
+  const app = Fastify({
+    logger: false,
+    http2: true,
+    https: { allowHTTP1: true, key: tls.key, cert: tls.cert },
+    http2SessionTimeout: 500
+  }) as unknown as FastifyInstance
   await app.register(forwardProxy, { destinations: LOOPBACK_TEST_POLICY })
   await app.listen({ port: 0, host: '127.0.0.1' })
   t.teardown(() => app.close())

@@ -13,9 +13,13 @@ test('stream flood: CONNECT streams beyond the 100 one HTTP/2 connection may hol
   const attacker = await connectRawHttp2(proxy.port, proxy.ca)
   const block = headerBlock([[':method', 'CONNECT'], [':authority', `127.0.0.1:${destination.port}`]])
   const extra = 50
-  attacker.socket.write(Buffer.concat(Array.from({ length: HTTP2_MAX_CONCURRENT_STREAMS + extra }, (_, index) => frame(FRAME.HEADERS, FLAG.END_HEADERS, 1 + 2 * index, block))))
+  attacker.socket.write(Buffer.concat(Array.from(
+    { length: HTTP2_MAX_CONCURRENT_STREAMS + extra },
+    (_, index) => frame(FRAME.HEADERS, FLAG.END_HEADERS, 1 + 2 * index, block)
+  )))
 
-  await eventually(() => destination.accepted === HTTP2_MAX_CONCURRENT_STREAMS && attacker.frames.filter((received) => received.type === FRAME.RST_STREAM).length === extra, 10_000)
+  await eventually(() => destination.accepted === HTTP2_MAX_CONCURRENT_STREAMS &&
+    attacker.frames.filter((received) => received.type === FRAME.RST_STREAM).length === extra, 10_000)
   const refused = attacker.frames.filter((received) => received.type === FRAME.RST_STREAM)
   t.same([...new Set(refused.map((received) => received.payload.readUInt32BE(0)))], [REFUSED_STREAM], 'every extra stream got REFUSED_STREAM')
   t.ok(refused.every((received) => received.streamId > 2 * HTTP2_MAX_CONCURRENT_STREAMS), 'only the streams beyond the maximum were refused')

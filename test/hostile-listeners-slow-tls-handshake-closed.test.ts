@@ -30,7 +30,11 @@ test('slowloris on TLS listeners (HTTPS, HTTP/2): no or half a ClientHello is cl
     listen: [{ host: '127.0.0.1', port: 0, tls }, { host: '127.0.0.1', port: 0, tls }, { host: '127.0.0.1', port: 0, tls, http2: true }, { host: '127.0.0.1', port: 0, tls, http2: true }]
   }, dir)
   // All stall at once: the wait is one handshake timeout, whatever the number of listeners.
-  const closes = server.urls.flatMap((url) => [Buffer.alloc(0), PARTIAL_CLIENT_HELLO].map(async (bytes) => ({ url, bytes: bytes.length, reply: await stallAndWaitForClose(portOf(url), bytes) })))
+  const closes = server.urls.flatMap((url) => [Buffer.alloc(0), PARTIAL_CLIENT_HELLO].map(async (bytes) => ({
+    url,
+    bytes: bytes.length,
+    reply: await stallAndWaitForClose(portOf(url), bytes)
+  })))
   for (const { url, bytes, reply } of await Promise.all(closes)) {
     t.notOk(/HTTP\/1\.1 2/.test(reply.toString('latin1')), `${url}, ${bytes} bytes sent: closed without a success`)
   }

@@ -336,7 +336,7 @@ test('secrets: a WebSocket 101 echoing the credential in Upgrade and the first f
   const received: Buffer[] = []
   socket.on('data', (chunk: Buffer) => received.push(chunk))
   const ended = new Promise<void>((resolve) => socket.once('end', () => resolve()))
-  socket.write([`GET /ws HTTP/1.1`, `Host: ${target}`, 'Connection: Upgrade', 'Upgrade: websocket', 'Sec-WebSocket-Version: 13',
+  socket.write(['GET /ws HTTP/1.1', `Host: ${target}`, 'Connection: Upgrade', 'Upgrade: websocket', 'Sec-WebSocket-Version: 13',
     `Sec-WebSocket-Key: ${randomBytes(16).toString('base64')}`, 'Sec-WebSocket-Extensions: permessage-deflate; client_max_window_bits', `Authorization: Bearer ${PLACEHOLDER}`].join('\r\n') + '\r\n\r\n')
   await ended
   const all = Buffer.concat(received)

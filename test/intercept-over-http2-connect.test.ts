@@ -14,7 +14,11 @@ test('a tunnel opened by an HTTP/2 CONNECT stream is intercepted too: HTTP/1.1 a
   const pki = await makeInterceptionPki(t)
   const origin = await startTlsOrigin(t, pki)
   // The proxy's own TLS listener reuses the operator-issued leaf for 127.0.0.1.
-  const app = Fastify({ logger: false, http2: true, https: { allowHTTP1: true, key: pki.interceptionLeaf.key, cert: pki.interceptionLeaf.cert } }) as unknown as FastifyInstance
+  const app = Fastify({
+    logger: false,
+    http2: true,
+    https: { allowHTTP1: true, key: pki.interceptionLeaf.key, cert: pki.interceptionLeaf.cert }
+  }) as unknown as FastifyInstance
   const seen: Array<ForwardProxyInterception | null> = []
   app.addHook('onRequest', async (request) => { seen.push(request.interception) })
   await app.register(forwardProxy, { destinations: LOOPBACK_TEST_POLICY })

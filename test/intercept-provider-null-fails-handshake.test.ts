@@ -15,7 +15,8 @@ test('a certificate provider returning null fails the client\'s TLS handshake wi
   const tunnel = await openTunnel(proxy.port, `127.0.0.1:${origin.port}`)
   t.equal(tunnel.status, 200)
   const closed = new Promise((resolve) => tunnel.socket.once('close', resolve))
-  const error = await startInnerTls(tunnelTransport(tunnel), { ca: pki.operatorCa.cert }).then(() => null, (caught: unknown) => caught as Error & { code?: string })
+  const error = await startInnerTls(tunnelTransport(tunnel), { ca: pki.operatorCa.cert })
+    .then(() => null, (caught: unknown) => caught as Error & { code?: string })
   // The proxy's handshake_failure alert, whichever way the client's OpenSSL spells it.
   t.match(error?.code, HANDSHAKE_FAILURE_ALERT, 'the handshake fails with a handshake_failure alert')
   await closed
@@ -32,7 +33,8 @@ test('a certificate provider that throws fails the handshake the same way (and t
   const tunnel = await openTunnel(proxy.port, `127.0.0.1:${origin.port}`)
   let received = ''
   tunnel.socket.on('data', (chunk: Buffer) => { received += chunk.toString('latin1') })
-  const error = await startInnerTls(tunnelTransport(tunnel), { ca: pki.operatorCa.cert }).then(() => null, (caught: unknown) => caught as Error & { code?: string })
+  const error = await startInnerTls(tunnelTransport(tunnel), { ca: pki.operatorCa.cert })
+    .then(() => null, (caught: unknown) => caught as Error & { code?: string })
   // The proxy's handshake_failure alert, whichever way the client's OpenSSL spells it.
   t.match(error?.code, HANDSHAKE_FAILURE_ALERT, 'the handshake fails with a handshake_failure alert')
   t.notMatch(received, /secret/)

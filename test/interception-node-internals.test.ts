@@ -25,7 +25,12 @@ interface Terminated {
  * tls-termination does: `new TLSSocket(socket, { isServer: true, server })`, the interception
  * leaf, the given ALPN list), then hands it to `endpoint` with handOverTlsConnection.
  */
-async function startTerminator (t: Test, pki: InterceptionPki, endpoint: Http2SecureServer, alpn: string[]): Promise<{ port: number, terminated: Promise<Terminated> }> {
+async function startTerminator (
+  t: Test,
+  pki: InterceptionPki,
+  endpoint: Http2SecureServer,
+  alpn: string[]
+): Promise<{ port: number, terminated: Promise<Terminated> }> {
   const secureContext = createSecureContext({ cert: pki.interceptionLeaf.cert, key: pki.interceptionLeaf.key })
   const terminated = deferred<Terminated>()
   const open = new Set<Socket>()

@@ -205,7 +205,11 @@ const point = <T>(attributes: Attributes, value: T, start = 1): { startTime: [nu
   ({ startTime: [start, 0], endTime: [start + 10, 0], attributes, value })
 const sum = (name: string, isMonotonic: boolean, points: Array<ReturnType<typeof point<number>>>): MetricData =>
   ({ descriptor: descriptor(name), aggregationTemporality: 1, dataPointType: DataPointType.SUM, isMonotonic, dataPoints: points })
-const histogram = (boundaries: number[], counts: number[], total: number): { buckets: { boundaries: number[], counts: number[] }, sum: number, count: number } =>
+const histogram = (
+  boundaries: number[],
+  counts: number[],
+  total: number
+): { buckets: { boundaries: number[], counts: number[] }, sum: number, count: number } =>
   ({ buckets: { boundaries, counts }, sum: total, count: counts.reduce((a, b) => a + b, 0) })
 const histogramMetric = (name: string, points: Array<ReturnType<typeof point<ReturnType<typeof histogram>>>>): MetricData =>
   ({ descriptor: descriptor(name), aggregationTemporality: 1, dataPointType: DataPointType.HISTOGRAM, dataPoints: points })

@@ -39,6 +39,7 @@ test('npm start: SIGTERM to the npm process stops the proxy it started (npm forw
   // --ignore-scripts skips prestart's build (the tests run against the build `npm test` made);
   // `start` itself still runs.
   const npm = outputOf(spawn('npm', ['start', '--ignore-scripts', '--', '--config', file], { cwd: ROOT, env: childEnv() }))
+  // eslint-disable-next-line prefer-const -- set once, but after the teardown that reads it is registered
   let bin: number | undefined
   t.teardown(() => {
     if (npm.child.exitCode === null && npm.child.signalCode === null) npm.child.kill('SIGKILL')

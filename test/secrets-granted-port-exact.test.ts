@@ -36,7 +36,10 @@ async function send (t: Test, setup: Setup, authority: string, path: string, pla
   return await rawTlsExchange(socket, `GET ${path} HTTP/1.1\r\nHost: ${authority}\r\n${credential}Connection: close\r\n\r\n`)
 }
 
-/** Sends a request without a placeholder to `origin` and checks it is the only one it got: had a refused request before it been sent, it would have come first. */
+/**
+ * Sends a request without a placeholder to `origin` and checks it is the only one it got: had a
+ * refused request before it been sent, it would have come first.
+ */
 async function onlyProbeArrived (t: Test, setup: Setup, origin: TlsOrigin): Promise<void> {
   t.equal((await send(t, setup, `localhost:${origin.port}`, '/probe', true)).status, 200, 'the probe went through')
   t.same(origin.requests.map((seen) => seen.url), ['/probe'], 'nothing was sent there before the probe')

@@ -33,7 +33,10 @@ interface Setup {
  * secret is granted to 127.0.0.1. The selector intercepts `localhost` only: 127.0.0.1 is
  * intercepted because the secret is granted to it.
  */
-async function setUp (t: Test, options: { handler?: (req: IncomingMessage, res: ServerResponse) => void, proxy?: ForwardProxyOptions, secret?: Partial<ForwardProxySecret> } = {}): Promise<Setup> {
+async function setUp (
+  t: Test,
+  options: { handler?: (req: IncomingMessage, res: ServerResponse) => void, proxy?: ForwardProxyOptions, secret?: Partial<ForwardProxySecret> } = {}
+): Promise<Setup> {
   const pki = await makeInterceptionPki(t)
   const origin = await startTlsOrigin(t, pki, options.handler ?? answerOk)
   const log = capturedLog()
@@ -65,7 +68,7 @@ test('Secrets 3: placeholders in header values, inside a Basic Authorization and
   t.equal((await get(agent, `${base}/basic`, { authorization: `Basic ${Buffer.from(`user:${PLACEHOLDER}`).toString('base64')}` })).status, 200)
   t.equal((await get(agent, `${base}/keys/${PLACEHOLDER}?key=${PLACEHOLDER}&other=1`)).status, 200)
   // The placeholder spelled with percent-escapes in mixed case: still a placeholder.
-  const oddlyEncoded = `%50LACEHOLDER%5fAPI_7a41%632`
+  const oddlyEncoded = '%50LACEHOLDER%5fAPI_7a41%632'
   t.equal((await get(agent, `${base}/odd?k=${oddlyEncoded}&z=%2F`)).status, 200)
 
   const [bearer, basicAuth, inPath, odd] = setup.origin.requests

@@ -17,7 +17,13 @@ const WRONG = basic('alice', 'wrong')
 
 interface Replica { readonly bin: BinProcess, readonly port: number }
 
-async function startReplica (t: Test, redis: RedisServer, user: object, extra: { redis?: object, [key: string]: unknown } = {}, env: Record<string, string> = {}): Promise<Replica> {
+async function startReplica (
+  t: Test,
+  redis: RedisServer,
+  user: object,
+  extra: { redis?: object, [key: string]: unknown } = {},
+  env: Record<string, string> = {}
+): Promise<Replica> {
   const { redis: redisExtra, ...rest } = extra
   const file = join(mkdtempSync(join(tmpdir(), 'ffp-replica-')), 'proxy.json')
   writeFileSync(file, JSON.stringify({
@@ -108,7 +114,10 @@ test('redis: a replica killed with open tunnels gives its user\'s slots back onc
   const client = new Redis(redis.url)
   t.teardown(() => client.disconnect())
   const firstExpiry = Math.max(...(await client.zrange('forward-proxy:slots:alice', 0, -1, 'WITHSCORES')).filter((_, index) => index % 2 === 1).map(Number))
-  const redisNow = async (): Promise<number> => { const [seconds, micros] = await client.time(); return Number(seconds) * 1000 + Math.floor(Number(micros) / 1000) }
+  const redisNow = async (): Promise<number> => {
+    const [seconds, micros] = await client.time()
+    return Number(seconds) * 1000 + Math.floor(Number(micros) / 1000)
+  }
   await eventually(async () => await redisNow() > firstExpiry, 5000)
   const renewed = (await client.zrange('forward-proxy:slots:alice', 0, -1, 'WITHSCORES')).filter((_, index) => index % 2 === 1).map(Number)
   t.ok(renewed.length === 2 && renewed.every((expiry) => expiry > firstExpiry), 'both leases were renewed past their first expiry')

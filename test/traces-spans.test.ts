@@ -158,7 +158,7 @@ test('Traces: a WebSocket upgrade inside an intercepted tunnel carries tracepare
   const target = `127.0.0.1:${origin.port}`
   const socket = await openInterceptedTls(t, proxy.port, target, { ca: pki.operatorCa.cert })
   const key = randomBytes(16).toString('base64')
-  socket.write([`GET /chat HTTP/1.1`, `Host: ${target}`, 'Connection: Upgrade', 'Upgrade: websocket', 'Sec-WebSocket-Version: 13', `Sec-WebSocket-Key: ${key}`, `traceparent: ${CLIENT_TRACEPARENT}`].join('\r\n') + '\r\n\r\n')
+  socket.write(['GET /chat HTTP/1.1', `Host: ${target}`, 'Connection: Upgrade', 'Upgrade: websocket', 'Sec-WebSocket-Version: 13', `Sec-WebSocket-Key: ${key}`, `traceparent: ${CLIENT_TRACEPARENT}`].join('\r\n') + '\r\n\r\n')
   let head = ''
   socket.on('data', (chunk: Buffer) => { head += chunk.toString('latin1') })
   await eventually(() => head.includes('\r\n\r\n'))

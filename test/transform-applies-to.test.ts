@@ -49,7 +49,8 @@ test('an appliesTo that throws answers 500 proxy_internal_error, nothing sent', 
 })
 
 test('an appliesTo that is not a function is refused at registration', async (t) => {
-  const error = await startProxy(t, { transforms: [{ appliesTo: true, transformRequest () {} } as unknown as ForwardProxyRequestTransform] }).then(() => null, (caught: unknown) => caught)
+  const error = await startProxy(t, { transforms: [{ appliesTo: true, transformRequest () {} } as unknown as ForwardProxyRequestTransform] })
+    .then(() => null, (caught: unknown) => caught)
   t.equal((error as { option?: string } | null)?.option, 'transforms[0].appliesTo')
 })
 

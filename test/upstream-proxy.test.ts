@@ -91,7 +91,9 @@ test('Upstream 1: a large download through the upstream arrives whole and in ord
   const ended = new Promise<void>((resolve) => tunnel.socket.once('end', () => resolve()))
   tunnel.socket.on('data', (chunk: Buffer) => received.push(chunk))
   const origin = await destination.nextConnection()
-  for (let offset = 0, size = 1000; offset < total; offset += size, size = (size * 7) % 300_000 + 1) origin.write(body.subarray(offset, Math.min(total, offset + size)))
+  for (let offset = 0, size = 1000; offset < total; offset += size, size = (size * 7) % 300_000 + 1) {
+    origin.write(body.subarray(offset, Math.min(total, offset + size)))
+  }
   origin.end()
   await ended
   const all = Buffer.concat(received)
@@ -241,7 +243,8 @@ test('Upstream options: bad rules are refused at registration naming the entry, 
     [[{ hosts: ['*'], url: 'direct', via: 'x' }], 'upstreamProxies[0].via']
   ]
   for (const [option, name] of cases) {
-    const error = await startProxy(t, { upstreamProxies: option as never }).then(() => undefined, (caught: unknown) => caught as { option?: string, message: string })
+    const error = await startProxy(t, { upstreamProxies: option as never })
+      .then(() => undefined, (caught: unknown) => caught as { option?: string, message: string })
     t.equal(error?.option, name)
     t.notOk(error?.message.includes('sekrit'))
   }

@@ -121,7 +121,8 @@ test('Per-user policy: bad users entries are refused at registration naming the 
   ]
   for (const [option, entry] of cases) {
     const app = Fastify()
-    const error = await app.register(forwardProxy, { auth: { users: { a: entry } } } as ForwardProxyOptions).ready().then(() => undefined, (caught: unknown) => caught)
+    const error = await app.register(forwardProxy, { auth: { users: { a: entry } } } as ForwardProxyOptions).ready()
+      .then(() => undefined, (caught: unknown) => caught)
     await app.close()
     t.equal((error as { option?: string } | undefined)?.option, option)
   }

@@ -1,5 +1,3 @@
-
-
 /**
  * Where a proxy request is going: the CONNECT target or the authority of an absolute-form
  * `http://` target, after validation and canonicalization.

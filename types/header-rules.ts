@@ -1,5 +1,3 @@
-
-
 /**
  * One header rule of the built-in header transform (the configuration
  * file's `headers` key): for requests to a matching host, inside intercepted tunnels and for

@@ -98,9 +98,19 @@ export interface ForwardProxyRequestTransform {
    * Edits the outgoing request before it is sent to `destination`. Secrets are put in place
    * after the transforms: a transform sees (and may set) placeholders, never a secret's value.
    */
-  transformRequest? (request: FastifyRequest, destination: ForwardProxyDestination, outgoing: ForwardProxyOutgoingRequest, signal: AbortSignal): void | Promise<void>
+  transformRequest? (
+    request: FastifyRequest,
+    destination: ForwardProxyDestination,
+    outgoing: ForwardProxyOutgoingRequest,
+    signal: AbortSignal
+  ): void | Promise<void>
   /** Edits the destination's response head before it is written to the client. */
-  transformResponse? (request: FastifyRequest, destination: ForwardProxyDestination, response: ForwardProxyIncomingResponse, signal: AbortSignal): void | Promise<void>
+  transformResponse? (
+    request: FastifyRequest,
+    destination: ForwardProxyDestination,
+    response: ForwardProxyIncomingResponse,
+    signal: AbortSignal
+  ): void | Promise<void>
 }
 
 /**

@@ -111,4 +111,3 @@ async function runHttp2 (run, rows, extra, pki) {
     }
   }
 }
-

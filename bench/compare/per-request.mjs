@@ -135,7 +135,15 @@ export async function runPerRequestSuite (run, { origin, context, tools }) {
     if (scenario === 'connect') {
       runs[scenario] = await rounds(run, scenario, through, async (path, seconds) => {
         const r = await connectRun(origin, settings, path, seconds)
-        return { requests: r.answered, reqPerSec: r.answered / r.seconds, p50: NaN, p99: NaN, errors: r.refused + r.errors, refused: r.refused, firstError: r.firstError }
+        return {
+          requests: r.answered,
+          reqPerSec: r.answered / r.seconds,
+          p50: NaN,
+          p99: NaN,
+          errors: r.refused + r.errors,
+          refused: r.refused,
+          firstError: r.firstError
+        }
       })
     } else {
       runs[scenario] = await rounds(run, scenario, [direct, ...through], (path, seconds) => heyRun(scenario, origin, settings, path, seconds))
@@ -155,8 +163,8 @@ export function suiteTables ({ labels, runs, summary, memory, participants }, se
     const connect = scenario === 'connect'
     out.push(`### ${SUITE_LABELS[scenario]}\n`)
     out.push(connect
-      ? `| path | answered CONNECT/s | proxy CPU µs per answered CONNECT | each round (µs) | errors |\n|---|---|---|---|---|`
-      : `| path | req/s | proxy CPU µs per request | each round (µs) | p50 ms | p99 ms | errors | TCP connections accepted per run |\n|---|---|---|---|---|---|---|---|`)
+      ? '| path | answered CONNECT/s | proxy CPU µs per answered CONNECT | each round (µs) | errors |\n|---|---|---|---|---|'
+      : '| path | req/s | proxy CPU µs per request | each round (µs) | p50 ms | p99 ms | errors | TCP connections accepted per run |\n|---|---|---|---|---|---|---|---|')
     for (const [name, s] of Object.entries(byPath)) {
       const each = name === 'direct' ? '-' : runs[scenario][name].map((r) => fixed(r.cpuMicrosPerRequest, 1)).join(' / ')
       const cpu = name === 'direct' ? '-' : fixed(s.cpuMicrosPerRequest, 1)
@@ -167,7 +175,7 @@ export function suiteTables ({ labels, runs, summary, memory, participants }, se
     out.push('')
   }
   const phases = Object.keys(summary)
-  out.push(`### Memory (RSS of the proxy and its child processes, MiB)\n`)
+  out.push('### Memory (RSS of the proxy and its child processes, MiB)\n')
   out.push(`| path | idle (1 s after start) | ${phases.map((p) => `after the ${p === 'http' ? 'http://' : p === 'intercept-hey' ? 'intercepted' : 'CONNECT'} rounds`).join(' | ')} | peak (VmHWM) |`)
   out.push(`|---|---|${phases.map(() => '---|').join('')}---|`)
   for (const [name, m] of Object.entries(memory)) {

@@ -40,4 +40,3 @@ export async function runLoadScenarios ({ settings, problems, print }, origin, p
   print()
   return runs
 }
-

@@ -237,7 +237,13 @@ export interface SignedLeaf {
  * Used by `mintLeaf` and by signers of requests whose private key lives elsewhere (EST).
  * @throws ForwardProxyCertificateError (`invalid_host`, `mint_failed`).
  */
-export async function signLeaf (ca: CertificateAuthority, host: string, spki: Uint8Array, keyType: ForwardProxyLeafKeyType, validity: LeafValidity): Promise<SignedLeaf> {
+export async function signLeaf (
+  ca: CertificateAuthority,
+  host: string,
+  spki: Uint8Array,
+  keyType: ForwardProxyLeafKeyType,
+  validity: LeafValidity
+): Promise<SignedLeaf> {
   const name = leafName(host)
   const publicKeyInfo = PublicKeyInfo.fromBER(spki)
   const serial = randomSerialNumber()

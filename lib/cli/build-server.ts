@@ -91,13 +91,17 @@ function pluginOptionsFromConfig (config: ProxyServerConfig, redis?: ForwardProx
   const secretValues = loadSecrets(config.secrets)
   return {
     ...(redis === undefined ? {} : { redis }),
-    ...(config.users === undefined ? {} : { auth: { users: config.users, ...(config.authFailureLimit === undefined ? {} : { failureLimit: config.authFailureLimit }) } }),
+    ...(config.users === undefined
+      ? {}
+      : { auth: { users: config.users, ...(config.authFailureLimit === undefined ? {} : { failureLimit: config.authFailureLimit }) } }),
     ...(config.destinations === undefined ? {} : { destinations: config.destinations }),
     ...(config.limits === undefined ? {} : { limits: config.limits }),
     ...(config.propagateTraceContext === undefined ? {} : { propagateTraceContext: config.propagateTraceContext }),
     ...(config.via === undefined ? {} : { via: config.via }),
     ...(config.upstreamProxies === undefined ? {} : { upstreamProxies: upstreamProxiesOption(config.upstreamProxies) }),
-    ...(config.headers === undefined || config.headers.length === 0 ? {} : { transforms: [createHeaderRulesTransform(resolveSecretReferences(config.headers, config.secrets ?? {}))] }),
+    ...(config.headers === undefined || config.headers.length === 0
+      ? {}
+      : { transforms: [createHeaderRulesTransform(resolveSecretReferences(config.headers, config.secrets ?? {}))] }),
     ...(config.secrets === undefined ? {} : { secrets: secretsOption(config.secrets, secretValues) })
   }
 }
@@ -137,7 +141,9 @@ export async function startProxyServer (config: ProxyServerConfig, options: Star
   const redis = config.redis === undefined ? undefined : redisOption(config.redis)
   const app = createProxyApp(first, tlsFiles[0], config)
   await app.register(forwardProxy, { ...pluginOptionsFromConfig(config, redis), ...sharedLimitsOfWorkers(redis) })
-  const interception = config.interception === undefined ? undefined : await interceptionFromConfig().registerInterceptionFromConfig(app, config.interception, config.dataDirectory)
+  const interception = config.interception === undefined
+    ? undefined
+    : await interceptionFromConfig().registerInterceptionFromConfig(app, config.interception, config.dataDirectory)
   let current = config
   const reload: ReloadTarget = {
     current: () => current,
@@ -248,7 +254,9 @@ function createProxyApp (first: ListenerConfig, files: ListenerTlsFiles | undefi
       frameworkErrors: proxyFrameworkErrors,
       keepAliveTimeout: SERVER_TIMEOUTS.keepAliveTimeout,
       requestTimeout: SERVER_TIMEOUTS.requestTimeout,
-      ...(files === undefined ? { http: { headersTimeout: SERVER_TIMEOUTS.headersTimeout } } : { https: { ...files, headersTimeout: SERVER_TIMEOUTS.headersTimeout, handshakeTimeout: TLS_HANDSHAKE_TIMEOUT } })
+      ...(files === undefined
+        ? { http: { headersTimeout: SERVER_TIMEOUTS.headersTimeout } }
+        : { https: { ...files, headersTimeout: SERVER_TIMEOUTS.headersTimeout, handshakeTimeout: TLS_HANDSHAKE_TIMEOUT } })
     })
   if (http2) prepareHttp2Server(app.server as unknown as Http2SecureServer)
   // Fastify gives clientErrorHandler to its main server only, not to the servers it binds for

@@ -47,7 +47,15 @@ export interface ProxyServerConfig {
     /** `report`: `allowedHosts` and `deniedHosts` log what they would refuse instead of refusing it. */
     mode?: ForwardProxyPolicyMode
   }
-  limits?: { maxConcurrentTunnels?: number, tunnelIdleTimeout?: number, httpActivityTimeout?: number, connectTimeout?: number, firstByteTimeout?: number, maxConcurrentRequests?: number, maxStreamResets?: number }
+  limits?: {
+    maxConcurrentTunnels?: number
+    tunnelIdleTimeout?: number
+    httpActivityTimeout?: number
+    connectTimeout?: number
+    firstByteTimeout?: number
+    maxConcurrentRequests?: number
+    maxStreamResets?: number
+  }
   interception?: InterceptionConfig
   headers?: ForwardProxyHeaderRule[]
   /** Named credentials for header rules (`{{secret:NAME}}`); `file` paths resolved against the file's folder. */
@@ -148,7 +156,9 @@ export function parseConfig (value: unknown, source: string, baseDirectory: stri
       : {
           interception: {
             ...interception,
-            ...(interception.ca === undefined ? {} : { ca: { cert: resolve(baseDirectory, interception.ca.cert), key: resolve(baseDirectory, interception.ca.key) } }),
+            ...(interception.ca === undefined
+              ? {}
+              : { ca: { cert: resolve(baseDirectory, interception.ca.cert), key: resolve(baseDirectory, interception.ca.key) } }),
             ...(interception.est === undefined ? {} : { est: resolveEstPaths(interception.est, baseDirectory) }),
             ...(interception.trustedDestinationCa === undefined ? {} : { trustedDestinationCa: resolve(baseDirectory, interception.trustedDestinationCa) })
           }
@@ -158,7 +168,12 @@ export function parseConfig (value: unknown, source: string, baseDirectory: stri
       : {}),
     ...(secrets === undefined
       ? {}
-      : { secrets: Object.fromEntries(Object.entries(secrets).map(([name, secret]) => [name, secret.file === undefined ? secret : { ...secret, file: resolve(baseDirectory, secret.file) }])) }),
+      : {
+          secrets: Object.fromEntries(Object.entries(secrets).map(([name, secret]) => [
+            name,
+            secret.file === undefined ? secret : { ...secret, file: resolve(baseDirectory, secret.file) }
+          ]))
+        }),
     ...(config.redis === undefined ? {} : { redis: checkRedisConfig(config.redis, source, baseDirectory) }),
     dataDirectory: resolve(baseDirectory, config.dataDirectory ?? '.forward-proxy'),
     workers: config.workers ?? 1,
@@ -329,7 +344,11 @@ export function secretReferencesIn (value: string): string[] {
  * secret can only ever be sent where its entry says.
  * @throws ConfigError naming the rule and the secret, never a value.
  */
-function checkSecretReferences (headers: readonly ForwardProxyHeaderRule[] | undefined, secrets: Readonly<Record<string, SecretConfig>> | undefined, source: string): void {
+function checkSecretReferences (
+  headers: readonly ForwardProxyHeaderRule[] | undefined,
+  secrets: Readonly<Record<string, SecretConfig>> | undefined,
+  source: string
+): void {
   for (const [name, secret] of Object.entries(secrets ?? {})) {
     if ((secret.env === undefined) === (secret.file === undefined)) {
       throw new ConfigError(`${source}: /secrets/${name}: give exactly one of "env" (an environment variable) and "file" (a file others cannot read)`)

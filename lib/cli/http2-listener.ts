@@ -42,7 +42,12 @@ export const HTTP2_MAX_CONCURRENT_STREAMS = 100
  * (`allowHTTP1`), so one port serves HTTP/2 CONNECT streams and HTTP/1.1 clients.
  */
 export function http2ServerOptions (files: ListenerTlsFiles): SecureServerOptions {
-  return { ...files, allowHTTP1: true, handshakeTimeout: TLS_HANDSHAKE_TIMEOUT, settings: { initialWindowSize: HTTP2_RECEIVE_WINDOWS.stream, maxConcurrentStreams: HTTP2_MAX_CONCURRENT_STREAMS } }
+  return {
+    ...files,
+    allowHTTP1: true,
+    handshakeTimeout: TLS_HANDSHAKE_TIMEOUT,
+    settings: { initialWindowSize: HTTP2_RECEIVE_WINDOWS.stream, maxConcurrentStreams: HTTP2_MAX_CONCURRENT_STREAMS }
+  }
 }
 
 /**

@@ -37,7 +37,11 @@ export interface InterceptionFromConfig {
  * EST provider's connections are closed with the app.
  * @throws ConfigError naming the key of an unreadable or unusable file.
  */
-export async function registerInterceptionFromConfig (app: FastifyInstance, interception: InterceptionConfig, dataDirectory: string): Promise<InterceptionFromConfig> {
+export async function registerInterceptionFromConfig (
+  app: FastifyInstance,
+  interception: InterceptionConfig,
+  dataDirectory: string
+): Promise<InterceptionFromConfig> {
   const { ca, est } = interception
   const development = ca === undefined && est === undefined ? await loadDevelopmentCa(dataDirectory) : undefined
   let certificateProvider: ForwardProxyCertificateProvider

@@ -106,7 +106,14 @@ interface LoggedRequest {
  * Fastify's request serializer minus anything secret: an absolute-form target's userinfo
  * (`http://user:password@host/`) is replaced, since a client may put credentials there.
  */
-function serializeRequest (request: { method?: string, url?: string, originalUrl?: string, hostname?: string, ip?: string, socket?: { remotePort?: number } }): LoggedRequest {
+function serializeRequest (request: {
+  method?: string
+  url?: string
+  originalUrl?: string
+  hostname?: string
+  ip?: string
+  socket?: { remotePort?: number }
+}): LoggedRequest {
   return {
     method: request.method,
     // The target as received: a CONNECT's url is the path it is routed under.
@@ -123,7 +130,10 @@ function serializeRequest (request: { method?: string, url?: string, originalUrl
  * without userinfo. Fastify's own per-request lines are turned off: the proxy's access log is
  * the one line per request and per tunnel. Request ids come from {@link createRequestIdGenerator}.
  */
-export function proxyLoggerOptions (log: LogConfig, headerRules?: readonly ForwardProxyHeaderRule[]): { logController: LogController, logger: PinoLoggerOptions, genReqId: () => string } {
+export function proxyLoggerOptions (
+  log: LogConfig,
+  headerRules?: readonly ForwardProxyHeaderRule[]
+): { logController: LogController, logger: PinoLoggerOptions, genReqId: () => string } {
   return {
     genReqId: createRequestIdGenerator(),
     logController: new LogController({ disableRequestLogging: true }),

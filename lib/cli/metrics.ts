@@ -169,7 +169,7 @@ function writeMetric (lines: string[], metric: MetricData): void {
         lines.push(`${name}_sum${labels(point.attributes)} ${formatNumber(sum ?? 0)}`)
         lines.push(`${name}_count${labels(point.attributes)} ${count}`)
       }
-      return
+      break
     }
     default:
       // Exponential histograms: none of the proxy's instruments records one.

@@ -33,7 +33,12 @@ export function loadSecrets (secrets: Readonly<Record<string, SecretConfig>> | u
  * @throws ConfigError naming `key` and where it was looked for, never the value, when it is not
  * set, cannot be read, may be read by others, or is empty.
  */
-export function readCredential (source: { readonly env?: string, readonly file?: string }, key: string, names: { readonly file: string, readonly thing: string }, env: NodeJS.ProcessEnv = process.env): string {
+export function readCredential (
+  source: { readonly env?: string, readonly file?: string },
+  key: string,
+  names: { readonly file: string, readonly thing: string },
+  env: NodeJS.ProcessEnv = process.env
+): string {
   let value: string
   if (source.env !== undefined) {
     const found = env[source.env]
@@ -66,11 +71,17 @@ export function secretsOption (secrets: Readonly<Record<string, SecretConfig>>, 
  * the secret (others get 403 and nothing is sent), only over TLS. A rule that uses a secret is
  * also `tlsOnly`: a plain `http://` request to its hosts is refused before anything is dialed.
  */
-export function resolveSecretReferences (headers: readonly ForwardProxyHeaderRule[], secrets: Readonly<Record<string, SecretConfig>>): ForwardProxyHeaderRule[] {
+export function resolveSecretReferences (
+  headers: readonly ForwardProxyHeaderRule[],
+  secrets: Readonly<Record<string, SecretConfig>>
+): ForwardProxyHeaderRule[] {
   return headers.map((rule) => {
     const set = rule.set ?? {}
     if (!Object.values(set).some((value) => secretReferencesIn(value).length > 0)) return rule
-    const resolved = Object.fromEntries(Object.entries(set).map(([name, value]) => [name, value.replace(SECRET_REFERENCE, (_match, secretName: string) => placeholderOf(secretName, secrets[secretName]))]))
+    const resolved = Object.fromEntries(Object.entries(set).map(([name, value]) => [
+      name,
+      value.replace(SECRET_REFERENCE, (_match, secretName: string) => placeholderOf(secretName, secrets[secretName]))
+    ]))
     return { ...rule, set: resolved, tlsOnly: true }
   })
 }

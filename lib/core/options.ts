@@ -153,6 +153,7 @@ function resolveAuth (auth: ForwardProxyOptions['auth'], secretNames: readonly s
   if (typeof auth !== 'object' || auth === null) throw new ForwardProxyOptionsError('auth', 'must be an object')
   rejectUnknownKeys('auth', auth)
   const realm = auth.realm ?? DEFAULT_PSEUDONYM
+  // eslint-disable-next-line no-control-regex
   if (typeof realm !== 'string' || realm === '' || /["\\\u0000-\u001f\u007f]/.test(realm)) {
     throw new ForwardProxyOptionsError('auth.realm', 'must be a non-empty string without quotes, backslashes or control characters')
   }
@@ -168,6 +169,7 @@ function resolveAuth (auth: ForwardProxyOptions['auth'], secretNames: readonly s
     throw new ForwardProxyOptionsError('auth.users', 'must be an object mapping user names to passwords')
   }
   for (const [name, entry] of Object.entries(users)) {
+    // eslint-disable-next-line no-control-regex
     if (name === '' || name.includes(':') || /[\u0000-\u001f\u007f]/.test(name)) {
       throw new ForwardProxyOptionsError(`auth.users.${name}`, 'is not a valid user name (non-empty, no colon, no control characters)')
     }

@@ -45,7 +45,16 @@ export function resolveRedisOptions (redis: ForwardProxyRedisOptions | undefined
   if (typeof redis !== 'object' || redis === null) throw new ForwardProxyOptionsError('redis', 'must be an object with a url or a client')
   const unknown = Object.keys(redis).find((key) => !KEYS.includes(key))
   if (unknown !== undefined) throw new ForwardProxyOptionsError(`redis.${unknown}`, `is not a known option (known: ${KEYS.join(', ')})`)
-  const { url, client, password, ca, keyPrefix = DEFAULT_REDIS_SETTINGS.keyPrefix, onError = DEFAULT_REDIS_SETTINGS.onError, timeout = DEFAULT_REDIS_SETTINGS.timeout, leaseTime = DEFAULT_REDIS_SETTINGS.leaseTime } = redis
+  const {
+    url,
+    client,
+    password,
+    ca,
+    keyPrefix = DEFAULT_REDIS_SETTINGS.keyPrefix,
+    onError = DEFAULT_REDIS_SETTINGS.onError,
+    timeout = DEFAULT_REDIS_SETTINGS.timeout,
+    leaseTime = DEFAULT_REDIS_SETTINGS.leaseTime
+  } = redis
   if ((url === undefined) === (client === undefined)) throw new ForwardProxyOptionsError('redis', 'needs exactly one of url and client')
   if (url !== undefined) checkUrl(url)
   if (client !== undefined && (typeof client !== 'object' || client === null || typeof (client as Partial<Redis>).duplicate !== 'function')) {

@@ -41,7 +41,11 @@ export interface ExchangeOptions {
  * (connection, timeout, an invalid request), and with `RequestAbortedError` when
  * `cancellation` aborts first.
  */
-export function exchangeWithDestination (dispatcher: Dispatcher, request: Dispatcher.DispatchOptions & { readonly opaque?: unknown }, options: ExchangeOptions): Promise<DestinationResponse> {
+export function exchangeWithDestination (
+  dispatcher: Dispatcher,
+  request: Dispatcher.DispatchOptions & { readonly opaque?: unknown },
+  options: ExchangeOptions
+): Promise<DestinationResponse> {
   return new Promise((resolve, reject) => {
     const exchange = new DestinationExchange(request.body, options, resolve, reject)
     try {

@@ -109,7 +109,14 @@ export async function forwardRequest (
     : exchangeWithDestination(runtime.upstreamDispatcher, { origin: `${upstreamProxy.protocol}//${upstreamProxy.label}`, path: `http://${authority}${path}`, method: request.method, headers: withUpstreamAuthorization(headers, upstreamProxy), body }, exchange)
   const response = await sent.catch((error: unknown) => {
     const mapped = fromDispatchError(error)
-    throw upstreamProxy === null || mapped.nextHop !== undefined ? mapped : new ProxyError(mapped.errorType, mapped.message, { status: mapped.status, ...(mapped.details === undefined ? {} : { details: mapped.details }), nextHop: upstreamProxy.label, cause: error })
+    throw upstreamProxy === null || mapped.nextHop !== undefined
+      ? mapped
+      : new ProxyError(mapped.errorType, mapped.message, {
+        status: mapped.status,
+        ...(mapped.details === undefined ? {} : { details: mapped.details }),
+        nextHop: upstreamProxy.label,
+        cause: error
+      })
   })
   // The connection the response came on: a reused one reports the address it was dialed to. Read
   // now, before the pool can give that connection's slot to a new dial.

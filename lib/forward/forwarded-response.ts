@@ -80,7 +80,13 @@ export const transformForwardedResponse: onSendHookHandler = function transformF
     return
   }
   const before = replyHeaderRecord(reply)
-  transformIncomingResponse(forwarded.transforms, request, forwarded.destination, { statusCode: reply.statusCode, headers: before }, forwarded.cancellation).then((head) => {
+  transformIncomingResponse(
+    forwarded.transforms,
+    request,
+    forwarded.destination,
+    { statusCode: reply.statusCode, headers: before },
+    forwarded.cancellation
+  ).then((head) => {
     reply.code(head.statusCode)
     // An empty list writes no field; see the proxy route's last onSend hook for why not removeHeader.
     for (const name of Object.keys(before)) if (head.headers[name] === undefined) reply.header(name, [])

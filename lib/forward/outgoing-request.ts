@@ -89,7 +89,11 @@ function secretRefusal (reason: SecretRefusal, secret: string, user: string | un
  * are put in place later, after the transforms ({@link placeSecrets}), which see placeholders only.
  * @throws ProxyError for a loop, a refused destination or user, a TRACE at 0.
  */
-export function prepareOutgoingRequest (request: FastifyRequest, runtime: ProxyRuntime, target: ForwardTarget & { readonly applyMaxForwards: false }): PreparedRequest
+export function prepareOutgoingRequest (
+  request: FastifyRequest,
+  runtime: ProxyRuntime,
+  target: ForwardTarget & { readonly applyMaxForwards: false }
+): PreparedRequest
 export function prepareOutgoingRequest (request: FastifyRequest, runtime: ProxyRuntime, target: ForwardTarget): OutgoingDecision
 export function prepareOutgoingRequest (request: FastifyRequest, runtime: ProxyRuntime, target: ForwardTarget): OutgoingDecision {
   const { pseudonym, secrets, propagateTraceContext } = runtime.settings
@@ -148,7 +152,13 @@ export interface RequestToSend {
 export function placeSecrets (request: FastifyRequest, prepared: PreparedRequest, headers: string[] | HeaderRecord, target: Pick<ForwardTarget, 'destination' | 'scheme'>): RequestToSend | Promise<RequestToSend> {
   const { secrets } = prepared
   if (secrets === null) return { path: prepared.path, headers, scrubber: null }
-  return substituteSecrets(request, secrets, { path: prepared.path, headers: Array.isArray(headers) ? headers : flatHeaderList(headers) }, target, prepared.reported)
+  return substituteSecrets(
+    request,
+    secrets,
+    { path: prepared.path, headers: Array.isArray(headers) ? headers : flatHeaderList(headers) },
+    target,
+    prepared.reported
+  )
 }
 
 async function substituteSecrets (request: FastifyRequest, secrets: SecretSet, built: { readonly path: string, readonly headers: string[] }, target: Pick<ForwardTarget, 'destination' | 'scheme'>, reported: ReportedRefusal | null): Promise<RequestToSend> {

@@ -48,7 +48,11 @@ function transformRefused (details: string, cause?: unknown): ProxyError {
  * and those without one): `transforms` itself when all do, as most requests find.
  * @throws ProxyError 500 `proxy_internal_error` when an `appliesTo` throws.
  */
-export function transformsFor (transforms: readonly ForwardProxyRequestTransform[], request: FastifyRequest, destination: ForwardProxyDestination): readonly ForwardProxyRequestTransform[] {
+export function transformsFor (
+  transforms: readonly ForwardProxyRequestTransform[],
+  request: FastifyRequest,
+  destination: ForwardProxyDestination
+): readonly ForwardProxyRequestTransform[] {
   let applying: ForwardProxyRequestTransform[] | null = null
   for (let index = 0; index < transforms.length; index++) {
     const transform = transforms[index] as ForwardProxyRequestTransform
@@ -123,8 +127,9 @@ export async function transformOutgoingRequest (
 /**
  * Runs every `transformResponse` in registration order on the response head (hop-by-hop headers
  * removed, `Via` added) and returns the edited head. A transform that throws a `ProxyError`
- * answers with that error instead. Throws 500 `proxy_internal_error` when a transform throws anything else, sets a status outside 200 to 599 other than the destination's, adds a
- * framing header, changes `Content-Length` or leaves a header that is not a valid field.
+ * answers with that error instead. Throws 500 `proxy_internal_error` when a transform throws
+ * anything else, sets a status outside 200 to 599 other than the destination's, adds a framing
+ * header, changes `Content-Length` or leaves a header that is not a valid field.
  */
 export async function transformIncomingResponse (
   transforms: readonly ForwardProxyRequestTransform[],

@@ -40,7 +40,13 @@ export async function registerProxyAuthentication (
   // The usual attempt (a users table, no lockout under way) is decided without a promise: the
   // plugin's `done` is called before validate returns. A failure counted in a shared store is
   // answered once counted there, so the next attempt, on any process, finds it counted.
-  const decide = (username: string, password: string, request: FastifyRequest, client: string, verdict: boolean | ForwardProxyUser): Promise<void> | undefined => {
+  const decide = (
+    username: string,
+    password: string,
+    request: FastifyRequest,
+    client: string,
+    verdict: boolean | ForwardProxyUser
+  ): Promise<void> | undefined => {
     limiter?.settle(client, verdict === false)
     if (verdict === false) {
       const refusal = new ProxyError('http_request_denied', 'Proxy authentication failed.', { status: 407, details: 'invalid credentials' })

@@ -16,7 +16,10 @@ const MAX_RECONNECT_DELAY_MS = 1000
  * Redis is unreachable (no offline queue), within `timeout`; reconnection goes on.
  * @throws ForwardProxyOptionsError (option `url`), never repeating the URL.
  */
-export function connectionOf (text: string, settings: { readonly password?: string, readonly ca?: string | Buffer, readonly timeout: number }): { options: RedisOptions, label: string } {
+export function connectionOf (
+  text: string,
+  settings: { readonly password?: string, readonly ca?: string | Buffer, readonly timeout: number }
+): { options: RedisOptions, label: string } {
   let url: URL
   try {
     url = new URL(text)

@@ -319,7 +319,6 @@ function isNumbers (reply: unknown, length: number): reply is number[] {
   return Array.isArray(reply) && reply.length === length && reply.every((value) => typeof value === 'number')
 }
 
-
 /** A published failure, or null for a message that is not one (another publisher's). */
 function parseAuthFailure (message: string): { client: string, failures: number, msLeft: number } | null {
   let value: unknown

@@ -83,7 +83,12 @@ export class RedisRateCounter implements RateStoreLink {
     if (!isTakeReply(reply, size)) throw this.#connection.unavailable('unexpected reply')
     const answers: RateTaken[] = new Array(size)
     for (let i = 0; i < size; i++) {
-      answers[i] = { taken: reply[4 * i] as number, msLeft: reply[4 * i + 1] as number, window: reply[4 * i + 2] as string, holders: reply[4 * i + 3] as number }
+      answers[i] = {
+        taken: reply[4 * i] as number,
+        msLeft: reply[4 * i + 1] as number,
+        window: reply[4 * i + 2] as string,
+        holders: reply[4 * i + 3] as number
+      }
     }
     return answers
   }
@@ -93,7 +98,7 @@ export class RedisRateCounter implements RateStoreLink {
     const asked = this.#reserveRequests.get(id)
     if (asked !== undefined) return asked.done
     let resolve = noop
-    const done = new Promise<void>((resolve_) => { resolve = resolve_ })
+    const done = new Promise<void>((_resolve) => { resolve = _resolve })
     const timer = setTimeout(() => request.settle(), this.#timeout)
     const request: ReserveRequest = {
       holders,
@@ -136,13 +141,15 @@ export class RedisRateCounter implements RateStoreLink {
 function isTakeReply (reply: unknown, keys: number): reply is Array<number | string> {
   if (!Array.isArray(reply) || reply.length !== 4 * keys) return false
   for (let i = 0; i < reply.length; i++) {
-    if (typeof reply[i] !== (i % 4 === 2 ? 'string' : 'number')) return false
+    if (i % 4 === 2 ? typeof reply[i] !== 'string' : typeof reply[i] !== 'number') return false
   }
   return true
 }
 
 /** A request for places (`ask`: the key) or an answer to one (`gave`), or null for neither. */
-function parseReservesMessage (message: string): { ask: string, window: string, from: string } | { gave: string, window: string, from: string, to: string } | null {
+function parseReservesMessage (
+  message: string
+): { ask: string, window: string, from: string } | { gave: string, window: string, from: string, to: string } | null {
   let value: unknown
   try {
     value = JSON.parse(message)

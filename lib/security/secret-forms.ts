@@ -141,7 +141,9 @@ export function escapedCharacterAt (bytes: Uint8Array, at: number): number {
   if (byte !== 0x26 || at + 2 > end) return -1
   if (bytes[at + 1] !== 0x23) { // &amp; &lt; &gt; &quot; &apos;
     for (const [name, code] of NAMED_ENTITY_CODES) {
-      if (at + 1 + name.length <= end && name.every((expected, offset) => lower(bytes[at + 1 + offset] as number) === expected)) return (name.length + 1) << 8 | code
+      if (at + 1 + name.length <= end && name.every((expected, offset) => lower(bytes[at + 1 + offset] as number) === expected)) {
+        return (name.length + 1) << 8 | code
+      }
     }
     return -1
   }

@@ -374,7 +374,9 @@ interface EscapeTable {
 function escapeTable (escaped: (code: number) => boolean, anyCase: boolean): EscapeTable {
   const escapesOf = (code: number): Uint8Array[] => escaped(code) ? characterEscapes(code).map((escape) => Buffer.from(escape, 'latin1')) : []
   // A lower-cased letter stands for both cases: `%52` and `%72` are both an "r".
-  const byCode = Array.from({ length: 256 }, (_, code) => anyCase && code !== UPPER[code] ? [...escapesOf(code), ...escapesOf(UPPER[code] as number)] : escapesOf(code))
+  const byCode = Array.from({ length: 256 }, (_, code) => anyCase && code !== UPPER[code]
+    ? [...escapesOf(code), ...escapesOf(UPPER[code] as number)]
+    : escapesOf(code))
   return { byCode, longest: Uint8Array.from(byCode, (escapes) => Math.max(1, ...escapes.map((escape) => escape.length))) }
 }
 
@@ -471,7 +473,15 @@ function matchFrom (form: CompiledForm, bytes: Buffer, k: number, at: number, fi
 }
 
 /** Character `k` may be read at `bytes[at]` in each of `lengths` (NO for none): tries each. */
-function matchEither (form: CompiledForm, bytes: Buffer, k: number, at: number, lengths: readonly number[], final: boolean, tried: Map<number, number> | null): number {
+function matchEither (
+  form: CompiledForm,
+  bytes: Buffer,
+  k: number,
+  at: number,
+  lengths: readonly number[],
+  final: boolean,
+  tried: Map<number, number> | null
+): number {
   const memo = tried ?? new Map<number, number>()
   let best = NO
   for (const length of lengths) {

@@ -210,7 +210,13 @@ export function upstreamUnreachable (error: Error, nextHop: string): ProxyError 
  * non-2xx answer (`details` gives the status), the network error's type otherwise
  * (`connection_refused`, `dns_error`, `tls_certificate_error`...), 504 `connection_timeout`.
  */
-export function connectThroughUpstream (upstream: UpstreamProxy, destination: ForwardProxyDestination, timeout: number, cancel?: CancelSignal, onread?: OnReadOpts): Promise<Socket> {
+export function connectThroughUpstream (
+  upstream: UpstreamProxy,
+  destination: ForwardProxyDestination,
+  timeout: number,
+  cancel?: CancelSignal,
+  onread?: OnReadOpts
+): Promise<Socket> {
   return new Promise((resolve, reject) => {
     const nextHop = upstream.label
     const reader = upstream.protocol === 'https:' ? undefined : onread

@@ -29,7 +29,10 @@ import { AUTH_LOCKOUT_DETAILS, policyRefusalReasonOf, type PolicyRefusalReason }
 /** The attribute naming the kind of request counted: `connect`, `forward` or `intercepted`. */
 export const PROXY_KIND_ATTRIBUTE = 'forward_proxy.kind'
 
-/** The attribute naming what became of a request: `intercepted` on `forward_proxy.requests`, any {@link ProxyRequestOutcome} on `forward_proxy.request.outcomes`. */
+/**
+ * The attribute naming what became of a request: `intercepted` on `forward_proxy.requests`, any
+ * {@link ProxyRequestOutcome} on `forward_proxy.request.outcomes`.
+ */
 export const PROXY_OUTCOME_ATTRIBUTE = 'forward_proxy.outcome'
 
 /** The kinds of proxy request: a CONNECT, absolute-form `http://` forwarding, or a request inside an intercepted tunnel. */
@@ -194,7 +197,6 @@ export const PROXY_METER_VERSION: string = packageVersion()
  * `./package.json`), so it resolves the same from the TypeScript sources and from `dist/`.
  */
 function packageVersion (): string {
-  // eslint-disable-next-line @typescript-eslint/no-require-imports
   const manifest = require('fastify-forward-proxy/package.json') as { version?: unknown }
   return typeof manifest.version === 'string' ? manifest.version : '0.0.0'
 }

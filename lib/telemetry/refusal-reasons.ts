@@ -37,7 +37,9 @@ const REASON_ATTRIBUTES: Readonly<Record<ProxyRequestKind, ReasonAttributes>> = 
 function reasonAttributes (kind: ProxyRequestKind): ReasonAttributes {
   const byOutcome = (outcome: ErrorOutcome): Readonly<Record<ProxyRefusalReason, Attributes>> => {
     const table: Partial<Record<ProxyRefusalReason, Attributes>> = {}
-    for (const reason of REASONS) table[reason] = Object.freeze({ [PROXY_KIND_ATTRIBUTE]: kind, [PROXY_OUTCOME_ATTRIBUTE]: outcome, [PROXY_REASON_ATTRIBUTE]: reason })
+    for (const reason of REASONS) {
+      table[reason] = Object.freeze({ [PROXY_KIND_ATTRIBUTE]: kind, [PROXY_OUTCOME_ATTRIBUTE]: outcome, [PROXY_REASON_ATTRIBUTE]: reason })
+    }
     return Object.freeze(table as Record<ProxyRefusalReason, Attributes>)
   }
   return Object.freeze({ refused: byOutcome('refused'), failed: byOutcome('failed') })
@@ -58,8 +60,8 @@ export function countErrorOutcome (kind: ProxyRequestKind, status: number, error
  * policy or a destination filter (`destination_policy`), a user's `allowedHosts`, `secrets`,
  * `requestsPerMinute` or `maxConcurrentTunnels`, a secret's placeholder where its secret may not
  * go (`secret_destination`), the proxy's limits, a loop, a transform, a malformed request
- * (`bad_request`), a store of shared limits that cannot be reached (`limit_store_unavailable`); without a rule, a failure: `internal_error`, else `destination_error` (5xx)
- * or `bad_request`.
+ * (`bad_request`), a store of shared limits that cannot be reached (`limit_store_unavailable`);
+ * without a rule, a failure: `internal_error`, else `destination_error` (5xx) or `bad_request`.
  */
 function refusalReasonOf (error: ProxyError): ProxyRefusalReason {
   const rule = refusalRuleOf(error)

@@ -229,7 +229,7 @@ test('browser: headless Chromium with an https:// proxy loads an http:// page (H
   t.equal(run.code, 0, 'chromium exited by itself', diagnostics)
   t.match(run.stdout, marker, 'the http:// page loaded', diagnostics)
   t.match(run.stdout, scriptMarker, 'its https:// script ran', diagnostics)
-  t.same(served, [`http GET / via=2 fastify-forward-proxy`, 'https GET /script.js'], 'both origins served, the page through the proxy', diagnostics)
+  t.same(served, ['http GET / via=2 fastify-forward-proxy', 'https GET /script.js'], 'both origins served, the page through the proxy', diagnostics)
   t.ok(seen.some((s) => s.httpVersion === '2.0' && s.method === 'GET' && s.url === 'http /'), 'the page came as an HTTP/2 request with :scheme http', diagnostics)
   t.ok(seen.some((s) => s.httpVersion === '2.0' && s.method === 'CONNECT' && s.url.endsWith(scriptAuthority)), 'the script through an HTTP/2 CONNECT', diagnostics)
 })

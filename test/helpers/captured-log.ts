@@ -21,6 +21,8 @@ export function capturedLog (): CapturedLog {
   return {
     logger: { level: 'info', stream },
     lines: () => lines,
-    access: () => lines.map((line) => JSON.parse(line) as { access?: Record<string, unknown> }).flatMap((entry) => entry.access === undefined ? [] : [entry.access])
+    access: () => lines
+      .map((line) => JSON.parse(line) as { access?: Record<string, unknown> })
+      .flatMap((entry) => entry.access === undefined ? [] : [entry.access])
   }
 }

@@ -11,9 +11,9 @@ export interface Deferred<T> {
 export function deferred<T = void> (): Deferred<T> {
   let resolve: (value: T) => void = () => {}
   let reject: (reason: unknown) => void = () => {}
-  const promise = new Promise<T>((resolvePromise, rejectPromise) => {
-    resolve = resolvePromise
-    reject = rejectPromise
+  const promise = new Promise<T>((_resolve, _reject) => {
+    resolve = _resolve
+    reject = _reject
   })
   return { promise, resolve, reject }
 }

@@ -67,7 +67,13 @@ export function tunnelTransport (tunnel: OpenTunnel): Duplex {
 }
 
 /** Opens an HTTP/1.1 CONNECT to `target` through the proxy and runs TLS inside it; closed at teardown. */
-export async function openInterceptedTls (t: Test, proxyPort: number, target: string, options: InnerTlsOptions, headers: Record<string, string> = {}): Promise<TLSSocket> {
+export async function openInterceptedTls (
+  t: Test,
+  proxyPort: number,
+  target: string,
+  options: InnerTlsOptions,
+  headers: Record<string, string> = {}
+): Promise<TLSSocket> {
   const tunnel = await openTunnel(proxyPort, target, headers)
   if (tunnel.status !== 200) throw new Error(`CONNECT answered ${tunnel.head}`)
   t.teardown(() => { tunnel.socket.destroy() })

@@ -9,11 +9,20 @@ export interface InterceptingSetup {
   pki: InterceptionPki
   proxy: InterceptingProxy
   /** GETs `https://127.0.0.1:<port><path>` through an intercepted tunnel. */
-  get: (port: number, path?: string, headers?: Record<string, string>) => Promise<{ status: number, proxyStatus: string | undefined, body: string, headers: Record<string, string | string[] | undefined> }>
+  get: (port: number, path?: string, headers?: Record<string, string>) => Promise<{
+    status: number
+    proxyStatus: string | undefined
+    body: string
+    headers: Record<string, string | string[] | undefined>
+  }>
 }
 
 /** Starts a proxy that intercepts every tunnel with the test PKI's leaf. */
-export async function interceptEverything (t: Test, interception: TlsInterceptionOptions = {}, proxyOptions: ForwardProxyOptions = {}): Promise<InterceptingSetup> {
+export async function interceptEverything (
+  t: Test,
+  interception: TlsInterceptionOptions = {},
+  proxyOptions: ForwardProxyOptions = {}
+): Promise<InterceptingSetup> {
   const pki = await makeInterceptionPki(t)
   const proxy = await startInterceptingProxy(t, pki, {
     proxy: proxyOptions,

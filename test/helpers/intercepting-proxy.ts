@@ -33,7 +33,11 @@ export interface TlsOrigin {
  * Starts an HTTPS origin on 127.0.0.1:0 (certificate from the destination CA) that answers
  * every request with a JSON echo of what it saw, unless `handler` answers. Closed at teardown.
  */
-export async function startTlsOrigin (t: Test, pki: InterceptionPki, handler?: (req: IncomingMessage, res: ServerResponse, body: string) => void): Promise<TlsOrigin> {
+export async function startTlsOrigin (
+  t: Test,
+  pki: InterceptionPki,
+  handler?: (req: IncomingMessage, res: ServerResponse, body: string) => void
+): Promise<TlsOrigin> {
   const requests: SeenRequest[] = []
   const server = createHttpsServer({ cert: pki.originLeaf.cert, key: pki.originLeaf.key }, (req, res) => {
     const chunks: Buffer[] = []

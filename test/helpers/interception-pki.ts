@@ -85,7 +85,10 @@ async function makeLeaf (directory: string, name: string, ca: PemPair): Promise<
  * The bin's `interception` key for `pki`: intercepts `hosts` with leaves from the operator CA
  * (its key file next to its certificate) and trusts the destination CA.
  */
-export function interceptionConfig (pki: InterceptionPki, hosts: string[]): { hosts: string[], ca: { cert: string, key: string }, trustedDestinationCa: string } {
+export function interceptionConfig (
+  pki: InterceptionPki,
+  hosts: string[]
+): { hosts: string[], ca: { cert: string, key: string }, trustedDestinationCa: string } {
   return {
     hosts,
     ca: { cert: pki.operatorCa.certPath, key: pki.operatorCa.certPath.replace(/\.pem$/, '.key') },

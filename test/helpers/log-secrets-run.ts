@@ -74,7 +74,7 @@ export async function checkLogsHoldNoSecret (t: Test, format: 'json' | 'pretty')
     t.match(access.find((entry) => entry.kind === 'intercepted'), { user: 'alice', status: 200, destination: `127.0.0.1:${originPort}` })
     t.match(access.find((entry) => entry.kind === 'forward' && entry.status === 407), { user: null, errorType: 'http_request_denied' })
   } else {
-    t.match(bin.stdout(), /^\S+Z INFO  proxy access .*access\.kind=intercepted .*access\.user=alice/m, 'one readable line per request')
+    t.match(bin.stdout(), /^\S+Z INFO {2}proxy access .*access\.kind=intercepted .*access\.user=alice/m, 'one readable line per request')
     t.notMatch(bin.stdout(), /^\{"level"/m, 'no JSON lines')
   }
 }

@@ -92,7 +92,13 @@ export function installMetrics (t: Test): InstalledMetrics {
       if (metric.dataPointType !== DataPointType.HISTOGRAM) throw new Error(`${name} is not a histogram`)
       return {
         descriptor: metric.descriptor,
-        points: metric.dataPoints.map((point) => ({ count: point.value.count, sum: point.value.sum ?? 0, min: point.value.min, max: point.value.max, attributes: { ...point.attributes } }))
+        points: metric.dataPoints.map((point) => ({
+          count: point.value.count,
+          sum: point.value.sum ?? 0,
+          min: point.value.min,
+          max: point.value.max,
+          attributes: { ...point.attributes }
+        }))
       }
     },
     async sums (name) {

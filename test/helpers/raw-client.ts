@@ -88,7 +88,13 @@ export function basic (user: string, password: string): string {
  * `attemptMs` to be answered (a connection nobody answers does not hold up the next); rejects
  * after `timeoutMs`.
  */
-export async function openTunnelOnceAdmitted (port: number, target: string, headers: Record<string, string>, timeoutMs = 5000, attemptMs = 1000): Promise<OpenTunnel> {
+export async function openTunnelOnceAdmitted (
+  port: number,
+  target: string,
+  headers: Record<string, string>,
+  timeoutMs = 5000,
+  attemptMs = 1000
+): Promise<OpenTunnel> {
   let admitted: OpenTunnel | undefined
   await eventually(async () => {
     const attempt = await within(openTunnel(port, target, headers), 'an answer to the CONNECT', attemptMs).catch(() => undefined)

@@ -78,7 +78,12 @@ export async function connectRawHttp2 (port: number, ca: Buffer): Promise<RawHtt
     while (buffered.length >= 9) {
       const length = buffered.readUIntBE(0, 3)
       if (buffered.length < 9 + length) break
-      const received = { type: buffered[3] ?? 0, flags: buffered[4] ?? 0, streamId: buffered.readUInt32BE(5) & 0x7fffffff, payload: buffered.subarray(9, 9 + length) }
+      const received = {
+        type: buffered[3] ?? 0,
+        flags: buffered[4] ?? 0,
+        streamId: buffered.readUInt32BE(5) & 0x7fffffff,
+        payload: buffered.subarray(9, 9 + length)
+      }
       buffered = buffered.subarray(9 + length)
       frames.push(received)
       if (received.type === FRAME.SETTINGS && (received.flags & FLAG.ACK) === 0 && socket.writable) socket.write(frame(FRAME.SETTINGS, FLAG.ACK, 0))

@@ -66,7 +66,14 @@ export async function echoesThrough (client: Socket, upstream: Socket, text: str
  * checks it is answered 200 (`opened` names that check), has the destination send a few bytes
  * and end, checks the client reads exactly them, and closes the tunnel.
  */
-export async function expectTunnelRelays (t: Test, proxyPort: number, target: string, destination: TcpDestination, opened: string, headers: Record<string, string> = {}): Promise<void> {
+export async function expectTunnelRelays (
+  t: Test,
+  proxyPort: number,
+  target: string,
+  destination: TcpDestination,
+  opened: string,
+  headers: Record<string, string> = {}
+): Promise<void> {
   const tunnel = await openTunnel(proxyPort, target, headers)
   t.equal(tunnel.status, 200, opened)
   const upstream = await destination.nextConnection()

@@ -53,7 +53,15 @@ const app = Fastify()
 void app.register(forwardProxy, {
   auth: { realm: 'egress', users: { alice: 's3cret' }, failureLimit: { maxFailures: 10, window: 60_000 } },
   destinations: { allowedHosts: ['*.example.com', '10.0.0.0/8'], deniedHosts: [], allowedPorts: [443], allowPrivateNetworks: false, allowedNetworks: ['fd00::/8'] },
-  limits: { maxConcurrentTunnels: 100, maxConcurrentRequests: 100, maxStreamResets: 50, tunnelIdleTimeout: 1, httpActivityTimeout: 1, connectTimeout: 1, firstByteTimeout: 1 },
+  limits: {
+    maxConcurrentTunnels: 100,
+    maxConcurrentRequests: 100,
+    maxStreamResets: 50,
+    tunnelIdleTimeout: 1,
+    httpActivityTimeout: 1,
+    connectTimeout: 1,
+    firstByteTimeout: 1
+  },
   via: 'egress-1',
   resolver: async (hostname: string, signal: AbortSignal) => { void hostname; void signal; return [{ address: '192.0.2.1', family: 4 as const }] },
   propagateTraceContext: false
