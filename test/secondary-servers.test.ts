@@ -1,5 +1,5 @@
 import { test } from 'tap'
-import dns from 'node:dns'
+import { answerLocalhostWithBothLoopbacks } from './helpers/localhost-loopbacks'
 import type { AddressInfo } from 'node:net'
 import Fastify from 'fastify'
 import { secondaryServersOf } from './helpers/internals'
@@ -9,24 +9,12 @@ import { secondaryServersOf } from './helpers/internals'
 // here, by name, rather than as CONNECTs to ::1 refused on some machines.
 
 test('Fastify listening on a name with two addresses: secondaryServersOf finds the one server it bound besides app.server', async (t) => {
-  // This machine's resolver may give localhost one address; Fastify binds one server per
-  // address dns.lookup returns, so answer both loopback addresses while it listens.
-  const realLookup = dns.lookup
-  const bothLoopbacks = (...args: unknown[]): void => {
-    const [host, options] = args
-    const callback = args[args.length - 1] as (error: null, addresses: Array<{ address: string, family: number }>) => void
-    if (host === 'localhost' && typeof options === 'object' && options !== null && (options as { all?: boolean }).all === true) {
-      callback(null, [{ address: '127.0.0.1', family: 4 }, { address: '::1', family: 6 }])
-      return
-    }
-    Reflect.apply(realLookup, dns, args)
-  }
-  Object.assign(dns, { lookup: bothLoopbacks })
   const app = Fastify()
+  const restoreLookup = answerLocalhostWithBothLoopbacks()
   try {
     await app.listen({ port: 0, host: 'localhost' })
   } finally {
-    Object.assign(dns, { lookup: realLookup })
+    restoreLookup()
   }
   t.teardown(() => app.close())
   t.equal(app.addresses().length, 2, 'Fastify bound two servers')

@@ -1,5 +1,5 @@
 // Where the Redis limit store connects: the ioredis options and label of a redis:// or rediss://
-// URL, and the label of a client the application passed.
+// URL, the label of a client the application passed, and what its channels carry.
 
 import type { Redis, RedisOptions } from 'ioredis'
 import { ForwardProxyOptionsError } from '../protocol/errors'
@@ -72,4 +72,15 @@ export function labelOfClient (client: Redis): string {
 /** Reconnects for as long as the store lives, backing off to at most a second between attempts. */
 export function reconnectDelay (attempt: number): number {
   return Math.min(attempt * 100, MAX_RECONNECT_DELAY_MS)
+}
+
+/** A message published on one of the store's channels, as an object; null when it is not one. */
+export function publishedObject (message: string): Record<string, unknown> | null {
+  let value: unknown
+  try {
+    value = JSON.parse(message)
+  } catch {
+    return null
+  }
+  return typeof value === 'object' && value !== null ? value as Record<string, unknown> : null
 }

@@ -5,7 +5,7 @@ import { randomBytes } from 'node:crypto'
 import { Redis } from 'ioredis'
 import { ForwardProxyOptionsError } from '../protocol/errors'
 import type { AuthFailureCount, LimitStore } from './limit-store'
-import { connectionOf, labelOfClient, reconnectDelay } from './redis-connection'
+import { connectionOf, labelOfClient, publishedObject, reconnectDelay } from './redis-connection'
 import { RedisRateCounter } from './redis-rate-counter'
 import { acquireSlotScript, chunks, type LuaScript, recordAuthFailureScript, releaseSlotsScript, renewSlotsScript } from './redis-scripts'
 
@@ -321,14 +321,9 @@ function isNumbers (reply: unknown, length: number): reply is number[] {
 
 /** A published failure, or null for a message that is not one (another publisher's). */
 function parseAuthFailure (message: string): { client: string, failures: number, msLeft: number } | null {
-  let value: unknown
-  try {
-    value = JSON.parse(message)
-  } catch {
-    return null
-  }
-  if (typeof value !== 'object' || value === null) return null
-  const { client, failures, msLeft } = value as Record<string, unknown>
+  const value = publishedObject(message)
+  if (value === null) return null
+  const { client, failures, msLeft } = value
   if (typeof client !== 'string' || typeof failures !== 'number' || typeof msLeft !== 'number') return null
   return { client, failures, msLeft }
 }

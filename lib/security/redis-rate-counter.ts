@@ -3,6 +3,7 @@
 // they took ahead and did not use.
 
 import { MOST_UNITS_AHEAD, RESERVE_SHARE, type RateStoreLink, type RateTake, type RateTaken, ReservedRateCounter } from './reserved-rate-counter'
+import { publishedObject } from './redis-connection'
 import { chunks, giveBackRateUnitsScript, type LuaScript, takeRateUnitsScript } from './redis-scripts'
 
 /** What the Redis rate counter needs of its store's connection. */
@@ -150,14 +151,9 @@ function isTakeReply (reply: unknown, keys: number): reply is Array<number | str
 function parseReservesMessage (
   message: string
 ): { ask: string, window: string, from: string } | { gave: string, window: string, from: string, to: string } | null {
-  let value: unknown
-  try {
-    value = JSON.parse(message)
-  } catch {
-    return null
-  }
-  if (typeof value !== 'object' || value === null) return null
-  const { ask, gave, window, from, to } = value as Record<string, unknown>
+  const value = publishedObject(message)
+  if (value === null) return null
+  const { ask, gave, window, from, to } = value
   if (typeof window !== 'string' || typeof from !== 'string') return null
   if (typeof ask === 'string') return { ask, window, from }
   if (typeof gave === 'string' && typeof to === 'string') return { gave, window, from, to }
