@@ -20,7 +20,7 @@ export const InterceptionWithoutProxyError = usageError('FFP_ERR_INTERCEPTION_WI
 export const InterceptionRegisteredTwiceError = usageError('FFP_ERR_INTERCEPTION_REGISTERED_TWICE', 'fastify-forward-proxy: tlsInterception is already registered for this proxy')
 
 /** tlsInterception registered in another plugin context than forwardProxy. */
-export const InterceptionOtherContextError = usageError('FFP_ERR_INTERCEPTION_OTHER_CONTEXT', 'fastify-forward-proxy: register tlsInterception in the same plugin context as forwardProxy (its hooks would not reach the proxy\'s requests from an inner one)')
+export const InterceptionOtherContextError = usageError('FFP_ERR_INTERCEPTION_OTHER_CONTEXT', 'fastify-forward-proxy: register tlsInterception in the same plugin context as forwardProxy')
 
 /** A hook set `request.tunnelMode` to `'intercept'` for a proxy without tlsInterception. */
 export const InterceptionNotRegisteredError = usageError('FFP_ERR_INTERCEPTION_NOT_REGISTERED', 'request.tunnelMode is \'intercept\' but tlsInterception is not registered')
