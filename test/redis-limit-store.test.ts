@@ -334,7 +334,13 @@ test('password: taken from the settings or the URL, never in the label or a mess
 
 test('a Redis that dies: calls reject within the timeout, availability goes false once, then true when it is back', { skip }, async (t) => {
   const server = await startRedisServer(t)
-  const store = openStore(t, server)
+  // The store's connection is one the test can watch reconnect, made the way the store makes its own.
+  const client = new Redis(server.url, { retryStrategy: () => 100, maxRetriesPerRequest: 0, enableOfflineQueue: false })
+  client.on('error', () => {})
+  t.teardown(() => client.disconnect())
+  let reconnections = 0
+  client.on('reconnecting', () => { reconnections++ })
+  const store = openStore(t, server, { client })
   const availability: boolean[] = []
   store.onAvailability((available) => availability.push(available))
   t.equal(await store.countRequest('ivan', 5, 60_000), 0)
@@ -344,8 +350,9 @@ test('a Redis that dies: calls reject within the timeout, availability goes fals
   await rejectsInTime(t, () => store.acquireSlot('ivan', 5), 'a slot')
   await rejectsInTime(t, () => store.recordAuthFailure('192.0.2.1', 60_000), 'a failure')
   await eventually(() => availability.length > 0)
-  // Long enough for failed reconnection attempts (100 then 200 ms apart), each one an error.
-  await sleep(500)
+  // Two more failed reconnection attempts, each one an error of the connection.
+  const seen = reconnections
+  await eventually(() => reconnections >= seen + 2, 3000)
   await rejectsInTime(t, () => store.countRequest('ivan', 5, 60_000), 'a count while it reconnects')
   t.same(availability, [false], 'told once that it is unavailable')
 
