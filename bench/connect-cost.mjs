@@ -1,10 +1,11 @@
 // The proxy's CPU per answered CONNECT, in the same run: the floor (bench/floor-connect-proxy.mjs:
-// Node's HTTP server, a 'connect' listener, dial and pipe()), the plugin in a minimal Fastify app
+// Node's HTTP server, a 'connect' listener, dial and pipe()), the same through Fastify's routing
+// (bench/floor-fastify-connect.mjs: one CONNECT route, no hooks), the plugin in a minimal Fastify app
 // (bench/proxy-server.mjs), the bin (bench/compare/peers.mjs's `ours`) and Squid (where installed).
 // 32 clients open a connection, send CONNECT to the origin's plain port, read the 200 and close
 // (bench/compare/connect-client.mjs, in its own process), for CONNECT_COST_SECONDS (4) s per run,
 // CONNECT_COST_ROUNDS (3) rounds after a 1 s warm-up of each, the order rotating; prints each run
-// and the medians. CONNECT_COST_PEERS narrows the paths (floor,plugin,ours,squid).
+// and the medians. CONNECT_COST_PEERS narrows the paths (floor,fastify-floor,plugin,ours,squid).
 //
 //   npm run bench:connect            # builds dist/, then node bench/connect-cost.mjs
 //
@@ -24,7 +25,7 @@ import { detectTools } from './compare/tools.mjs'
 const SECONDS = Number(process.env.CONNECT_COST_SECONDS ?? 4)
 const ROUNDS = Number(process.env.CONNECT_COST_ROUNDS ?? 3)
 const PARALLEL = 32
-const WANTED = (process.env.CONNECT_COST_PEERS ?? 'floor,plugin,ours,squid').split(',').map((s) => s.trim()).filter(Boolean)
+const WANTED = (process.env.CONNECT_COST_PEERS ?? 'floor,fastify-floor,plugin,ours,squid').split(',').map((s) => s.trim()).filter(Boolean)
 const fixed = (n, digits = 0) => (Number.isFinite(n) ? n.toFixed(digits) : '-')
 
 const directory = mkdtempSync(join(tmpdir(), 'ffp-connect-cost-'))
@@ -39,6 +40,7 @@ try {
   const context = { directory, pki, tools, maxTunnels: 20_000, nodeArgs: [] }
   const candidates = [
     { key: 'floor', peer: SUITE_PEERS.find((p) => p.name === 'connect-floor') },
+    { key: 'fastify-floor', peer: SUITE_PEERS.find((p) => p.name === 'fastify-connect-floor') },
     { key: 'plugin', peer: SUITE_PEERS.find((p) => p.name === 'plugin') },
     { key: 'ours', peer: { ...PEERS.find((p) => p.name === 'ours'), label: 'ours, the bin (no users, log level warn)' } },
     { key: 'squid', peer: { ...PEERS.find((p) => p.name === 'squid'), label: 'Squid (no auth, access log off)' } }

@@ -230,7 +230,15 @@ export const SUITE_PEERS = [
   { name: 'ours-full', label: 'ours, bin, full configuration', needs: [], scenarios: ['http', 'intercept-hey', 'connect'], auth: true, start: (context) => oursAsRun('full', context) },
   { name: 'squid', label: 'Squid, Basic auth, access log, ssl_bump', needs: ['squid', 'certgen', 'ncsaAuth'], scenarios: ['http', 'intercept-hey', 'connect'], auth: true, start: (context) => squid({ ...context, users: { [BENCH_USER.name]: BENCH_USER.password }, interceptHosts: FULL_INTERCEPT_HOSTS }) },
   { name: 'connect-floor', label: "Node HTTP server, 'connect' and relay (bench/floor-connect-proxy.mjs)", needs: [], scenarios: ['connect'], auth: false, start: printer('../floor-connect-proxy.mjs', 'floor-connect-proxy') },
-  { name: 'plugin', label: 'ours, the plugin in a minimal Fastify app (bench/proxy-server.mjs)', needs: [], scenarios: ['connect'], auth: false, start: printer('../proxy-server.mjs', 'proxy-server') }
+  { name: 'plugin', label: 'ours, the plugin in a minimal Fastify app (bench/proxy-server.mjs)', needs: [], scenarios: ['connect'], auth: false, start: printer('../proxy-server.mjs', 'proxy-server') },
+  {
+    name: 'fastify-connect-floor',
+    label: 'Fastify CONNECT route, dial and relay (bench/floor-fastify-connect.mjs)',
+    needs: [],
+    scenarios: [],
+    auth: false,
+    start: printer('../floor-fastify-connect.mjs', 'floor-fastify-connect')
+  }
 ]
 
 /**
