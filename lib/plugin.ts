@@ -34,6 +34,9 @@ import { workersLimitStoreOf } from './core/shared-limits-options'
 import { transformForwardedResponse } from './forward/forwarded-response'
 import { createDestinationDispatcher, createTlsDestinationDispatcher, createUpstreamDispatcher } from './forward/destinations'
 import { INTERCEPTION_ADDRESS, InterceptionEndpoint } from './interception/endpoint'
+import { ClientRefusals } from './interception/client-refusals'
+import { headerRulesName } from './forward/transforms'
+import type { ForwardProxyDestination } from '../types/destination'
 import { recheckOpenTunnels } from './connect/revocation'
 import type { Agent } from 'undici'
 import type { TlsInterceptionOptions } from '../types/interception'
@@ -171,6 +174,13 @@ async function tlsInterceptionPlugin (fastify: FastifyInstance, options: TlsInte
   if (runtime.registeredOn !== fastify) throw new InterceptionOtherContextError()
 
   runtime.destinationTls = destinationTls
+  const clientRefusals = settings.passthroughOnClientRefusal === null ? null : new ClientRefusals(settings.passthroughOnClientRefusal)
+  // Read at the time of use: secrets and transforms change with a reconfiguration.
+  const keepsInterception = (destination: ForwardProxyDestination): string | null => {
+    if (runtime.settings.secrets?.grantsDestination(destination.host, destination.port) === true) return 'a secret is granted to it'
+    if (runtime.transforms.lists.intercepted.some((transform) => headerRulesName(transform, destination.host))) return 'a header rule names it'
+    return null
+  }
   for (const transform of settings.transforms) runtime.transforms.add(transform, 'intercepted')
   const interception: InterceptionRuntime = {
     settings,
@@ -178,8 +188,12 @@ async function tlsInterceptionPlugin (fastify: FastifyInstance, options: TlsInte
       clientProtocols: settings.clientProtocols,
       handshakeTimeout: settings.handshakeTimeout,
       pseudonym: runtime.settings.pseudonym,
-      maxStreamResets: runtime.settings.limits.maxStreamResets
+      maxStreamResets: runtime.settings.limits.maxStreamResets,
+      clientRefusals,
+      keepsInterception
     }),
+    clientRefusals,
+    keepsInterception,
     selector: settings.selector,
     certificateProvider: settings.certificateProvider
   }

@@ -6,7 +6,14 @@ const ca = { cert: 'ca.pem', key: 'keys/ca.key' }
 
 test('config: interception and headers are read, with paths resolved against the file\'s folder', async (t) => {
   const config = parse({
-    interception: { hosts: ['api.example.com', '*.internal.example'], ca, trustedDestinationCa: 'private-ca.pem', clientProtocols: 'http1', handshakeTimeout: 5000 },
+    interception: {
+      hosts: ['api.example.com', '*.internal.example'],
+      ca,
+      trustedDestinationCa: 'private-ca.pem',
+      clientProtocols: 'http1',
+      handshakeTimeout: 5000,
+      passthroughOnClientRefusal: { after: 3, for: 600000 }
+    },
     headers: [{ hosts: ['api.example.com'], set: { Authorization: 'Bearer x' }, remove: ['Cookie'], setResponse: { 'X-Proxy': 'yes' }, removeResponse: ['Server'] }]
   })
   t.same(config.interception, {
@@ -14,7 +21,8 @@ test('config: interception and headers are read, with paths resolved against the
     ca: { cert: '/srv/ca.pem', key: '/srv/keys/ca.key' },
     trustedDestinationCa: '/srv/private-ca.pem',
     clientProtocols: 'http1',
-    handshakeTimeout: 5000
+    handshakeTimeout: 5000,
+    passthroughOnClientRefusal: { after: 3, for: 600000 }
   })
   t.equal(config.headers?.length, 1)
 })
@@ -24,6 +32,8 @@ test('config: a bad interception key is named with what is expected', async (t) 
   t.throws(() => parse({ interception: { hosts: ['a.example'], ca, clientProtocols: 'h3' } }), { message: 'proxy.json: /interception/clientProtocols must be one of "http1", "http2", "http1AndHttp2"' })
   t.throws(() => parse({ interception: { hosts: ['a.example'], ca, handshakeTimeout: 0 } }), { message: 'proxy.json: /interception/handshakeTimeout must be an integer from 1 to 2147483647' })
   t.throws(() => parse({ interception: { hosts: ['a.example'], ca, selector: 'x' } }), { message: 'proxy.json: /interception: unknown key "selector"' })
+  t.throws(() => parse({ interception: { hosts: ['a.example'], ca, passthroughOnClientRefusal: { after: 0, for: 1000 } } }), { message: /^proxy\.json: \/interception\/passthroughOnClientRefusal\/after must be an integer from 1 to 1000/ })
+  t.throws(() => parse({ interception: { hosts: ['a.example'], ca, passthroughOnClientRefusal: { after: 3 } } }), { message: /^proxy\.json: \/interception\/passthroughOnClientRefusal: missing required key "for"/ })
   t.throws(() => parse({ interception: { hosts: ['exa mple.com'], ca } }), { message: /^proxy\.json: interception hosts\[0\] is not a host pattern/ })
 })
 

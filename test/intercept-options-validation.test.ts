@@ -12,6 +12,10 @@ const cases: Array<[string, unknown, RegExp]> = [
   ['certificateProvider', { certificateProvider: 'ca.pem' }, /option "certificateProvider" must be an object with a getCertificate/],
   ['destinationFilters[0]', { destinationFilters: [{}] }, /option "destinationFilters\[0\]" must be an object with an allowTunnel/],
   ['transforms[1]', { transforms: [{ transformRequest: () => {} }, { nothing: true }] }, /option "transforms\[1\]"/],
+  ['passthroughOnClientRefusal', { passthroughOnClientRefusal: 3 }, /option "passthroughOnClientRefusal" must be an object \{ after, for \}/],
+  ['passthroughOnClientRefusal.after', { passthroughOnClientRefusal: { after: 0, for: 1000 } }, /option "passthroughOnClientRefusal\.after" must be an integer from 1 to 1000/],
+  ['passthroughOnClientRefusal.for', { passthroughOnClientRefusal: { after: 2 } }, /option "passthroughOnClientRefusal\.for" must be a positive integer of milliseconds/],
+  ['passthroughOnClientRefusal key', { passthroughOnClientRefusal: { after: 2, for: 1000, forever: true } }, /option "passthroughOnClientRefusal\.forever" is not a known key/],
   ['unknown key', { interceptAll: true }, /option "interceptAll" is not a known tlsInterception option/]
 ]
 

@@ -168,10 +168,27 @@ export interface TlsInterceptionOptions {
   clientProtocols?: ForwardProxyClientProtocols
   /** Time allowed for the client's TLS handshake, in milliseconds. Default 10000. */
   handshakeTimeout?: number
+  /**
+   * Off by default. For clients that refuse the proxy's certificate (they pin, or were never
+   * given the operator CA): when a user's client refuses it for a host `after` times in a row,
+   * that user's tunnels to that host are relayed opaquely for `for` milliseconds. Only a TLS
+   * alert from the client counts (`unknown_ca`, `bad_certificate`, `certificate_unknown`,
+   * `access_denied`), not a connection closed without one. Never for a host a secret is granted
+   * to or a header rule (`createHeaderRulesTransform`) names: those stay intercepted.
+   */
+  passthroughOnClientRefusal?: ForwardProxyPassthroughOnClientRefusal
   /** Extra CA certificates (PEM) trusted for destinations, added to Node's default roots. */
   trustedDestinationCa?: string | Buffer | ReadonlyArray<string | Buffer>
   /** Replaces the default destination certificate check (only error-free certificates). */
   checkDestinationCertificate?: ForwardProxyDestinationCertificateCheck
+}
+
+/** See `TlsInterceptionOptions.passthroughOnClientRefusal`. */
+export interface ForwardProxyPassthroughOnClientRefusal {
+  /** Refusals in a row, by one user's clients for one host, that start the passthrough (an integer from 1). */
+  after: number
+  /** Milliseconds the passthrough lasts (an integer from 1); the next tunnel after it is intercepted again. */
+  for: number
 }
 
 /** `request.interception` inside an intercepted tunnel (null for other requests). */

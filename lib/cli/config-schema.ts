@@ -132,7 +132,16 @@ export const CONFIG_SCHEMA = {
         },
         trustedDestinationCa: { type: 'string', minLength: 1 },
         clientProtocols: { enum: ['http1', 'http2', 'http1AndHttp2'] },
-        handshakeTimeout: { type: 'integer', minimum: 1, maximum: 2147483647 }
+        handshakeTimeout: { type: 'integer', minimum: 1, maximum: 2147483647 },
+        passthroughOnClientRefusal: {
+          type: 'object',
+          additionalProperties: false,
+          required: ['after', 'for'],
+          properties: {
+            after: { type: 'integer', minimum: 1, maximum: 1000 },
+            for: { type: 'integer', minimum: 1, maximum: 2147483647 }
+          }
+        }
       }
     },
     headers: {

@@ -97,6 +97,8 @@ export interface InterceptionConfig {
   trustedDestinationCa?: string
   clientProtocols?: ForwardProxyClientProtocols
   handshakeTimeout?: number
+  /** Off when absent: see TlsInterceptionOptions.passthroughOnClientRefusal. */
+  passthroughOnClientRefusal?: { after: number, for: number }
 }
 
 /** The `interception.est` key; file paths resolved against the configuration file's folder. */

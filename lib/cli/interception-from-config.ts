@@ -61,7 +61,8 @@ export async function registerInterceptionFromConfig (
     certificateProvider,
     ...(interception.trustedDestinationCa === undefined ? {} : { trustedDestinationCa: readConfigFile(interception.trustedDestinationCa, '/interception/trustedDestinationCa') }),
     ...(interception.clientProtocols === undefined ? {} : { clientProtocols: interception.clientProtocols }),
-    ...(interception.handshakeTimeout === undefined ? {} : { handshakeTimeout: interception.handshakeTimeout })
+    ...(interception.handshakeTimeout === undefined ? {} : { handshakeTimeout: interception.handshakeTimeout }),
+    ...(interception.passthroughOnClientRefusal === undefined ? {} : { passthroughOnClientRefusal: interception.passthroughOnClientRefusal })
   }
   await app.register(tlsInterception, options)
   if (development === undefined) return { developmentCa: undefined, setHosts }

@@ -11,6 +11,7 @@ import type {
   TlsInterceptionOptions,
   ForwardProxyCertificateProviderSource,
   ForwardProxyClientProtocols,
+  ForwardProxyPassthroughOnClientRefusal,
   ForwardProxyDestinationFilter,
   ForwardProxyInterceptionSelectorSource
 } from '../../types/interception'
@@ -96,11 +97,13 @@ export interface InterceptionSettings {
   readonly destinationFilters: readonly ForwardProxyDestinationFilter[]
   readonly clientProtocols: ForwardProxyClientProtocols
   readonly handshakeTimeout: number
+  /** Null: off. */
+  readonly passthroughOnClientRefusal: Readonly<ForwardProxyPassthroughOnClientRefusal> | null
 }
 
 const TLS_INTERCEPTION_KEYS = [
   'selector', 'certificateProvider', 'transforms', 'destinationFilters', 'clientProtocols',
-  'handshakeTimeout', 'trustedDestinationCa', 'checkDestinationCertificate'
+  'handshakeTimeout', 'trustedDestinationCa', 'checkDestinationCertificate', 'passthroughOnClientRefusal'
 ]
 
 const CLIENT_PROTOCOLS: readonly ForwardProxyClientProtocols[] = ['http1', 'http2', 'http1AndHttp2']
@@ -131,8 +134,28 @@ export function resolveInterceptionSettings (options: TlsInterceptionOptions = {
     transforms: asArray('transforms', options.transforms ?? []).map((transform, index) => checkTransform(transform, `transforms[${index}]`)),
     destinationFilters: asArray('destinationFilters', options.destinationFilters ?? []).map((filter, index) => checkFilter(filter, `destinationFilters[${index}]`)),
     clientProtocols,
-    handshakeTimeout
+    handshakeTimeout,
+    passthroughOnClientRefusal: checkPassthrough(options.passthroughOnClientRefusal)
   }
+}
+
+const LONGEST_TIMER_MS = 2_147_483_647
+
+/** Checks `passthroughOnClientRefusal`: absent (off), or `{ after, for }` of positive integers. */
+function checkPassthrough (value: unknown): Readonly<ForwardProxyPassthroughOnClientRefusal> | null {
+  if (value === undefined) return null
+  const option = 'passthroughOnClientRefusal'
+  if (typeof value !== 'object' || value === null || Array.isArray(value)) throw new ForwardProxyOptionsError(option, 'must be an object { after, for }')
+  const { after, for: duration, ...rest } = value as Record<string, unknown>
+  const unknown = Object.keys(rest)[0]
+  if (unknown !== undefined) throw new ForwardProxyOptionsError(`${option}.${unknown}`, 'is not a known key (known: after, for)')
+  if (typeof after !== 'number' || !Number.isInteger(after) || after < 1 || after > 1000) {
+    throw new ForwardProxyOptionsError(`${option}.after`, `must be an integer from 1 to 1000: ${String(after)}`)
+  }
+  if (typeof duration !== 'number' || !Number.isInteger(duration) || duration < 1 || duration > LONGEST_TIMER_MS) {
+    throw new ForwardProxyOptionsError(`${option}.for`, `must be a positive integer of milliseconds no larger than ${LONGEST_TIMER_MS}: ${String(duration)}`)
+  }
+  return Object.freeze({ after, for: duration })
 }
 
 /**

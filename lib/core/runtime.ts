@@ -89,10 +89,33 @@ export function proxyRuntimeOf (control: unknown): ProxyRuntime | undefined {
 export interface InterceptionRuntime {
   readonly settings: InterceptionSettings
   readonly endpoint: TunnelInterceptor
+  /** With `passthroughOnClientRefusal`: the refusals counted, and the passthroughs in force. */
+  readonly clientRefusals: ClientRefusalPolicy | null
+  /** Why a destination must stay intercepted whatever its clients refuse (a secret, a header rule), or null. */
+  readonly keepsInterception: (destination: ForwardProxyDestination) => string | null
   /** From the options or the `forwardProxyInterceptionSelector` decorator (known once ready); null intercepts nothing. */
   selector: ForwardProxyInterceptionSelectorSource | null
   /** From the options or the `forwardProxyCertificateProvider` decorator (known once ready). */
   certificateProvider: ForwardProxyCertificateProviderSource | null
+}
+
+/** Whose tunnels a refusal of the proxy's certificate counts for: the user, or without one the client's address. */
+export interface TunnelClientIdentity {
+  readonly user: string | null
+  readonly address: string | undefined
+}
+
+/**
+ * `passthroughOnClientRefusal`: a client's TLS alerts refusing the proxy's certificate, counted
+ * per user (or client address) and host, and the opaque relaying that follows enough of them.
+ */
+export interface ClientRefusalPolicy {
+  /** True while `client`'s tunnels to `destination` are relayed opaquely. */
+  passingThrough (client: TunnelClientIdentity, destination: ForwardProxyDestination): boolean
+  /** Counts one refusal; true when it started a passthrough (the count starts again after). */
+  refused (client: TunnelClientIdentity, destination: ForwardProxyDestination): boolean
+  /** A handshake that succeeded: the refusals in a row start again from zero. */
+  accepted (client: TunnelClientIdentity, destination: ForwardProxyDestination): void
 }
 
 /**

@@ -233,7 +233,8 @@ export function createHeaderRulesTransform (rules: readonly ForwardProxyHeaderRu
   if (!Array.isArray(rules)) throw new ForwardProxyRuleError('header rules must be an array')
   const compiled = rules.map((rule, index) => compileRule(rule, `headers[${index}]`))
   const matching = rulesByHost(compiled)
-  return {
+  const transform: ForwardProxyRequestTransform & { [NAMES_HOST]: (host: string) => boolean } = {
+    [NAMES_HOST]: (host: string) => matching(host).length > 0,
     appliesTo: (_request, destination) => matching(destination.host).length > 0,
     transformRequest (request, destination, outgoing) {
       // A TRACE is answered with the request it received: a header set here (an injected
@@ -255,6 +256,16 @@ export function createHeaderRulesTransform (rules: readonly ForwardProxyHeaderRu
       }
     }
   }
+  return transform
+}
+
+// Where a header-rules transform says which hosts its rules name, kept off the public type.
+const NAMES_HOST = Symbol('header rules name host')
+
+/** True when `transform` is a header-rules transform with a rule for `host`. */
+export function headerRulesName (transform: ForwardProxyRequestTransform, host: string): boolean {
+  const namesHost = (transform as { [NAMES_HOST]?: (host: string) => boolean })[NAMES_HOST]
+  return namesHost?.(host) === true
 }
 
 // Hosts whose matching rules are kept; past it the cache starts again (a client can name any host).

@@ -13,8 +13,9 @@ import type { TLSSocket } from 'node:tls'
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
 import type { Socket } from 'node:net'
 import type { ForwardProxyClientProtocols } from '../../types/interception'
+import type { ForwardProxyDestination } from '../../types/destination'
 import { attachProxyToServer, afterEarlierResponses, lingeringClose } from '../connect/listener'
-import { countInterceptedRequest } from '../telemetry/metrics'
+import { countInterceptedRequest, recordClientRefusalPassthrough } from '../telemetry/metrics'
 import {
   writeRawResponseError,
   createProxyClientErrorHandler,
@@ -33,6 +34,8 @@ import {
   type ClientTransport,
   type InterceptedStream,
   type ProxyRuntime,
+  type ClientRefusalPolicy,
+  type TunnelClientIdentity,
   AcceptedTunnel
 } from '../core/runtime'
 import { forwardRequest } from '../forward/forward-handler'
@@ -43,6 +46,9 @@ import { ObjectSlot } from '../protocol/object-slot'
 /** The address the in-memory endpoint is listed under (it is never bound to a port). */
 export const INTERCEPTION_ADDRESS = 'https://forward-proxy-tls-interception'
 
+// Whose refusals are counted, when none are (no passthroughOnClientRefusal).
+const NO_IDENTITY: TunnelClientIdentity = Object.freeze({ user: null, address: undefined })
+
 /** Settings of the endpoint. */
 export interface EndpointSettings {
   readonly clientProtocols: ForwardProxyClientProtocols
@@ -51,6 +57,10 @@ export interface EndpointSettings {
   readonly pseudonym: string
   /** Streams a client may reset before their answer, per connection and 10 s (`limits.maxStreamResets`). */
   readonly maxStreamResets: number
+  /** With `passthroughOnClientRefusal`: where clients' refusals of the certificate are counted. */
+  readonly clientRefusals: ClientRefusalPolicy | null
+  /** Why a destination must stay intercepted whatever its clients refuse (a secret, a header rule), or null. */
+  readonly keepsInterception: (destination: ForwardProxyDestination) => string | null
 }
 
 /**
@@ -120,6 +130,8 @@ export class InterceptionEndpoint {
       clientAddress: tunnel.clientAddress,
       traceContext: tunnel.traceContext
     }
+    const refusals = this.#settings.clientRefusals
+    const identity: TunnelClientIdentity = refusals === null ? NO_IDENTITY : { user: tunnel.grant.user?.name ?? null, address: tunnel.clientAddress }
     void terminateTls({
       transport,
       destination: tunnel.destination,
@@ -127,8 +139,33 @@ export class InterceptionEndpoint {
       handshakeTimeout: this.#settings.handshakeTimeout,
       alpnProtocols: this.#alpnProtocols,
       server: this.#server,
-      log: tunnel.log
+      log: tunnel.log,
+      ...(refusals === null
+        ? {}
+        : {
+            onClientRefusal: () => this.#clientRefused(refusals, identity, tunnel),
+            onHandshake: () => refusals.accepted(identity, tunnel.destination)
+          })
     }).then((socket) => { if (socket !== null) this.#inject(socket, state) })
+  }
+
+  /**
+   * Counts a refusal of the proxy's certificate; when it completes a run of them, the user's
+   * tunnels to the host are relayed opaquely for a while (one log line, one count), unless the
+   * host must stay intercepted (then the line says why and the count starts again).
+   */
+  #clientRefused (refusals: ClientRefusalPolicy, identity: TunnelClientIdentity, tunnel: AcceptedTunnel): void {
+    const { destination } = tunnel
+    if (!refusals.refused(identity, destination)) return
+    const about = { tunnel: { destination: `${destination.host}:${destination.port}`, user: identity.user, client: identity.address } }
+    const kept = this.#settings.keepsInterception(destination)
+    if (kept !== null) {
+      refusals.accepted(identity, destination)
+      tunnel.log.warn({ ...about, reason: kept }, `clients keep refusing the proxy's certificate for this host; it stays intercepted: ${kept}`)
+      return
+    }
+    recordClientRefusalPassthrough()
+    tunnel.log.warn(about, 'clients keep refusing the proxy\'s certificate for this host: its tunnels are relayed opaquely for a while (passthroughOnClientRefusal)')
   }
 
   /**

@@ -20,6 +20,7 @@ import type {
   InterceptedConnection
 } from '../core/runtime'
 import { recordHandshake, recordHandshakeFailure, type HandshakeFailure } from '../telemetry/metrics'
+import { isClientRefusal } from './client-refusals'
 
 /** One client handshake to run on an intercepted tunnel. */
 export interface TlsTermination {
@@ -34,6 +35,10 @@ export interface TlsTermination {
   /** Set as the TLS socket's `server`, which Node's HTTP servers read from their connections. */
   readonly server: Server
   readonly log: FastifyBaseLogger
+  /** Called when the client refused the certificate with a TLS alert (see `isClientRefusal`). */
+  readonly onClientRefusal?: () => void
+  /** Called when the handshake completed. */
+  readonly onHandshake?: () => void
 }
 
 /**
@@ -107,6 +112,7 @@ export async function terminateTls (termination: TlsTermination): Promise<TLSSoc
     }
     const onError = (error: Error & { code?: string }): void => {
       log.debug({ err: { code: error.code, message: error.message } }, 'intercepted tunnel: client TLS handshake failed')
+      if (isClientRefusal(error)) termination.onClientRefusal?.()
       socket.destroy()
       fail('tls_error')
     }
@@ -124,6 +130,7 @@ export async function terminateTls (termination: TlsTermination): Promise<TLSSoc
     socket.once('secure', () => {
       settled = true
       recordHandshake(started, socket.getProtocol())
+      termination.onHandshake?.()
       clearTimeout(timer)
       transport.removeListener('close', stop)
       socket.removeListener('error', onError)

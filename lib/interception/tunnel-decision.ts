@@ -67,6 +67,11 @@ async function shouldInterceptTunnel (
     }
   }
   if (secrets?.grantsDestination(destination.host, destination.port) === true) return true
+  const refusals = interception.clientRefusals
+  if (refusals !== null && interception.keepsInterception(destination) === null) {
+    const client = { user: request.proxyUser?.name ?? null, address: request.raw.socket?.remoteAddress }
+    if (refusals.passingThrough(client, destination)) return false
+  }
   const { selector: selectorSource } = interception
   if (selectorSource === null) return false
   const selector = typeof selectorSource === 'function' ? selectorSource(request) : selectorSource

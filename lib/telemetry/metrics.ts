@@ -133,6 +133,7 @@ export interface ProxyInstruments {
   readonly policyRefusals: Counter
   readonly authFailures: Counter
   readonly limitStoreTransitions: Counter
+  readonly clientRefusalPassthroughs: Counter
 }
 
 /** Bucket boundaries (seconds) for durations from a millisecond to an hour. */
@@ -182,7 +183,12 @@ function createInstruments (meter: Meter): ProxyInstruments {
     connectFailures: counter('forward_proxy.destination.connect.failures', '{failure}', 'Connections to destinations that failed (DNS, TCP or TLS), by Proxy-Status error type.'),
     policyRefusals: counter('forward_proxy.policy.refusals', '{request}', 'Requests and tunnels refused by the destination policy or a destination filter, by reason.'),
     authFailures: counter('forward_proxy.auth.failures', '{request}', 'Proxy requests answered 407: missing, malformed or rejected Proxy-Authorization.'),
-    limitStoreTransitions: counter('forward_proxy.limit_store.transitions', '{transition}', 'Times the store of shared limits (redis) became unreachable (state lost) or answered again (state back).')
+    limitStoreTransitions: counter('forward_proxy.limit_store.transitions', '{transition}', 'Times the store of shared limits (redis) became unreachable (state lost) or answered again (state back).'),
+    clientRefusalPassthroughs: counter(
+      'forward_proxy.interception.passthroughs',
+      '{passthrough}',
+      'Times a user\'s tunnels to a host started to be relayed opaquely because its clients refused the proxy\'s certificate (passthroughOnClientRefusal).'
+    )
   }
 }
 
@@ -377,4 +383,9 @@ const STORE_BACK: Attributes = Object.freeze({ [LIMIT_STORE_STATE_ATTRIBUTE]: 'b
 /** Counts the store of shared limits becoming unreachable (`lost`) or answering again (`back`). */
 export function recordLimitStoreTransition (state: 'lost' | 'back'): void {
   proxyInstruments().limitStoreTransitions.add(1, state === 'lost' ? STORE_LOST : STORE_BACK)
+}
+
+/** Counts a passthrough that refusals of the proxy's certificate started (`passthroughOnClientRefusal`). */
+export function recordClientRefusalPassthrough (): void {
+  proxyInstruments().clientRefusalPassthroughs.add(1)
 }

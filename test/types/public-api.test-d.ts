@@ -129,12 +129,14 @@ const interception: TlsInterceptionOptions = {
   destinationFilters: [filter],
   clientProtocols: 'http1AndHttp2',
   handshakeTimeout: 5_000,
+  passthroughOnClientRefusal: { after: 3, for: 600_000 },
   trustedDestinationCa: ['PEM'],
   checkDestinationCertificate: (certificate, error, destination) => error === null && certificate.subject.CN === destination.host
 }
 void app.register(tlsInterception, interception)
 void app.register(tlsInterception, { selector, certificateProvider: provider })
 expectError(app.register(tlsInterception, { clientProtocols: 'http3' }))
+expectError(app.register(tlsInterception, { passthroughOnClientRefusal: { after: 3 } }))
 expectNotAssignable<ForwardProxyRequestTransform>({ transformRequest: (request: FastifyRequest, destination: ForwardProxyDestination, outgoing: ForwardProxyOutgoingRequest) => { void request; void destination; outgoing.method = 1 as unknown as string; return 'done' } })
 expectNotAssignable<ForwardProxyInterceptionSelector>({ shouldIntercept: () => 'yes' })
 expectAssignable<ForwardProxyCertificate>({ cert: Buffer.from('PEM'), key: Buffer.from('PEM') })
