@@ -1,5 +1,5 @@
 import { test } from 'tap'
-import { answerLocalhostWithBothLoopbacks } from './helpers/localhost-loopbacks'
+import { listenOnBothLoopbacks } from './helpers/localhost-loopbacks'
 import Fastify from 'fastify'
 import { forwardProxy } from '../lib/index'
 import { LOOPBACK_TEST_POLICY, startOrigin } from './helpers/servers'
@@ -9,12 +9,7 @@ test('Fastify listening on localhost: CONNECT works on every address it binds (s
   const origin = await startOrigin(t)
   const app = Fastify()
   await app.register(forwardProxy, { destinations: LOOPBACK_TEST_POLICY })
-  const restoreLookup = answerLocalhostWithBothLoopbacks()
-  try {
-    await app.listen({ port: 0, host: 'localhost' })
-  } finally {
-    restoreLookup()
-  }
+  await listenOnBothLoopbacks(app)
   t.teardown(() => app.close())
   const port = (app.server.address() as { port: number }).port
   const addresses = app.addresses().map((info) => (typeof info === 'string' ? info : info.address))

@@ -1,5 +1,5 @@
 import { test } from 'tap'
-import { answerLocalhostWithBothLoopbacks } from './helpers/localhost-loopbacks'
+import { listenOnBothLoopbacks } from './helpers/localhost-loopbacks'
 import type { AddressInfo } from 'node:net'
 import Fastify from 'fastify'
 import { secondaryServersOf } from './helpers/internals'
@@ -10,12 +10,7 @@ import { secondaryServersOf } from './helpers/internals'
 
 test('Fastify listening on a name with two addresses: secondaryServersOf finds the one server it bound besides app.server', async (t) => {
   const app = Fastify()
-  const restoreLookup = answerLocalhostWithBothLoopbacks()
-  try {
-    await app.listen({ port: 0, host: 'localhost' })
-  } finally {
-    restoreLookup()
-  }
+  await listenOnBothLoopbacks(app)
   t.teardown(() => app.close())
   t.equal(app.addresses().length, 2, 'Fastify bound two servers')
   const secondary = secondaryServersOf(app)

@@ -9,7 +9,7 @@ import { CONFIG_SCHEMA } from './config-schema'
 import type { ForwardProxyHeaderRule } from '../../types/header-rules'
 import type { ForwardProxyClientProtocols } from '../../types/interception'
 import type { ForwardProxyUserEntry } from '../../types/user'
-import type { ForwardProxyPolicyMode } from '../../types/options'
+import type { ForwardProxyLimitOptions, ForwardProxyPolicyMode } from '../../types/options'
 import { createHeaderRulesTransform } from '../forward/transforms'
 import { createHostListSelector } from '../interception/host-list-selector'
 import { ForwardProxyRuleError } from '../protocol/errors'
@@ -47,15 +47,7 @@ export interface ProxyServerConfig {
     /** `report`: `allowedHosts` and `deniedHosts` log what they would refuse instead of refusing it. */
     mode?: ForwardProxyPolicyMode
   }
-  limits?: {
-    maxConcurrentTunnels?: number
-    tunnelIdleTimeout?: number
-    httpActivityTimeout?: number
-    connectTimeout?: number
-    firstByteTimeout?: number
-    maxConcurrentRequests?: number
-    maxStreamResets?: number
-  }
+  limits?: ForwardProxyLimitOptions
   interception?: InterceptionConfig
   headers?: ForwardProxyHeaderRule[]
   /** Named credentials for header rules (`{{secret:NAME}}`); `file` paths resolved against the file's folder. */

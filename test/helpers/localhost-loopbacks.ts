@@ -1,4 +1,5 @@
 import dns from 'node:dns'
+import type { FastifyInstance } from 'fastify'
 
 /**
  * Makes `dns.lookup('localhost', { all: true })` answer both loopback addresses (127.0.0.1 and
@@ -6,7 +7,7 @@ import dns from 'node:dns'
  * address it gets, so a test can see the servers it binds besides `app.server`. Other lookups go
  * to the real resolver. Returns the function that puts the real lookup back.
  */
-export function answerLocalhostWithBothLoopbacks (): () => void {
+function answerLocalhostWithBothLoopbacks (): () => void {
   const realLookup = dns.lookup
   const bothLoopbacks = (...args: unknown[]): void => {
     const [host, options] = args
@@ -19,4 +20,17 @@ export function answerLocalhostWithBothLoopbacks (): () => void {
   }
   Object.assign(dns, { lookup: bothLoopbacks })
   return () => { Object.assign(dns, { lookup: realLookup }) }
+}
+
+/**
+ * `app.listen` on localhost while localhost answers both loopback addresses, so Fastify binds a
+ * secondary server (see {@link answerLocalhostWithBothLoopbacks}); the real lookup is back after.
+ */
+export async function listenOnBothLoopbacks (app: FastifyInstance): Promise<void> {
+  const restoreLookup = answerLocalhostWithBothLoopbacks()
+  try {
+    await app.listen({ port: 0, host: 'localhost' })
+  } finally {
+    restoreLookup()
+  }
 }
