@@ -54,16 +54,11 @@ export class WorkersLimitCounts {
    */
   take (key: string, needed: number, limit: number, windowMs: number, worker: number, givenBack: ReturnedUnits | null): WorkersTaken {
     const now = this.#now()
-    let window = this.#rates.get(key)
-    if (window === undefined || now >= window.endsAt) {
-      if (window === undefined && this.#rates.size >= MAX_IDLE_WINDOWS) {
-        for (const [name, old] of this.#rates) if (now >= old.endsAt) this.#rates.delete(name)
-      }
-      window = { endsAt: now + windowMs, window: String(++this.#windows), taken: 0, holders: new Set() }
-      this.#rates.set(key, window)
-    } else if (givenBack !== null) {
-      this.giveBack(key, givenBack.window, givenBack.units, worker)
-    }
+    const window = currentWindow(this.#rates, key, now, () => {
+      return { endsAt: now + windowMs, window: String(++this.#windows), taken: 0, holders: new Set<number>() }
+    })
+    // Places of a window that ended went with it; giveBack takes back only the current window's.
+    if (givenBack !== null) this.giveBack(key, givenBack.window, givenBack.units, worker)
     const taken = placesToTake(limit - window.taken, needed)
     window.taken += taken
     if (taken > needed) window.holders.add(worker)
@@ -82,14 +77,7 @@ export class WorkersLimitCounts {
   /** Counts one failed authentication of `client`. */
   recordAuthFailure (client: string, windowMs: number): AuthFailureCount {
     const now = this.#now()
-    let window = this.#failures.get(client)
-    if (window === undefined || now >= window.endsAt) {
-      if (window === undefined && this.#failures.size >= MAX_IDLE_WINDOWS) {
-        for (const [name, old] of this.#failures) if (now >= old.endsAt) this.#failures.delete(name)
-      }
-      window = { endsAt: now + windowMs, count: 0 }
-      this.#failures.set(client, window)
-    }
+    const window = currentWindow(this.#failures, client, now, () => ({ endsAt: now + windowMs, count: 0 }))
     window.count += 1
     return { failures: window.count, msLeft: Math.max(1, window.endsAt - now) }
   }
@@ -129,6 +117,21 @@ export class WorkersLimitCounts {
     }
     for (const window of this.#rates.values()) window.holders.delete(worker)
   }
+}
+
+/**
+ * The window of `key` still open at `now`, or a new one from `open` (first dropping the ended
+ * windows of keys that stopped counting, once MAX_IDLE_WINDOWS are kept).
+ */
+function currentWindow<W extends { readonly endsAt: number }> (windows: Map<string, W>, key: string, now: number, open: () => W): W {
+  const window = windows.get(key)
+  if (window !== undefined && now < window.endsAt) return window
+  if (window === undefined && windows.size >= MAX_IDLE_WINDOWS) {
+    for (const [name, old] of windows) if (now >= old.endsAt) windows.delete(name)
+  }
+  const opened = open()
+  windows.set(key, opened)
+  return opened
 }
 
 /**
