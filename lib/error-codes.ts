@@ -3,6 +3,7 @@
 import type { ProxyErrorCode, OPTIONS_ERROR_CODE, RULE_ERROR_CODE } from './protocol/errors'
 import type { UsageErrorCode } from './core/usage-errors'
 import type { CERTIFICATE_ERROR_CODES, EST_ERROR_CODES } from './certificates/errors'
+import type { CaptureErrorCode } from './capture/capture-file-errors'
 
 /** Every code an error of this package can carry (the bin's own errors aside). */
 export type ForwardProxyErrorCode =
@@ -12,3 +13,4 @@ export type ForwardProxyErrorCode =
   | typeof CERTIFICATE_ERROR_CODES[keyof typeof CERTIFICATE_ERROR_CODES]
   | typeof EST_ERROR_CODES[keyof typeof EST_ERROR_CODES]
   | UsageErrorCode
+  | CaptureErrorCode

@@ -5,6 +5,7 @@ import type { FastifyError, FastifyReply, FastifyRequest } from 'fastify'
 import { ProxyError } from './protocol/errors'
 import { DEFAULT_PSEUDONYM, sendProxyError } from './protocol/error-responses'
 import { proxyRequestTargetOf } from './core/proxy-request'
+import { proxyRuntimeOf } from './core/runtime'
 import { beginProxyRequest, finishProxyRequest, noteProxyError } from './telemetry/request-telemetry'
 
 /** The shape of Fastify's `frameworkErrors` server option. */
@@ -30,7 +31,7 @@ export function createProxyFrameworkErrors (pseudonym: string): ProxyFrameworkEr
       : new ProxyError('proxy_internal_error', 'The proxy could not route the request.')
     const proxied = proxyRequestTargetOf(request.raw) !== null
     if (proxied) {
-      beginProxyRequest(request)
+      beginProxyRequest(request, proxyRuntimeOf(request.server.forwardProxy)?.capture ?? null)
       noteProxyError(request, answer)
     }
     reply.header('connection', 'close')

@@ -2,7 +2,7 @@
 // listener) and `tlsInterception` (the in-memory endpoint and how CONNECT reaches it).
 
 import fp from 'fastify-plugin'
-import type { FastifyInstance } from 'fastify'
+import type { FastifyBaseLogger, FastifyInstance } from 'fastify'
 import type { ForwardProxyOptions } from '../types/options'
 import type { ForwardProxyControl } from '../types/control'
 import { resolveProxySettings, checkTransform, changedRegistrationOnlySetting } from './core/options'
@@ -41,6 +41,10 @@ import { recheckOpenTunnels } from './connect/revocation'
 import type { Agent } from 'undici'
 import type { TlsInterceptionOptions } from '../types/interception'
 import { ForwardProxyOptionsError } from './protocol/errors'
+import { TrafficCapture } from './capture/traffic-capture'
+import type { SecretScrubber } from './security/secret-scrubber'
+import type { ForwardProxyCaptureStreamOptions } from '../types/capture'
+import { PROXY_METER_NAME, PROXY_METER_VERSION, recordCaptureDropped, recordCaptureEntry } from './telemetry/metrics'
 import {
   InterceptionOtherContextError,
   InterceptionRegisteredTwiceError,
@@ -65,8 +69,10 @@ async function forwardProxyPlugin (fastify: FastifyInstance, options: ForwardPro
     forwardedRequests: new ConcurrencyLimit(settings.limits.maxConcurrentRequests),
     ...createDispatchers(),
     destinationTls: DEFAULT_DESTINATION_TLS,
-    transforms: new TransformRegistry(settings.transforms)
+    transforms: new TransformRegistry(settings.transforms),
+    capture: createTrafficCapture(fastify.log, () => runtime.settings.secrets?.knownValuesScrubber() ?? null)
   }
+  runtime.capture.apply(settings.capture)
   let ready = false
   // Dispatchers replaced by a reconfiguration, closing once their requests in flight are done.
   const retiring = new Set<Agent>()
@@ -112,6 +118,9 @@ async function forwardProxyPlugin (fastify: FastifyInstance, options: ForwardPro
       if (ready) throw new TransformAfterReadyError()
       runtime.transforms.add(checkTransform(transform, 'addTransform(transform)'), 'forwarded')
     },
+    captures (options) {
+      return runtime.capture.open(captureBufferSize(options))
+    },
     reconfigure (options) {
       const next = resolveProxySettings(options)
       const fixed = changedRegistrationOnlySetting(runtime.settings, next)
@@ -123,6 +132,7 @@ async function forwardProxyPlugin (fastify: FastifyInstance, options: ForwardPro
       runtime.transforms.replaceOptionTransforms(next.transforms)
       runtime.policy = policy
       runtime.settings = next
+      runtime.capture.apply(next.capture)
       // Pooled connections were dialed under the old policy: new requests dial again.
       const old = [runtime.dispatcher, runtime.tlsDispatcher, runtime.upstreamDispatcher]
       Object.assign(runtime, createDispatchers())
@@ -151,9 +161,29 @@ async function forwardProxyPlugin (fastify: FastifyInstance, options: ForwardPro
       .map(async (dispatcher) => await dispatcher.destroy()))
     // After the tunnels: their slots are given back before the store closes.
     await sharedLimits?.close()
+    // Last: the requests and tunnels that just ended are recorded before the file closes.
+    await runtime.capture.close()
   })
 
   await fastify.register(proxyRoutes(runtime))
+}
+
+/** The capture of one registration, its file failures logged and its entries counted. */
+function createTrafficCapture (log: FastifyBaseLogger, scrubber: () => SecretScrubber | null): TrafficCapture {
+  return new TrafficCapture({ name: PROXY_METER_NAME, version: PROXY_METER_VERSION }, {
+    onFileStopped: (file, error) => log.error({ capture: { file, error: error.message } }, 'capture file stopped: no more entries are written to it until capture is reconfigured'),
+    onDropped: recordCaptureDropped,
+    onRecorded: recordCaptureEntry
+  }, scrubber)
+}
+
+/** The `bufferSize` of `captures(options)`, checked. */
+function captureBufferSize (options: ForwardProxyCaptureStreamOptions | undefined): number | undefined {
+  const size = options?.bufferSize
+  if (size !== undefined && (typeof size !== 'number' || !Number.isInteger(size) || size < 1)) {
+    throw new ForwardProxyOptionsError('captures(options).bufferSize', `must be a positive integer: ${String(size)}`)
+  }
+  return size
 }
 
 /**

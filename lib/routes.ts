@@ -92,7 +92,7 @@ function admitProxyRequest (authenticate: onRequestHookHandler | undefined, runt
     admitConnect(request, reply, target, runtime).then(() => decideInterception.call(request.server, request, reply, done), done)
   }
   return function admitProxyRequestHook (this: FastifyInstance, request, reply, done) {
-    beginProxyRequest(request)
+    beginProxyRequest(request, runtime.capture)
     const oversized = oversizedHeadError(request.raw)
     if (oversized !== null) {
       done(oversized)

@@ -4,6 +4,7 @@ import type { Http2SecureServer } from 'node:http2'
 import type { AddressInfo } from 'node:net'
 import type { ForwardProxyInterceptionAddress, ForwardProxyRequestTransform } from './interception'
 import type { ForwardProxyOptions } from './options'
+import type { ForwardProxyCaptureStream, ForwardProxyCaptureStreamOptions } from './capture'
 
 /** The `fastify.forwardProxy` decorator: runtime controls of the registered proxy. */
 export interface ForwardProxyControl {
@@ -56,4 +57,11 @@ export interface ForwardProxyControl {
    * that differs; nothing has changed then.
    */
   reconfigure (options: ForwardProxyOptions): void
+  /**
+   * The capture entries completed from now on, for the application (a live view, a queue):
+   * redacted like the file, and only while the `capture` option is set (its `hosts` and `users`
+   * filters apply). Each call gets its own iterator; one whose consumer falls behind drops
+   * entries (counted in its `dropped`) and never slows a request.
+   */
+  captures (options?: ForwardProxyCaptureStreamOptions): ForwardProxyCaptureStream
 }

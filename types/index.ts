@@ -6,6 +6,7 @@ export type { ForwardProxyUser, ForwardProxyUserEntry, ForwardProxyCredentialChe
 export type { ForwardProxyOptions, ForwardProxyAuthOptions, ForwardProxyAuthFailureLimit, ForwardProxyDestinationOptions, ForwardProxyPolicyMode, ForwardProxyLimitOptions, ForwardProxyResolver, ResolvedAddress } from './options'
 export type { ForwardProxyInterceptionSelector, ForwardProxyInterceptionSelectorSource, ForwardProxyCertificateProvider, ForwardProxyCertificateProviderSource, ForwardProxyCertificate, ForwardProxyPemCertificate, ForwardProxyRequestTransform, ForwardProxyOutgoingRequest, ForwardProxyIncomingResponse, ForwardProxyDestinationFilter, ForwardProxyClientProtocols, ForwardProxyPassthroughOnClientRefusal, ForwardProxyDestinationCertificateCheck, ForwardProxyInterception, ForwardProxyInterceptionAddress, TlsInterceptionOptions } from './interception'
 export type { ForwardProxyHeaderRule } from './header-rules'
+export type { ForwardProxyCaptureOptions, ForwardProxyCaptureEntry, ForwardProxyCaptureStream, ForwardProxyCaptureStreamOptions, ForwardProxyHarContent, ForwardProxyHarNameValue, ForwardProxyHarRequest, ForwardProxyHarResponse, ForwardProxyHarTimings } from './capture'
 export type { ForwardProxyRedisOptions } from './shared-limits'
 export type { ForwardProxySecret, ForwardProxySecretSource } from './secrets'
 export type { ForwardProxyUpstreamRule, ForwardProxyUpstreamSelector } from './upstream'

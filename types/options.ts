@@ -3,6 +3,7 @@ import type { ForwardProxyRequestTransform } from './interception'
 import type { ForwardProxySecret } from './secrets'
 import type { ForwardProxyUpstreamRule, ForwardProxyUpstreamSelector } from './upstream'
 import type { ForwardProxyRedisOptions } from './shared-limits'
+import type { ForwardProxyCaptureOptions } from './capture'
 
 /**
  * Proxy authentication. Basic credentials on `Proxy-Authorization`; failures answer
@@ -174,4 +175,11 @@ export interface ForwardProxyOptions {
    * process counts its own).
    */
   redis?: ForwardProxyRedisOptions
+  /**
+   * Records what the proxy forwarded as HAR 1.2 entries (every `http://` request, every request
+   * inside an intercepted tunnel, every WebSocket handshake, and one entry per opaque tunnel), to
+   * a file and to `fastify.forwardProxy.captures()`, off the request path: a request never waits on
+   * the disk. Secrets never reach it. Default: none (nothing recorded, nothing paid).
+   */
+  capture?: ForwardProxyCaptureOptions
 }

@@ -2,6 +2,7 @@
 // them.
 
 import '../../types/augment'
+import cluster from 'node:cluster'
 import { createServer as createHttpServer } from 'node:http'
 import { createServer as createHttpsServer } from 'node:https'
 import type { AddressInfo } from 'node:net'
@@ -11,9 +12,12 @@ import { forwardProxy } from '../plugin'
 import type { ProxyServer } from '../connect/listener'
 import { secondaryServersOf } from '../connect/secondary-servers'
 import type { ForwardProxyOptions } from '../../types/options'
+import type { ForwardProxyCaptureOptions } from '../../types/capture'
 import { proxyClientErrorHandler } from '../protocol/error-responses'
 import { proxyFrameworkErrors } from '../framework-errors'
 import {
+  type CaptureConfig,
+  captureFileOfWorker,
   type ListenerConfig,
   type ProxyServerConfig,
   loadListenerTls,
@@ -102,8 +106,15 @@ function pluginOptionsFromConfig (config: ProxyServerConfig, redis?: ForwardProx
     ...(config.headers === undefined || config.headers.length === 0
       ? {}
       : { transforms: [createHeaderRulesTransform(resolveSecretReferences(config.headers, config.secrets ?? {}))] }),
-    ...(config.secrets === undefined ? {} : { secrets: secretsOption(config.secrets, secretValues) })
+    ...(config.secrets === undefined ? {} : { secrets: secretsOption(config.secrets, secretValues) }),
+    ...(config.capture === undefined ? {} : { capture: captureOption(config.capture, config.workers ?? 1) })
   }
+}
+
+/** The plugin's `capture` from the file's: in a worker of a `workers` server, that worker's own file. */
+function captureOption (capture: CaptureConfig, workers: number): ForwardProxyCaptureOptions {
+  const worker = workers > 1 ? cluster.worker?.id : undefined
+  return worker === undefined ? capture : { ...capture, file: captureFileOfWorker(capture.file, worker) }
 }
 
 /** The plugin's `upstreamProxies` from the file's: `ca` files read (a missing one names its key). */

@@ -1,6 +1,8 @@
 // What the command line asks for, and the start-up summary printed on start.
 
 import {
+  type CaptureConfig,
+  captureFileOfWorker,
   loadConfigFile,
   parseConfig,
   type ProxyServerConfig,
@@ -10,6 +12,7 @@ import {
 import { ConfigError } from './config-errors'
 import { DEFAULT_LIMITS } from '../core/options'
 import { defaultPlaceholder } from '../security/secret-values'
+import { CAPTURE_DEFAULTS } from '../capture/capture-settings'
 import type { DevelopmentCaInUse } from './interception-from-config'
 
 /** What the `forward-proxy` command line asks for. */
@@ -20,14 +23,21 @@ export interface CommandLine {
   /** `--host` / `--port`: override the first listener's address (e.g. `--port 0` for a free port). */
   readonly host?: string
   readonly port?: number
+  /** `har-repair FILE`: the capture file to repair, instead of starting the proxy. */
+  readonly harRepair?: string
 }
 
 /**
- * Parses `forward-proxy [--config <file>] [--host <address>] [--port <n>] [--help]`;
- * `--name=value` works too.
+ * Parses `forward-proxy [--config <file>] [--host <address>] [--port <n>] [--help]`
+ * (`--name=value` works too), or `forward-proxy har-repair FILE`.
  * @throws ConfigError for an unknown argument or a missing or bad value.
  */
 export function parseCommandLine (args: readonly string[], env: NodeJS.ProcessEnv = process.env): CommandLine {
+  if (args[0] === 'har-repair') {
+    const file = args[1]
+    if (file === undefined || file === '' || args.length > 2) throw new ConfigError('har-repair takes one capture file: forward-proxy har-repair FILE')
+    return { help: false, harRepair: file }
+  }
   const values: { configPath?: string, host?: string, port?: number } = {}
   if (env.FORWARD_PROXY_CONFIG !== undefined && env.FORWARD_PROXY_CONFIG !== '') values.configPath = env.FORWARD_PROXY_CONFIG
   for (let i = 0; i < args.length; i++) {
@@ -73,7 +83,7 @@ function portNumber (text: string): number {
  * (user count only, never a password, and the users whose `allowedHosts` only report), the
  * destination policy (and whether its host lists only report), the limits, and interception;
  * with a development CA (`developmentCa`), a warning, its path and how clients trust it; the
- * Prometheus endpoint's URL (`metricsUrl`) when there is one.
+ * capture file and what it records; the Prometheus endpoint's URL (`metricsUrl`) when there is one.
  */
 export function startupSummary (config: ProxyServerConfig, urls: readonly string[], developmentCa?: DevelopmentCaInUse, metricsUrl?: string): string[] {
   const users = Object.keys(config.users ?? {}).length
@@ -97,6 +107,7 @@ export function startupSummary (config: ProxyServerConfig, urls: readonly string
     ...(config.headers === undefined || config.headers.length === 0 ? [] : [`  header rules: ${config.headers.length} (${config.headers.map((rule) => rule.hosts.join(', ')).join('; ')})`]),
     ...(config.secrets === undefined ? [] : [`  secrets: ${Object.entries(config.secrets).map(([name, secret]) => `${name} (${secret.env === undefined ? 'file' : `$${secret.env}`}, for ${secret.hosts.join(', ')}, placeholder ${secret.placeholder ?? defaultPlaceholder(name)})`).join('; ')}`]),
     ...(config.upstreamProxies === undefined ? [] : [`  upstream proxies: ${upstreamLine(config.upstreamProxies)}`]),
+    ...(config.capture === undefined ? [] : [captureLine(config.capture, config.workers ?? 1, users > 0)]),
     ...(metricsUrl === undefined ? [] : [`  metrics: ${metricsUrl} (Prometheus text format, separate listener)`]),
     '  health check: GET /healthz on every listener'
   ]
@@ -108,6 +119,25 @@ function interceptionLine (interception: InterceptionConfig, developmentCa: Deve
     return `  interception: ${hosts} (leaves enrolled from EST ${estEndpoint(interception.est)}; clients must trust the EST service's CA)`
   }
   return `  interception: ${hosts} (leaves signed by ${interception.ca?.cert ?? developmentCa?.certPath ?? 'no CA'}; clients must trust that CA)`
+}
+
+/**
+ * The summary's `capture:` line: the file (the pattern of the workers' files with `workers`), the
+ * hosts and users recorded, how much of each body, and the rotation; the redacted headers when
+ * the file names them.
+ */
+function captureLine (capture: CaptureConfig, workers: number, authenticated: boolean): string {
+  const { maxBodyBytes, maxFileBytes, keepFiles } = { ...CAPTURE_DEFAULTS, ...capture }
+  const users = capture.users === undefined ? (authenticated ? ['every user'] : []) : [`users ${capture.users.join(', ')}`]
+  const details = [
+    ...(workers > 1 ? ['one file per worker, N its cluster id'] : []),
+    capture.hosts === undefined ? 'every host' : `hosts ${capture.hosts.join(', ')}`,
+    ...users,
+    maxBodyBytes === 0 ? 'heads only, no bodies' : `bodies up to ${maxBodyBytes} bytes`,
+    `rotated at ${maxFileBytes} bytes, ${keepFiles} kept`,
+    ...(capture.redactHeaders === undefined ? [] : [capture.redactHeaders.length === 0 ? 'no headers redacted' : `redacted headers ${capture.redactHeaders.join(', ')}`])
+  ]
+  return `  capture: ${workers > 1 ? captureFileOfWorker(capture.file, 'N') : capture.file} (${details.join('; ')})`
 }
 
 /** Days before the development CA's end from which the start-up summary warns about it. */

@@ -240,6 +240,25 @@ export const CONFIG_SCHEMA = {
           }
         }
       ]
+    },
+    // HAR capture of what the proxy forwarded (the plugin's `capture`). config.ts requires `file`
+    // (saying why) and checks the host patterns and user names.
+    capture: {
+      type: 'object',
+      additionalProperties: false,
+      properties: {
+        file: { type: 'string', minLength: 1 },
+        hosts: { type: 'array', minItems: 1, items: { type: 'string', minLength: 1 } },
+        users: { type: 'array', minItems: 1, items: { type: 'string', minLength: 1 } },
+        maxBodyBytes: { type: 'integer', minimum: 0 },
+        maxFileBytes: { type: 'integer', minimum: 1024 },
+        keepFiles: { type: 'integer', minimum: 0, maximum: 1000 },
+        redactHeaders: {
+          type: 'array',
+          description: 'an array of header names (letters, digits and ! # $ % & \' * + - . ^ _ ` | ~)',
+          items: { type: 'string', pattern: "^[!#$%&'*+.^_`|~0-9A-Za-z-]+$", description: 'a header name (letters, digits and ! # $ % & \' * + - . ^ _ ` | ~)' }
+        }
+      }
     }
   }
 } as const

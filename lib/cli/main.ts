@@ -5,12 +5,14 @@
 import { DEFAULT_LISTENER } from './config'
 import { ConfigError } from './config-errors'
 import { configFromCommandLine, parseCommandLine, startupSummary } from './command-line'
+import { repairHarFile, type HarRepairResult } from '../capture/har-repair'
 import { startProxyServer } from './build-server'
 import { isWorker, reportWorkerReady, runWorkers } from './workers'
 import { serveWorkersLimits } from './workers-limits'
 import { answerReloadWithoutFile, watchConfiguration } from './reload'
 
 const USAGE = `Usage: forward-proxy [--config <file>] [--host <address>] [--port <n>]
+       forward-proxy har-repair FILE
 
 Runs fastify-forward-proxy. Without a configuration file: an HTTP/1.1 proxy on
 ${DEFAULT_LISTENER.host}:${DEFAULT_LISTENER.port}, no authentication, strict destination policy.
@@ -21,12 +23,19 @@ ${DEFAULT_LISTENER.host}:${DEFAULT_LISTENER.port}, no authentication, strict des
   --port <n>         bind the first listener to this port instead (0: any free port)
   --help             this text
 
+  har-repair FILE    make the HAR capture file FILE valid again after a crash: keeps
+                     every whole entry, drops an unfinished one (a valid file is left as is)
+
 Reference: docs/configuration.md`
 
 async function main (): Promise<void> {
   const commandLine = parseCommandLine(process.argv.slice(2))
   if (commandLine.help) {
     process.stdout.write(`${USAGE}\n`)
+    return
+  }
+  if (commandLine.harRepair !== undefined) {
+    await runHarRepair(commandLine.harRepair)
     return
   }
   const config = configFromCommandLine(commandLine)
@@ -65,6 +74,21 @@ async function main (): Promise<void> {
   const summary = startupSummary(config, server.urls, server.developmentCa, server.metricsUrl).join('\n')
   if (isWorker()) reportWorkerReady(summary, () => shutdown('SIGTERM'))
   else writeBesideLog(server.app.log, `${summary}\n`)
+}
+
+/** `har-repair FILE`: one line on stdout, or the error's message on stderr and exit code 1. */
+async function runHarRepair (file: string): Promise<void> {
+  let result: HarRepairResult
+  try {
+    result = await repairHarFile(file)
+  } catch (error) {
+    process.stderr.write(`forward-proxy: ${(error as Error).message}\n`)
+    process.exitCode = 1
+    return
+  }
+  process.stdout.write(result.changed
+    ? `${file}: repaired, ${result.entries} entries kept, ${result.droppedBytes} bytes of an unfinished entry dropped\n`
+    : `${file}: valid, ${result.entries} entries\n`)
 }
 
 /**

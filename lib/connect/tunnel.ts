@@ -15,7 +15,8 @@ import {
   recordTunnelOpen,
   type TunnelKind
 } from '../telemetry/metrics'
-import { finishTunnel, noteDialed, tunnelTraceContextOf } from '../telemetry/request-telemetry'
+import { finishTunnel, forwardNotesOf, noteDialed, tunnelTraceContextOf } from '../telemetry/request-telemetry'
+import { noteDialDurations } from '../security/dialed-address'
 import { createDestinationReader } from './relay'
 import { dropAbandonedConnect, tunnelAdmissionOf } from './admission'
 
@@ -56,8 +57,14 @@ export async function openConnectTunnel (request: FastifyRequest, reply: Fastify
       // finish only as flow control allows, and a TLS socket to an https:// upstream takes no
       // onread option: those keep piping.
       reader = client.http2 || upstreamProxy?.protocol === 'https:' ? undefined : createDestinationReader()
+      const { capture } = forwardNotesOf(request)
+      const dialing = capture === undefined ? 0 : (capture.dispatchedAt = performance.now())
       upstream = await connectToDestination(destination, runtime.connector, clientGone, reader?.onread, upstreamProxy)
       noteDialed(request, upstream)
+      if (capture !== undefined) {
+        capture.headAt = performance.now()
+        noteDialDurations(upstream, { connect: capture.headAt - dialing, ssl: -1, openedAt: capture.headAt })
+      }
     }
   } catch (error) {
     release()

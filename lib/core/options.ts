@@ -24,6 +24,8 @@ import { compileUpstreamProxies, type UpstreamRoutes } from '../security/upstrea
 import { ForwardProxyOptionsError } from '../protocol/errors'
 import { DEFAULT_PSEUDONYM } from '../protocol/error-responses'
 import { changedRedisSetting, resolveRedisOptions, type ResolvedRedisSettings } from './shared-limits-options'
+import { resolveCaptureSettings } from './capture-options'
+import type { CaptureSettings } from '../capture/capture-settings'
 
 /** Default limits, in milliseconds where they are durations. */
 export const DEFAULT_LIMITS = {
@@ -56,10 +58,12 @@ export interface ResolvedProxySettings {
   readonly propagateTraceContext: boolean
   /** The `redis` option: where the limits shared between processes are counted; null: in each process. */
   readonly redis: ResolvedRedisSettings | null
+  /** The `capture` option; null: nothing is recorded. */
+  readonly capture: CaptureSettings | null
 }
 
 const KNOWN_KEYS: Record<string, readonly string[]> = {
-  '': ['auth', 'destinations', 'limits', 'via', 'resolver', 'transforms', 'secrets', 'upstreamProxies', 'propagateTraceContext', 'redis'],
+  '': ['auth', 'destinations', 'limits', 'via', 'resolver', 'transforms', 'secrets', 'upstreamProxies', 'propagateTraceContext', 'redis', 'capture'],
   auth: ['realm', 'users', 'validate', 'failureLimit'],
   'auth.failureLimit': ['maxFailures', 'window'],
   destinations: ['allowedHosts', 'deniedHosts', 'allowedPorts', 'allowPrivateNetworks', 'allowedNetworks', 'mode'],
@@ -89,7 +93,8 @@ export function resolveProxySettings (options: ForwardProxyOptions = {}): Resolv
     secrets,
     upstreams: compileUpstreamProxies(options.upstreamProxies),
     propagateTraceContext: resolvePropagateTraceContext(options.propagateTraceContext),
-    redis: resolveRedisOptions(options.redis)
+    redis: resolveRedisOptions(options.redis),
+    capture: resolveCaptureSettings(options.capture)
   }
 }
 

@@ -24,6 +24,7 @@ import type { SharedLimits } from '../security/shared-limits'
 import type { ForwardProxyControl } from '../../types/control'
 import type { ForwardProxyDestination } from '../../types/destination'
 import type { TunnelGrant } from '../security/tunnel-grant'
+import type { TrafficCapture } from '../capture/traffic-capture'
 
 /** Everything one registration of the proxy shares between its parts. */
 export interface ProxyRuntime {
@@ -54,6 +55,8 @@ export interface ProxyRuntime {
   tlsDispatcher: Agent
   /** Carries `http://` requests in absolute form to upstream proxies (`upstreamProxies`); replaced like `dispatcher`. */
   upstreamDispatcher: Agent
+  /** The `capture` option at work: which requests are recorded, the HAR file, the `captures()` iterators. */
+  readonly capture: TrafficCapture
   /**
    * How `https://` destinations are validated. Defaults to Node's trust store and only
    * error-free certificates; the tlsInterception plugin replaces it at registration.

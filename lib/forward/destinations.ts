@@ -16,7 +16,7 @@ import { ProxyError, isProxyError } from '../protocol/errors'
 import { errorCode } from '../protocol/network-errors'
 import type { ForwardProxyDestination } from '../../types/destination'
 import type { DestinationTlsSettings } from '../core/interception-options'
-import { carryDialedAddress } from '../security/dialed-address'
+import { carryDialedAddress, noteDialDurations } from '../security/dialed-address'
 import type { ForwardNotes, PooledConnection } from '../telemetry/request-telemetry'
 
 /** The host undici asks a connector for, canonical; it hands IPv6 literals over without brackets. */
@@ -92,8 +92,13 @@ export function createDestinationDispatcher (connector: DestinationConnectorSett
       callback(new ProxyError('proxy_internal_error', 'The proxy built an invalid destination.'), null)
       return
     }
+    const started = performance.now()
     connectToDestination({ host, port }, connector).then(
-      (socket) => callback(null, socket),
+      (socket) => {
+        const openedAt = performance.now()
+        noteDialDurations(socket, { connect: openedAt - started, ssl: -1, openedAt })
+        callback(null, socket)
+      },
       (error: Error) => callback(error, null)
     )
   }
@@ -173,13 +178,16 @@ export async function connectTls (
   connector: DestinationConnectorSettings,
   settings: DestinationTlsSettings
 ): Promise<TLSSocket> {
-  const started = Date.now()
+  const started = performance.now()
   // Pooled connections serve many requests: the choice is made for the destination alone.
   const upstream = await connector.upstreams?.routeFor(destination, null, 'tunnel') ?? null
   const socket = await connectToDestination(destination, connector, undefined, undefined, upstream)
-  const remaining = Math.max(1, connector.connectTimeout - (Date.now() - started))
+  const connected = performance.now()
+  const remaining = Math.max(1, connector.connectTimeout - (connected - started))
   const secured = await handshake(socket, destination, settings, remaining)
   carryDialedAddress(secured, socket)
+  const openedAt = performance.now()
+  noteDialDurations(secured, { connect: connected - started, ssl: openedAt - connected, openedAt })
   return secured
 }
 

@@ -9,7 +9,7 @@ import type { ProxyRuntime } from '../core/runtime'
 import { ProxyError } from '../protocol/errors'
 import { errorCode, proxyErrorFromNetworkError } from '../protocol/network-errors'
 import { refusedBy } from '../protocol/refusals'
-import { formatAuthority } from '../protocol/hosts'
+import { formatAuthority, formatHostHeader } from '../protocol/hosts'
 import type { AbsoluteTarget, AbsoluteTargetProblem } from '../core/proxy-request'
 import { markForwardedResponse } from './forwarded-response'
 import { exchangeWithDestination } from './destination-exchange'
@@ -20,6 +20,7 @@ import { editsRequests, transformOutgoingRequest, type HeaderRecord } from './tr
 import type { UpstreamProxy } from '../security/upstream-proxy'
 import { Cancellation } from '../security/destination-connector'
 import { forwardNotesOf, scrubbedSecretsOf } from '../telemetry/request-telemetry'
+import type { CaptureRecord } from '../capture/capture-record'
 
 const TARGET_PROBLEMS: Record<AbsoluteTargetProblem, string> = {
   'https-scheme': 'https:// targets must use CONNECT.',
@@ -98,8 +99,15 @@ export async function forwardRequest (
   // No await without upstream proxies: one turn of the loop less per request.
   const upstreamProxy = scheme === 'http' && upstreams != null ? await upstreams.routeFor(destination, request, 'http') : null
   const counts = forwardNotesOf(request)
-  const body = hasBody(request, received) ? countedBody(request.raw, (bytes) => { counts.bytesIn += bytes }, runtime.settings.limits.httpActivityTimeout) : null
+  const { capture } = counts
   const authority = formatAuthority(destination.host, destination.port)
+  if (capture !== undefined) {
+    // As it leaves, but with placeholders where secrets go.
+    capture.sent = { url: `${scheme}://${formatHostHeader(destination.host, destination.port, scheme === 'https' ? 443 : 80)}${prepared.path}`, headers: transformed }
+  }
+  const body = hasBody(request, received)
+    ? countedBody(request.raw, (chunk) => { counts.bytesIn += chunk.length }, runtime.settings.limits.httpActivityTimeout, capture)
+    : null
   // A scrubbed body is searched as it flows: it always comes as a stream.
   const exchange = { wholeBody: scrubber === null, cancellation: departure }
   const sent = upstreamProxy === null
@@ -107,6 +115,7 @@ export async function forwardRequest (
     ? exchangeWithDestination(scheme === 'https' ? runtime.tlsDispatcher : runtime.dispatcher, { origin: `${scheme}://${authority}`, path, method: request.method, headers, body, opaque: counts }, exchange)
     // Absolute form to the upstream proxy, with its own credentials.
     : exchangeWithDestination(runtime.upstreamDispatcher, { origin: `${upstreamProxy.protocol}//${upstreamProxy.label}`, path: `http://${authority}${path}`, method: request.method, headers: withUpstreamAuthorization(headers, upstreamProxy), body }, exchange)
+  if (capture !== undefined) capture.dispatchedAt = performance.now()
   const response = await sent.catch((error: unknown) => {
     const mapped = fromDispatchError(error)
     throw upstreamProxy === null || mapped.nextHop !== undefined
@@ -121,6 +130,7 @@ export async function forwardRequest (
   // The connection the response came on: a reused one reports the address it was dialed to. Read
   // now, before the pool can give that connection's slot to a new dial.
   counts.dialed = counts.pooledOn?.lastDialed
+  if (capture !== undefined) capture.headAt = performance.now()
   if (upstreamProxy !== null && response.statusCode === 407) {
     // The upstream wants credentials this proxy does not have; passed on, the 407 would read as
     // this proxy asking the client for its own.
@@ -141,6 +151,7 @@ export async function forwardRequest (
   if (Buffer.isBuffer(response.body)) {
     // Complete already: no stream, no inactivity timer.
     counts.bytesOut += response.body.length
+    capture?.tapResponseBody().takeWhole(response.body)
     reply.code(response.statusCode).headers(head)
     markForwardedResponse(reply, { body: response.body, destination, transforms, cancellation: departure, scrubber })
     reply.send(response.body)
@@ -159,6 +170,8 @@ export async function forwardRequest (
       throw error
     }
   }
+  // The body as the client gets it: after the scrubber, when there is one.
+  capture?.tapResponseBody().follow(responseBody)
   reply.code(response.statusCode).headers(head)
   markForwardedResponse(reply, { body: responseBody, destination, transforms, cancellation: departure, scrubber })
   reply.send(responseBody)
@@ -213,8 +226,9 @@ function headerText (value: string | string[] | undefined): string | undefined {
 }
 
 /**
- * Passes a request body through unchanged, telling `onBytes` the size of each chunk (the
- * access log's bytes from the client). A 'data' listener on the client's request itself
+ * Passes a request body through unchanged, telling `onChunk` of each chunk (the access log's
+ * bytes from the client) and, when the request is recorded, `capture` (its first bytes, and when
+ * the body ended). A 'data' listener on the client's request itself
  * would start it flowing before undici reads it, losing the first chunks. Wired by hand
  * rather than with `stream.pipeline` (an AbortController per request): an error on `body`
  * fails the copy undici reads, and the copy closing early (undici gave up) destroys `body`.
@@ -223,11 +237,13 @@ function headerText (value: string | string[] | undefined): string | undefined {
  * `http_response_timeout` when the destination stopped reading. Neither side can hold the other's
  * connection for longer than that.
  */
-function countedBody (body: Readable, onBytes: (bytes: number) => void, idleTimeout: number): Readable {
+function countedBody (body: Readable, onChunk: (chunk: Buffer) => void, idleTimeout: number, capture: CaptureRecord | undefined): Readable {
+  const tap = capture?.tapRequestBody()
   const counter = new Transform({
     transform (chunk: Buffer, _encoding, callback) {
       idle.refresh()
-      onBytes(chunk.length)
+      onChunk(chunk)
+      tap?.push(chunk)
       callback(null, chunk)
     }
   })
@@ -243,7 +259,13 @@ function countedBody (body: Readable, onBytes: (bytes: number) => void, idleTime
   }, idleTimeout)
   idle.unref()
   body.on('error', (error) => counter.destroy(error))
-  body.once('end', () => clearTimeout(idle))
+  body.once('end', () => {
+    clearTimeout(idle)
+    if (capture !== undefined && tap !== undefined) {
+      tap.complete = true
+      capture.requestSentAt = performance.now()
+    }
+  })
   counter.once('close', () => {
     clearTimeout(idle)
     if (stalled) body.unpipe(counter)

@@ -9,7 +9,8 @@ import type { ProxyRuntime } from '../core/runtime'
 import { ProxyError } from '../protocol/errors'
 import { errorCode, proxyErrorFromNetworkError } from '../protocol/network-errors'
 import { relayTunnel } from '../connect/relay'
-import { finishUpgrade, noteDialed, scrubbedSecretsOf } from '../telemetry/request-telemetry'
+import { finishUpgrade, forwardNotesOf, noteDialed, scrubbedSecretsOf } from '../telemetry/request-telemetry'
+import { formatHostHeader } from '../protocol/hosts'
 import { scrubbedBody, scrubHeaders } from './scrubbed-response'
 import { createWebSocketScrubStream } from './websocket-scrub'
 import type { Readable } from 'node:stream'
@@ -88,6 +89,12 @@ export async function forwardWebSocketUpgrade (
   const headers = scrubber === null ? placed.headers : withoutExtensions(placed.headers)
 
   const upgradeValue = firstValue(received.upgrade) ?? 'websocket'
+  const { capture } = forwardNotesOf(request)
+  if (capture !== undefined) {
+    // As it leaves, but with placeholders where secrets go.
+    capture.sent = { url: `https://${formatHostHeader(destination.host, destination.port, 443)}${prepared.path}`, headers: transformed }
+    capture.dispatchedAt = performance.now()
+  }
   const connection = await connectTls(destination, runtime.connector, runtime.destinationTls)
   noteDialed(request, connection)
   // Failures are reported by the HTTP client and the relay; this covers the gaps between them.
@@ -102,6 +109,7 @@ export async function forwardWebSocketUpgrade (
     headers: [...(Array.isArray(headers) ? headers : flatHeaderList(headers)), 'Connection', 'Upgrade', 'Upgrade', upgradeValue]
   }, limits.httpActivityTimeout, abort)
   client.socket.removeListener('close', onClientClose)
+  if (capture !== undefined) capture.headAt = performance.now()
 
   const upstream = answer.kind === 'switched' ? answer.socket : answer.response.socket
   let head
@@ -127,6 +135,7 @@ export async function forwardWebSocketUpgrade (
     reply.hijack()
     const echoed = firstValue(answer.response.headers.upgrade) ?? upgradeValue
     const switchedTo = scrubber === null ? echoed : scrubber.scrubText(echoed, found)
+    if (capture !== undefined) capture.switchedHead = { statusCode: 101, headers: { ...head.headers, connection: 'Upgrade', upgrade: switchedTo } }
     client.socket.write(switchingProtocolsHead(head.headers, switchedTo))
     const downstream = scrubber === null ? undefined : createWebSocketScrubStream(() => scrubber.chunkScrubber(found))
     if (answer.head.length > 0) (downstream ?? client.socket).write(answer.head)
@@ -146,6 +155,7 @@ export async function forwardWebSocketUpgrade (
   }
   const body = withInactivityTimeout(answer.response, limits.httpActivityTimeout)
   if (scrubber === null) {
+    capture?.tapResponseBody().follow(body)
     reply.code(head.statusCode).headers(head.headers)
     reply.send(body)
     return
@@ -157,6 +167,7 @@ export async function forwardWebSocketUpgrade (
     answer.response.destroy()
     throw error
   }
+  capture?.tapResponseBody().follow(scrubbed)
   reply.code(head.statusCode).headers(head.headers)
   reply.send(scrubbed)
 }

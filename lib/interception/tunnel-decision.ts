@@ -9,6 +9,7 @@ import { policyRefusal, refusedBy } from '../protocol/refusals'
 import { Cancellation } from '../security/destination-connector'
 import type { SecretSet } from '../security/secrets'
 import { tunnelAdmissionOf } from '../connect/admission'
+import { notePassthrough } from '../telemetry/request-telemetry'
 
 /**
  * Decides whether an admitted CONNECT's tunnel is intercepted, in the proxy route's onRequest
@@ -70,7 +71,10 @@ async function shouldInterceptTunnel (
   const refusals = interception.clientRefusals
   if (refusals !== null && interception.keepsInterception(destination) === null) {
     const client = { user: request.proxyUser?.name ?? null, address: request.raw.socket?.remoteAddress }
-    if (refusals.passingThrough(client, destination)) return false
+    if (refusals.passingThrough(client, destination)) {
+      notePassthrough(request)
+      return false
+    }
   }
   const { selector: selectorSource } = interception
   if (selectorSource === null) return false

@@ -10,9 +10,21 @@ export interface DialedAddress {
   readonly port: number
 }
 
+/** How long a connection took to open, in milliseconds. */
+export interface DialDurations {
+  /** DNS resolution and the TCP connection (or the CONNECT through an upstream proxy). */
+  readonly connect: number
+  /** The TLS handshake; -1 without TLS. */
+  readonly ssl: number
+  /** `performance.now()` when it was open: a request sent before then waited for the dial. */
+  readonly openedAt: number
+}
+
 // Kept off the sockets themselves; the entry goes with the socket. `text` is the formatted
 // address, made by the first log line that asks (a pooled connection serves many requests).
 const dialedAddresses = new WeakMap<object, { readonly target: DialedAddress, text?: string }>()
+
+const dialDurations = new WeakMap<object, DialDurations>()
 
 /**
  * Remembers that `socket` was dialed to `target` (an address the policy allowed), as given: no
@@ -38,4 +50,19 @@ export function dialedAddressOf (socket: object | undefined): string | undefined
   if (dialed === undefined) return undefined
   dialed.text ??= formatAuthority(dialed.target.host, dialed.target.port)
   return dialed.text
+}
+
+/** The IP address `socket` was dialed to, without its port (undefined as for {@link dialedAddressOf}). */
+export function dialedHostOf (socket: object | undefined): string | undefined {
+  return socket === undefined ? undefined : dialedAddresses.get(socket)?.target.host
+}
+
+/** Notes how long `socket` took to open, for the first request sent on it. */
+export function noteDialDurations (socket: object, durations: DialDurations): void {
+  dialDurations.set(socket, durations)
+}
+
+/** How long `socket` took to open, when it was noted. */
+export function dialDurationsOf (socket: object | undefined): DialDurations | undefined {
+  return socket === undefined ? undefined : dialDurations.get(socket)
 }

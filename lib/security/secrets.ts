@@ -171,16 +171,37 @@ export class SecretSet {
     for (const secret of given) {
       if (!granted.some((other) => other.name === secret.name && other.value === secret.value)) granted.push(secret)
     }
-    if (granted.length === 0) return null
-    const key = granted.map((secret) => `${secret.name}\u0000${secret.value}`).join('\u0000')
+    const scrubber = this.#shared(granted)
+    if (scrubber === null) return null
+    return produced.length === 0 ? scrubber : scrubber.withExactForms(produced)
+  }
+
+  /** The scrubber of `secrets`, compiled once per set of names and values; null for none. */
+  #shared (secrets: readonly ScrubbedSecret[]): SecretScrubber | null {
+    if (secrets.length === 0) return null
+    const key = secrets.map((secret) => `${secret.name}\u0000${secret.value}`).join('\u0000')
     let scrubber = this.#scrubbers.get(key)
     if (scrubber === undefined) {
       // Rotated values leave their old scrubbers behind: keep a handful, not every one.
       if (this.#scrubbers.size >= MAX_KEPT_SCRUBBERS) this.#scrubbers.clear()
-      scrubber = createSecretScrubber(granted)
+      scrubber = createSecretScrubber(secrets)
       this.#scrubbers.set(key, scrubber)
     }
-    return produced.length === 0 ? scrubber : scrubber.withExactForms(produced)
+    return scrubber
+  }
+
+  /**
+   * The scrubber of every secret value known now (given in the options, or fetched from a source
+   * and not expired), whatever its hosts: what a traffic capture passes everything it writes
+   * through. Null when no value is known.
+   */
+  knownValuesScrubber (): SecretScrubber | null {
+    const known: ScrubbedSecret[] = []
+    for (const secret of this.#secrets) {
+      const value = secret.value.known
+      if (value !== undefined) known.push({ name: secret.name, value: value.value, placeholder: secret.placeholder })
+    }
+    return this.#shared(known)
   }
 
   /**

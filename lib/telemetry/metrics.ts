@@ -134,6 +134,8 @@ export interface ProxyInstruments {
   readonly authFailures: Counter
   readonly limitStoreTransitions: Counter
   readonly clientRefusalPassthroughs: Counter
+  readonly captureEntries: Counter
+  readonly captureDropped: Counter
 }
 
 /** Bucket boundaries (seconds) for durations from a millisecond to an hour. */
@@ -188,7 +190,9 @@ function createInstruments (meter: Meter): ProxyInstruments {
       'forward_proxy.interception.passthroughs',
       '{passthrough}',
       'Times a user\'s tunnels to a host started to be relayed opaquely because its clients refused the proxy\'s certificate (passthroughOnClientRefusal).'
-    )
+    ),
+    captureEntries: counter('forward_proxy.capture.entries', '{entry}', 'HAR entries the traffic capture recorded (capture option).'),
+    captureDropped: counter('forward_proxy.capture.dropped', '{entry}', 'HAR entries the traffic capture lost, by where: file (its write queue was full), feed (a captures() consumer was behind), pending (requests ended faster than entries were built).')
   }
 }
 
@@ -388,4 +392,20 @@ export function recordLimitStoreTransition (state: 'lost' | 'back'): void {
 /** Counts a passthrough that refusals of the proxy's certificate started (`passthroughOnClientRefusal`). */
 export function recordClientRefusalPassthrough (): void {
   proxyInstruments().clientRefusalPassthroughs.add(1)
+}
+
+const CAPTURE_DROP_ATTRIBUTES: Readonly<Record<'file' | 'feed' | 'pending', Attributes>> = Object.freeze({
+  file: Object.freeze({ 'forward_proxy.capture.where': 'file' }),
+  feed: Object.freeze({ 'forward_proxy.capture.where': 'feed' }),
+  pending: Object.freeze({ 'forward_proxy.capture.where': 'pending' })
+})
+
+/** Counts an entry the traffic capture recorded. */
+export function recordCaptureEntry (): void {
+  proxyInstruments().captureEntries.add(1)
+}
+
+/** Counts entries the traffic capture lost, by where (see `forward_proxy.capture.dropped`). */
+export function recordCaptureDropped (where: 'file' | 'feed' | 'pending', count: number): void {
+  proxyInstruments().captureDropped.add(count, CAPTURE_DROP_ATTRIBUTES[where])
 }

@@ -16,7 +16,10 @@ import { startProxySpan, endProxySpan, endAbandonedProxySpan, contextWithSpan } 
 import { type ProxyError } from '../protocol/errors'
 import { refusalRuleOf } from '../protocol/refusals'
 import type { ReportedRefusal } from '../security/report-mode'
-import { dialedAddressOf } from '../security/dialed-address'
+import { dialedAddressOf, dialedHostOf, dialDurationsOf } from '../security/dialed-address'
+import type { CaptureRecord, FinishedExchange } from '../capture/capture-record'
+import type { TrafficCapture } from '../capture/traffic-capture'
+import { formatAuthority, formatHostHeader } from '../protocol/hosts'
 
 /**
  * What the access log and the span of one proxy request collect while it runs (a forwarded
@@ -40,6 +43,8 @@ interface RequestTelemetry extends ForwardNotes {
   secrets: readonly string[] | undefined
   /** Names of the secrets whose values were found in the response and replaced. */
   scrubbed: Set<string> | undefined
+  /** Set when a CONNECT is relayed opaquely because its clients refused the proxy's certificate. */
+  passthrough: boolean
 }
 
 const telemetry = new ObjectSlot<RequestTelemetry>('telemetry')
@@ -50,7 +55,7 @@ const telemetry = new ObjectSlot<RequestTelemetry>('telemetry')
  * `forward_proxy.requests` for `http://` forwarding, its span, when a TracerProvider is
  * installed, and what its access log line will need.
  */
-export function beginProxyRequest (request: FastifyRequest): void {
+export function beginProxyRequest (request: FastifyRequest, capture: TrafficCapture | null): void {
   const target = proxyRequestTargetOf(request.raw)
   if (target === null) return
   if (target.kind === 'forward') countForwardRequest()
@@ -81,7 +86,9 @@ export function beginProxyRequest (request: FastifyRequest): void {
     pooledOn: undefined,
     dialed: undefined,
     secrets: undefined,
-    scrubbed: undefined
+    scrubbed: undefined,
+    passthrough: false,
+    capture: destination === undefined || capture === null || capture.settings === null ? undefined : capture.begin(destination.host)
   })
 }
 
@@ -124,6 +131,12 @@ export function noteDialed (request: FastifyRequest, socket: object): void {
   if (state !== undefined) state.dialed = socket
 }
 
+/** Notes that a CONNECT is relayed opaquely because its clients refused the proxy's certificate (its capture entry says `passthrough`). */
+export function notePassthrough (request: FastifyRequest): void {
+  const state = telemetry.get(request.raw)
+  if (state !== undefined) state.passthrough = true
+}
+
 /** Notes the secrets a request used or was refused for, named on its access log line. */
 export function noteSecrets (request: FastifyRequest, names: readonly string[]): void {
   const state = telemetry.get(request.raw)
@@ -164,6 +177,8 @@ export interface ForwardNotes {
   pooledOn: PooledConnection | undefined
   /** The socket the response came on: `pooledOn`'s when the response head arrived. */
   dialed: object | undefined
+  /** What the traffic capture collects about the request; undefined when it is not recorded. */
+  readonly capture?: CaptureRecord | undefined
 }
 
 /**
@@ -188,6 +203,7 @@ export function finishProxyRequest (request: FastifyRequest, reply: FastifyReply
   if (state.error === undefined) countRequestOutcome(state.kind, 'answered')
   else countErrorOutcome(state.kind, status, state.error)
   if (state.span !== undefined) endProxySpan(state.span, { status, errorType })
+  if (state.capture !== undefined) finishCapture(request, reply, state, state.capture, undefined)
   if (!logsInfo(request.log)) return
   logAccess(request, reply, state, { kind: state.kind, status, errorType, bytesIn: state.bytesIn, bytesOut: state.bytesOut }, 'proxy access')
 }
@@ -219,6 +235,10 @@ export function finishTunnel (request: FastifyRequest, reply: FastifyReply, end:
       }
     })
   }
+  // An intercepted tunnel's requests have entries of their own.
+  if (state?.capture !== undefined && end.kind !== 'intercepted') {
+    finishCapture(request, reply, state, state.capture, { kind: state.passthrough ? 'passthrough' : 'opaque', bytesUp: end.bytesUp, bytesDown: end.bytesDown, closeReason: end.reason })
+  }
   if (!logsInfo(request.log)) return
   logAccess(request, reply, state, { kind: 'tunnel', tunnel: end.kind, status: 200, closeReason: end.reason, bytesIn: end.bytesUp, bytesOut: end.bytesDown }, 'tunnel closed')
 }
@@ -247,6 +267,9 @@ export function finishUpgrade (request: FastifyRequest, reply: FastifyReply, end
         'forward_proxy.tunnel.download.size': end.bytesDown
       }
     })
+  }
+  if (state.capture !== undefined) {
+    finishCapture(request, reply, state, state.capture, { kind: 'websocket', bytesUp: end.bytesUp, bytesDown: end.bytesDown, closeReason: end.reason })
   }
   if (!logsInfo(request.log)) return
   logAccess(request, reply, state, { kind: state.kind, status: 101, closeReason: end.reason, bytesIn: end.bytesUp, bytesOut: end.bytesDown }, 'upgrade closed')
@@ -301,13 +324,13 @@ function logAccess (request: FastifyRequest, reply: FastifyReply, state: Request
     access: {
       kind: outcome.kind,
       tunnel: outcome.tunnel,
-      user: state?.tunnelUser === undefined ? (request.proxyUser?.name ?? null) : state.tunnelUser,
+      user: userOf(request, state),
       client: state?.clientAddress ?? null,
       method: request.method,
       destination: state?.destination ?? null,
       address: dialedAddressOf(state?.dialed),
       intercepted: outcome.kind === 'intercepted' || outcome.tunnel === 'intercepted',
-      decision: refusedBy !== undefined ? 'deny' : reported !== undefined ? 'would-deny' : 'allow',
+      decision: decisionOf(refusedBy, reported),
       reason: reported !== undefined ? reported.reason : (error?.details ?? error?.message),
       rule: refusedBy ?? reported?.rule,
       status: outcome.status,
@@ -320,6 +343,62 @@ function logAccess (request: FastifyRequest, reply: FastifyReply, state: Request
       durationMs: Math.round(reply.elapsedTime * 1000) / 1000
     }
   }, message)
+}
+
+/** Who made the request: inside an intercepted tunnel its user (read at arrival), else the proxy user; null without one. */
+function userOf (request: FastifyRequest, state: RequestTelemetry | undefined): string | null {
+  return state?.tunnelUser === undefined ? (request.proxyUser?.name ?? null) : state.tunnelUser
+}
+
+/** `deny` when the proxy refused the request, `would-deny` when report mode let it through, else `allow`. */
+function decisionOf (refusedBy: string | undefined, reported: ReportedRefusal | undefined): 'allow' | 'deny' | 'would-deny' {
+  return refusedBy !== undefined ? 'deny' : reported !== undefined ? 'would-deny' : 'allow'
+}
+
+/**
+ * Hands a recorded request that has ended to its capture (which builds its entry later, off the
+ * request path): the response head as written to the client, and what the access line knows.
+ */
+function finishCapture (request: FastifyRequest, reply: FastifyReply, state: RequestTelemetry, record: CaptureRecord, relay: FinishedExchange['relay']): void {
+  const refusedBy = state.error === undefined ? undefined : refusalRuleOf(state.error)
+  const raw = request.raw
+  record.finish({
+    record,
+    method: request.method,
+    receivedUrl: receivedUrlOf(request, state),
+    receivedHeaders: withoutPseudoHeaders(raw.rawHeaders),
+    clientHttpVersion: `HTTP/${raw.httpVersion === '2.0' ? '2.0' : raw.httpVersion}`,
+    status: relay === undefined ? reply.statusCode : relay.kind === 'websocket' ? 101 : 200,
+    responseHeaders: record.switchedHead?.headers ?? (relay === undefined ? reply.getHeaders() : {}),
+    responseBytes: state.bytesOut,
+    endedAt: performance.now(),
+    user: userOf(request, state),
+    intercepted: state.kind === 'intercepted',
+    decision: decisionOf(refusedBy, refusedBy === undefined ? state.reported : undefined),
+    errorType: state.error?.errorType,
+    serverAddress: dialedHostOf(state.dialed),
+    dial: dialDurationsOf(state.dialed),
+    ...(relay === undefined ? {} : { relay })
+  })
+}
+
+/** The request's URL as it came: `http://...` as sent, `https://host/...` inside a tunnel, `https://host:port/` for a CONNECT. */
+function receivedUrlOf (request: FastifyRequest, state: RequestTelemetry): string {
+  const target = proxyRequestTargetOf(request.raw)
+  if (target === null) return request.url
+  if (target.kind === 'forward') return typeof target.target === 'string' ? request.raw.url ?? '' : `http://${formatHostHeader(target.target.destination.host, target.target.destination.port, 80)}${target.target.pathAndQuery}`
+  if (target.destination === null) return `https://${state.destination ?? 'invalid'}/`
+  if (target.kind === 'connect') return `https://${formatAuthority(target.destination.host, target.destination.port)}/`
+  return `https://${formatHostHeader(target.destination.host, target.destination.port, 443)}${target.pathAndQuery}`
+}
+
+/** Flat name/value pairs without HTTP/2's pseudo-headers (`:method`, `:path`, ...). */
+function withoutPseudoHeaders (raw: readonly string[]): string[] {
+  const pairs: string[] = []
+  for (let i = 0; i + 1 < raw.length; i += 2) {
+    if (!(raw[i] as string).startsWith(':')) pairs.push(raw[i] as string, raw[i + 1] as string)
+  }
+  return pairs
 }
 
 /** The status logged for a request whose client left before any answer (nginx's convention). */

@@ -1,0 +1,129 @@
+// A recorded body as HAR content: decoded when it came compressed, text as text and anything else
+// as base64, cut at the capture's limit, secret values replaced by their placeholders.
+
+import { constants, createBrotliDecompress, createGunzip, createInflate } from 'node:zlib'
+import type { Transform } from 'node:stream'
+import type { ForwardProxyHarContent } from '../../types/capture'
+import type { SecretScrubber } from '../security/secret-scrubber'
+import type { BodyTap } from './capture-record'
+
+const TEXT_TYPES = /^(text\/|application\/(json|xml|javascript|ecmascript|x-www-form-urlencoded|graphql|x-ndjson)\b|[^;]*\+(json|xml)\b)/i
+
+/** A body's bytes as a HAR text field: `text`, and `encoding: 'base64'` when it is not text. */
+interface BodyText {
+  readonly text: string
+  readonly encoding?: 'base64'
+}
+
+/**
+ * The content of a response body as the client received it. `tap` saw the bytes on the wire
+ * (encoded when `contentEncoding` names gzip, deflate or br); what is kept is decoded, up to
+ * `limit` bytes, and scrubbed. `size` is the decoded length when the whole body was kept, the wire
+ * length otherwise, with a comment saying how much is there.
+ */
+export async function responseContent (
+  tap: BodyTap | undefined,
+  mimeType: string,
+  contentEncoding: string | undefined,
+  limit: number,
+  scrubber: SecretScrubber | null
+): Promise<ForwardProxyHarContent> {
+  if (tap === undefined || tap.total === 0) return { size: 0, mimeType }
+  if (limit === 0) return { size: tap.total, mimeType, comment: 'body not kept (maxBodyBytes 0)' }
+  const whole = tap.complete && tap.total <= limit
+  const decoded = await decode(tap.bytes(), contentEncoding, limit)
+  const bytes = scrubbed(decoded.bytes.subarray(0, limit), scrubber)
+  const body = bodyText(bytes, mimeType)
+  if (whole && !decoded.partial && decoded.bytes.length <= limit) {
+    return {
+      size: decoded.bytes.length,
+      ...(decoded.decoded && decoded.bytes.length > tap.total ? { compression: decoded.bytes.length - tap.total } : {}),
+      mimeType,
+      ...body
+    }
+  }
+  const note = decoded.decoded ? `, decoded from ${contentEncoding ?? ''}` : ''
+  return { size: tap.total, mimeType, ...body, comment: `truncated: the first ${bytes.length} bytes kept${note} (maxBodyBytes ${limit})` }
+}
+
+/** A request body as HAR `postData`: text, or base64 with `_encoding`, cut at `limit`, scrubbed. */
+export function requestPostData (tap: BodyTap | undefined, mimeType: string, limit: number, scrubber: SecretScrubber | null): { mimeType: string, text: string, _encoding?: 'base64', comment?: string } | undefined {
+  if (tap === undefined || tap.total === 0) return undefined
+  if (limit === 0) return { mimeType, text: '', comment: `body of ${tap.total} bytes not kept (maxBodyBytes 0)` }
+  const bytes = scrubbed(tap.bytes(), scrubber)
+  const body = bodyText(bytes, mimeType)
+  return {
+    mimeType,
+    text: body.text,
+    ...(body.encoding === undefined ? {} : { _encoding: body.encoding }),
+    ...(tap.total > bytes.length ? { comment: `truncated: the first ${bytes.length} of ${tap.total} bytes kept (maxBodyBytes ${limit})` } : {})
+  }
+}
+
+function scrubbed (bytes: Buffer, scrubber: SecretScrubber | null): Buffer {
+  if (scrubber === null || bytes.length === 0) return bytes
+  const chunks = scrubber.chunkScrubber(new Set())
+  return Buffer.concat([chunks.push(bytes), chunks.end()])
+}
+
+/** `bytes` as text when the type is textual and they are UTF-8 (a sequence cut at the end is dropped), else base64. */
+function bodyText (bytes: Buffer, mimeType: string): BodyText {
+  if (TEXT_TYPES.test(mimeType)) {
+    try {
+      return { text: new TextDecoder('utf-8', { fatal: true }).decode(bytes, { stream: true }) }
+    } catch {
+      // Not UTF-8 after all: base64 below.
+    }
+  }
+  return { text: bytes.toString('base64'), encoding: 'base64' }
+}
+
+/** A body as decoded: `decoded` false when it was left as it came, `partial` when decoding stopped at the limit. */
+interface DecodedBody {
+  readonly bytes: Buffer
+  readonly decoded: boolean
+  readonly partial: boolean
+}
+
+const DECODERS: Readonly<Record<string, () => Transform>> = {
+  gzip: () => createGunzip(FLUSH_AS_IT_GOES),
+  'x-gzip': () => createGunzip(FLUSH_AS_IT_GOES),
+  // zlib's framing; raw deflate (sent by some servers under this name) fails and stays undecoded.
+  deflate: () => createInflate(FLUSH_AS_IT_GOES),
+  br: () => createBrotliDecompress({ finishFlush: constants.BROTLI_OPERATION_FLUSH })
+}
+
+// A body's beginning has no proper end: decode what is there instead of failing at its end.
+const FLUSH_AS_IT_GOES = { finishFlush: constants.Z_SYNC_FLUSH }
+
+/**
+ * Decodes `bytes` (a body, or its beginning) for the encodings Node knows, stopping once past
+ * `limit`: a small compressed body that expands enormously costs no more memory than the limit.
+ * `partial` says the decoded bytes are not all the body held. An unknown or broken encoding leaves
+ * the bytes as they are.
+ */
+function decode (bytes: Buffer, contentEncoding: string | undefined, limit: number): Promise<DecodedBody> {
+  const decoder = DECODERS[contentEncoding?.trim().toLowerCase() ?? '']
+  if (decoder === undefined) return Promise.resolve({ bytes, decoded: false, partial: false })
+  return new Promise((resolve) => {
+    const stream = decoder()
+    const chunks: Buffer[] = []
+    let length = 0
+    const finish = (partial: boolean): void => {
+      stream.removeAllListeners('data')
+      stream.destroy()
+      resolve({ bytes: Buffer.concat(chunks), decoded: true, partial })
+    }
+    stream.on('data', (chunk: Buffer) => {
+      chunks.push(chunk)
+      length += chunk.length
+      if (length > limit) finish(true)
+    })
+    stream.once('end', () => finish(false))
+    stream.once('error', () => {
+      stream.destroy()
+      resolve({ bytes, decoded: false, partial: false })
+    })
+    stream.end(bytes)
+  })
+}

@@ -1,0 +1,137 @@
+// One registration's capture: which requests are recorded, and where their entries go (the HAR
+// file, the applications' iterators), all of it after the response, off the request path.
+
+import type { ForwardProxyCaptureEntry, ForwardProxyCaptureStream } from '../../types/capture'
+import type { SecretScrubber } from '../security/secret-scrubber'
+import { changesCaptureFile, type CaptureSettings } from './capture-settings'
+import { CaptureRecord, type FinishedExchange } from './capture-record'
+import { CaptureFeeds } from './capture-feeds'
+import { buildHarEntry } from './har-entry'
+import { HarFileWriter } from './har-file'
+
+/** Finished requests waiting to become entries; past it they are dropped (counted), never held in memory without bound. */
+const MAX_PENDING = 1000
+
+/** What a capture tells the rest of the proxy. */
+export interface CaptureEvents {
+  /** The HAR file stopped taking entries (a full disk, an unwritable path): logged once. */
+  readonly onFileStopped: (file: string, error: Error) => void
+  /** An entry was lost: `where` is `file` (its queue was full), `feed` (a consumer was behind) or `pending` (entries were built slower than requests ended). */
+  readonly onDropped: (where: 'file' | 'feed' | 'pending', count: number) => void
+  /** An entry was recorded. */
+  readonly onRecorded: () => void
+}
+
+/** Who the HAR file names as its creator. */
+export interface CaptureCreator {
+  readonly name: string
+  readonly version: string
+}
+
+/**
+ * Records the requests the `capture` option selects. With no `capture` a request costs one
+ * property read (`settings === null`); with one, each selected request gets a
+ * {@link CaptureRecord} when it arrives and, once it has ended, is queued to become an entry on
+ * a later turn of the event loop: nothing a request waits for is ever written or built.
+ */
+export class TrafficCapture {
+  #settings: CaptureSettings | null = null
+  #writer: HarFileWriter | null = null
+  readonly #feeds = new CaptureFeeds()
+  readonly #pending: FinishedExchange[] = []
+  #draining: Promise<void> | null = null
+  readonly #creator: CaptureCreator
+  readonly #events: CaptureEvents
+  readonly #scrubber: () => SecretScrubber | null
+
+  /** `scrubber` gives the scrubber of every secret value known now (null without secrets). */
+  constructor (creator: CaptureCreator, events: CaptureEvents, scrubber: () => SecretScrubber | null) {
+    this.#creator = creator
+    this.#events = events
+    this.#scrubber = scrubber
+  }
+
+  /** The settings in force; null: nothing is recorded. */
+  get settings (): CaptureSettings | null {
+    return this.#settings
+  }
+
+  /**
+   * Applies `settings` (at registration and on every reconfiguration): filters and limits apply
+   * to requests that arrive from now on; a changed file (or its rotation) closes the old one,
+   * valid, and starts the new one, as does a file that had stopped. Null turns capture off.
+   */
+  apply (settings: CaptureSettings | null): void {
+    const previous = this.#settings
+    this.#settings = settings
+    // A file that stopped (a full disk) starts again, rotated, when capture is applied anew.
+    if (!changesCaptureFile(previous, settings) && this.#writer?.stopped !== true) return
+    const old = this.#writer
+    this.#writer = null
+    if (old !== null) void old.close()
+    if (settings?.file == null) return
+    const file = settings.file
+    this.#writer = new HarFileWriter(
+      { path: file, maxFileBytes: settings.maxFileBytes, keepFiles: settings.keepFiles, creator: this.#creator },
+      (error) => this.#events.onFileStopped(file, error)
+    )
+  }
+
+  /** A record for a request to `host` when capture is on, its hosts take it and some file or iterator will take the entry; else undefined. */
+  begin (host: string): CaptureRecord | undefined {
+    const settings = this.#settings
+    if (settings === null || (settings.hosts !== null && !settings.hosts.some((pattern) => pattern.matches(host)))) return undefined
+    // Nobody to give the entry to: a file that stopped (a full disk) and no iterator open.
+    if ((this.#writer === null || this.#writer.stopped) && !this.#feeds.active) return undefined
+    return new CaptureRecord(settings.maxBodyBytes, (exchange) => this.finish(exchange))
+  }
+
+  /**
+   * Queues a request that has ended to become an entry, unless the capture's users leave it out
+   * (the user is known only once authentication ran) or capture was turned off meanwhile.
+   */
+  finish (exchange: FinishedExchange): void {
+    const settings = this.#settings
+    if (settings === null || (settings.users !== null && (exchange.user === null || !settings.users.has(exchange.user)))) return
+    if (this.#pending.length >= MAX_PENDING) {
+      this.#events.onDropped('pending', 1)
+      return
+    }
+    this.#pending.push(exchange)
+    this.#draining ??= new Promise((resolve) => setImmediate(resolve)).then(async () => await this.#drain(settings))
+  }
+
+  /** A new iterator of the entries recorded from now on (see ForwardProxyControl.captures). */
+  open (bufferSize?: number): ForwardProxyCaptureStream {
+    return this.#feeds.open(bufferSize)
+  }
+
+  /** Records what is pending, closes the file (valid) and ends the iterators. */
+  async close (): Promise<void> {
+    await this.#draining
+    this.#settings = null
+    const writer = this.#writer
+    this.#writer = null
+    await writer?.close()
+    this.#feeds.close()
+  }
+
+  async #drain (settings: CaptureSettings): Promise<void> {
+    for (let exchange = this.#pending.shift(); exchange !== undefined; exchange = this.#pending.shift()) {
+      let entry: ForwardProxyCaptureEntry
+      try {
+        entry = await buildHarEntry(exchange, this.#settings ?? settings, this.#scrubber())
+      } catch {
+        // A body that cannot be read back is not worth a crash; the entry is lost, and counted.
+        this.#events.onDropped('pending', 1)
+        continue
+      }
+      this.#events.onRecorded()
+      const writer = this.#writer
+      if (writer !== null && !writer.stopped && !writer.append(JSON.stringify(entry))) this.#events.onDropped('file', 1)
+      const dropped = this.#feeds.offer(entry)
+      if (dropped > 0) this.#events.onDropped('feed', dropped)
+    }
+    this.#draining = null
+  }
+}
