@@ -8,6 +8,8 @@ import { startOrigin } from './helpers/servers'
 import { openTunnel } from './helpers/raw-client'
 import { http2OverTls, http2Request, openInterceptedTls } from './helpers/intercepted-client'
 import { absoluteFormAgent } from './helpers/forward-client'
+import { capturedLog } from './helpers/captured-log'
+import { join } from 'node:path'
 
 /** The next entry of `feed`. */
 async function nextEntry (feed: ForwardProxyCaptureStream): Promise<ForwardProxyCaptureEntry> {
@@ -293,19 +295,47 @@ test('capture turns on and off with reconfigure; the iterators stay open across 
   t.equal((await nextEntry(feed)).request.url, `http://127.0.0.1:${origin.port}/again`, '/after was not recorded')
 })
 
-test('a request the proxy refuses is recorded as received, with the proxy\'s answer, its decision and error type', async (t) => {
+test('a request the proxy refuses is recorded as received, without its Proxy-Authorization, with the proxy\'s answer, its decision and error type', async (t) => {
   const pki = await makeInterceptionPki(t)
-  const proxy = await startInterceptingProxy(t, pki, { proxy: { capture: {}, destinations: { deniedHosts: ['denied.test'] } }, interception: interceptAll(pki) })
+  const proxy = await startInterceptingProxy(t, pki, {
+    proxy: { capture: {}, auth: { users: { alice: 'alice-password-4' } }, destinations: { deniedHosts: ['denied.test'] } },
+    interception: interceptAll(pki)
+  })
   const feed = proxy.app.forwardProxy.captures()
-  const agent = absoluteFormAgent(t, proxy.url)
-  const answer = await request('http://denied.test/secret-path?x=1', { dispatcher: agent })
+  const credentials = Buffer.from('alice:alice-password-4').toString('base64')
+  const agent = new ProxyAgent({ uri: proxy.url, proxyTunnel: false, token: `Basic ${credentials}` })
+  t.teardown(() => agent.close())
+  const answer = await request('http://denied.test/secret-path?x=1', { dispatcher: agent, headers: { 'x-client': 'kept' } })
   t.equal(answer.statusCode, 403)
   await answer.body.text()
   const entry = await nextEntry(feed)
   t.equal(entry.request.url, 'http://denied.test/secret-path?x=1')
+  t.equal(header(entry.request.headers, 'x-client'), 'kept', 'the head as received')
+  t.notOk(JSON.stringify(entry).includes(credentials) || /proxy-authorization/i.test(JSON.stringify(entry)), 'no Proxy-Authorization, though the request as received carried one')
   t.equal(entry.response.status, 403)
+  t.equal(entry._user, 'alice')
   t.equal(entry._decision, 'deny')
   t.equal(entry._errorType, 'http_request_denied')
   t.match(header(entry.response.headers, 'proxy-status'), /error=http_request_denied/)
   t.equal(entry.serverIPAddress, undefined, 'nothing was dialed')
+})
+
+test('a capture file that cannot be written logs one line and stops; requests are answered as usual and the iterators still get every entry', async (t) => {
+  const origin = await startOrigin(t)
+  const pki = await makeInterceptionPki(t)
+  const log = capturedLog()
+  const missing = join(t.testdir(), 'no-such-folder', 'traffic.har')
+  const proxy = await startInterceptingProxy(t, pki, { proxy: { capture: { file: missing } }, interception: interceptAll(pki), server: { logger: log.logger } })
+  const feed = proxy.app.forwardProxy.captures()
+  const agent = absoluteFormAgent(t, proxy.url)
+  for (let i = 0; i < 3; i++) {
+    const answer = await request(`http://127.0.0.1:${origin.port}/n${i}`, { dispatcher: agent })
+    t.equal(answer.statusCode, 200)
+    await answer.body.text()
+    t.equal((await nextEntry(feed)).request.url, `http://127.0.0.1:${origin.port}/n${i}`)
+  }
+  const stopped = log.lines().filter((line) => line.includes('capture file stopped'))
+  t.equal(stopped.length, 1, 'one line, however many entries came after')
+  t.match(stopped[0], /"level":50/)
+  t.ok(stopped[0]?.includes(JSON.stringify(missing)), 'the line names the file')
 })

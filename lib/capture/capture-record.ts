@@ -16,6 +16,11 @@ export class BodyTap {
   readonly #limit: number
   readonly #chunks: Buffer[] = []
   #kept = 0
+  /** Bytes kept. */
+  get kept (): number {
+    return this.#kept
+  }
+
   /** Bytes that passed, kept or not. */
   total = 0
   /** True once the body ended (not cut short). */

@@ -9,8 +9,11 @@ import { CaptureFeeds } from './capture-feeds'
 import { buildHarEntry } from './har-entry'
 import { HarFileWriter } from './har-file'
 
-/** Finished requests waiting to become entries; past it they are dropped (counted), never held in memory without bound. */
-const MAX_PENDING = 1000
+/**
+ * Body bytes of finished requests waiting to become entries; past it they are dropped (counted),
+ * never held in memory without bound (each holds up to twice maxBodyBytes).
+ */
+const MAX_PENDING_BYTES = 16 * 1024 * 1024
 
 /** What a capture tells the rest of the proxy. */
 export interface CaptureEvents {
@@ -39,6 +42,7 @@ export class TrafficCapture {
   #writer: HarFileWriter | null = null
   readonly #feeds = new CaptureFeeds()
   readonly #pending: FinishedExchange[] = []
+  #pendingBytes = 0
   #draining: Promise<void> | null = null
   readonly #creator: CaptureCreator
   readonly #events: CaptureEvents
@@ -93,10 +97,12 @@ export class TrafficCapture {
   finish (exchange: FinishedExchange): void {
     const settings = this.#settings
     if (settings === null || (settings.users !== null && (exchange.user === null || !settings.users.has(exchange.user)))) return
-    if (this.#pending.length >= MAX_PENDING) {
+    const bytes = keptBytes(exchange)
+    if (this.#pendingBytes + bytes > MAX_PENDING_BYTES) {
       this.#events.onDropped('pending', 1)
       return
     }
+    this.#pendingBytes += bytes
     this.#pending.push(exchange)
     this.#draining ??= new Promise((resolve) => setImmediate(resolve)).then(async () => await this.#drain(settings))
   }
@@ -118,6 +124,7 @@ export class TrafficCapture {
 
   async #drain (settings: CaptureSettings): Promise<void> {
     for (let exchange = this.#pending.shift(); exchange !== undefined; exchange = this.#pending.shift()) {
+      this.#pendingBytes -= keptBytes(exchange)
       let entry: ForwardProxyCaptureEntry
       try {
         entry = await buildHarEntry(exchange, this.#settings ?? settings, this.#scrubber())
@@ -134,4 +141,9 @@ export class TrafficCapture {
     }
     this.#draining = null
   }
+}
+
+/** The body bytes a finished request holds until its entry is built (at least 1, so heads count too). */
+function keptBytes (exchange: FinishedExchange): number {
+  return 1 + (exchange.record.requestBody?.kept ?? 0) + (exchange.record.responseBody?.kept ?? 0)
 }
