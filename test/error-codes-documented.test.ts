@@ -34,7 +34,9 @@ test('error codes: every code an error of the package carries is in docs/errors.
     ['FFP_ERR_INVALID_PROXY_CONSTRAINT', 'FastifyError'],
     ['FFP_ERR_LIMIT_STORE_UNAVAILABLE', 'LimitStoreUnavailableError'],
     ['FFP_ERR_INVALID_CONFIG', 'ConfigError'],
-    ['FFP_ERR_METRICS_PROVIDER_IN_USE', 'FastifyError']
+    ['FFP_ERR_METRICS_PROVIDER_IN_USE', 'FastifyError'],
+    ['FFP_ERR_CAPTURE_NOT_A_FILE', 'FastifyError'],
+    ['FFP_ERR_NOT_A_CAPTURE', 'FastifyError']
   ]
   for (const [code, className] of thrown) t.equal(documented.get(code)?.[0], `\`${className}\``, `${code} is documented as a ${className}`)
   t.equal(documented.size, Object.keys(PROXY_ERROR_STATUS).length + thrown.length, 'and nothing else is listed')

@@ -40,6 +40,8 @@ export interface CaptureCreator {
 export class TrafficCapture {
   #settings: CaptureSettings | null = null
   #writer: HarFileWriter | null = null
+  /** The file being changed: the old one closing, then the new one starting. */
+  #switching: Promise<void> = Promise.resolve()
   readonly #feeds = new CaptureFeeds()
   readonly #pending: FinishedExchange[] = []
   #pendingBytes = 0
@@ -72,13 +74,18 @@ export class TrafficCapture {
     if (!changesCaptureFile(previous, settings) && this.#writer?.stopped !== true) return
     const old = this.#writer
     this.#writer = null
-    if (old !== null) void old.close()
-    if (settings?.file == null) return
-    const file = settings.file
-    this.#writer = new HarFileWriter(
-      { path: file, maxFileBytes: settings.maxFileBytes, keepFiles: settings.keepFiles, creator: this.#creator },
-      (error) => this.#events.onFileStopped(file, error)
-    )
+    const file = settings?.file ?? null
+    // The old file is closed before the new one starts: both may be the same path, rotated.
+    this.#switching = this.#switching.then(async () => {
+      await old?.close()
+      // Settings applied meanwhile that name another file (or none) have a switch of their own.
+      const current = this.#settings
+      if (file === null || current === null || changesCaptureFile(settings, current)) return
+      this.#writer = new HarFileWriter(
+        { path: file, maxFileBytes: current.maxFileBytes, keepFiles: current.keepFiles, creator: this.#creator },
+        (error) => this.#events.onFileStopped(file, error)
+      )
+    })
   }
 
   /** A record for a request to `host` when capture is on, its hosts take it and some file or iterator will take the entry; else undefined. */
@@ -114,6 +121,7 @@ export class TrafficCapture {
 
   /** Records what is pending, closes the file (valid) and ends the iterators. */
   async close (): Promise<void> {
+    await this.#switching
     await this.#draining
     this.#settings = null
     const writer = this.#writer
