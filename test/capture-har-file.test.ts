@@ -87,18 +87,38 @@ test('close() writes what is queued and leaves a valid HAR; later entries are dr
   t.strictSame(stops, [])
 })
 
-test('an existing file at the path is rotated away, never written over, even with keepFiles 0', async (t) => {
+test('an existing capture at the path is rotated away, never written over, even with keepFiles 0; an empty file too', async (t) => {
   const folder = await scratchFolder(t)
+  const previous = documentOf([harEntry(7)])
   for (const keepFiles of [2, 0]) {
     const path = join(folder, `kept-${keepFiles}.har`)
-    await writeFile(path, 'not ours\n')
+    await writeFile(path, previous)
     const { writer, stops } = startWriter({ path, keepFiles })
     writer.append(harEntry(0))
     await writer.close()
-    t.equal(await readFile(join(folder, `kept-${keepFiles}.1.har`), 'utf8'), 'not ours\n', `keepFiles ${keepFiles}: the old file is kept as .1`)
+    t.equal(await readFile(join(folder, `kept-${keepFiles}.1.har`), 'utf8'), previous, `keepFiles ${keepFiles}: the old file is kept as .1`)
     t.strictSame(await sequenceOf(path), [0], 'the new file holds the new entry alone')
     t.strictSame(stops, [])
   }
+  // What a writer killed between creating its file and writing its head leaves.
+  const empty = join(folder, 'empty.har')
+  await writeFile(empty, '')
+  const { writer, stops } = startWriter({ path: empty })
+  await writer.close()
+  t.strictSame(stops, [])
+  t.equal(await readFile(join(folder, 'empty.1.har'), 'utf8'), '')
+})
+
+test('a file at the path that is not a capture (the configuration, a key named by mistake) is neither written over nor moved: onStop once', async (t) => {
+  const folder = await scratchFolder(t)
+  const path = join(folder, 'proxy.json')
+  await writeFile(path, '{"listen":[]}\n')
+  const { writer, stops } = startWriter({ path })
+  await writer.close()
+  t.equal(stops.length, 1)
+  t.equal((stops[0] as Error & { code?: string }).code, 'FFP_ERR_NOT_A_CAPTURE')
+  t.equal(await readFile(path, 'utf8'), '{"listen":[]}\n', 'untouched')
+  t.strictSame(await readdir(folder), ['proxy.json'], 'nothing rotated, nothing created')
 })
 
 test('rotation: a full file is rotated before the batch that would take it past maxFileBytes; keepFiles files are kept, each a valid HAR, no entry lost', async (t) => {

@@ -13,7 +13,10 @@ export const CaptureFileNotRegularError = createError<'FFP_ERR_CAPTURE_NOT_A_FIL
   500
 )
 
-/** `repairHarFile` was given a file that does not start with the head the capture writes. */
+/**
+ * A file that does not start with the head the capture writes: `repairHarFile` does not touch it,
+ * and a writer whose path names it stops rather than rotate it away.
+ */
 export const NotACaptureError = createError<'FFP_ERR_NOT_A_CAPTURE', 500, [path: string]>(
   'FFP_ERR_NOT_A_CAPTURE',
   '%s is not a HAR capture written by fastify-forward-proxy: left unchanged',

@@ -2,7 +2,7 @@
 // a file that is a whole HAR document between any two writes.
 
 import { constants, lstat, open, rename, unlink, type FileHandle } from 'node:fs/promises'
-import { CaptureFileNotRegularError } from './capture-file-errors'
+import { CaptureFileNotRegularError, NotACaptureError } from './capture-file-errors'
 import { ENTRY_SEPARATOR, HAR_TAIL, emptyHar, type HarCreator } from './har-format'
 
 /** Where and how a {@link HarFileWriter} writes. */
@@ -167,7 +167,11 @@ export class HarFileWriter {
     this.#notify()
   }
 
-  /** A file already at the path is rotated away; anything but a regular file is refused. */
+  /**
+   * A capture already at the path is rotated away; anything but a regular file is refused, and so
+   * is a file that is not a capture (a path that names the configuration or a key by mistake must
+   * not move it).
+   */
   async #moveAside (): Promise<void> {
     const { path, keepFiles } = this.#options
     const found = await lstat(path).catch((error: NodeJS.ErrnoException) => {
@@ -176,6 +180,7 @@ export class HarFileWriter {
     })
     if (found === undefined) return
     if (!found.isFile()) throw new CaptureFileNotRegularError(path)
+    if (found.size > 0 && !(await startsLikeCapture(path))) throw new NotACaptureError(path)
     await rotateAway(path, Math.max(1, keepFiles))
   }
 
@@ -321,4 +326,19 @@ async function rotateAway (path: string, keep: number): Promise<void> {
     })
   }
   await rename(path, rotatedPath(path, 1))
+}
+
+// Every capture starts so, whoever its creator.
+const CAPTURE_START = Buffer.from('{"log":{"version":"1.2","creator":')
+
+/** True when the file at `path` begins as a capture file does. */
+async function startsLikeCapture (path: string): Promise<boolean> {
+  const file = await open(path, 'r')
+  try {
+    const start = Buffer.alloc(CAPTURE_START.length)
+    const { bytesRead } = await file.read(start, 0, start.length, 0)
+    return bytesRead === start.length && start.equals(CAPTURE_START)
+  } finally {
+    await file.close()
+  }
 }
