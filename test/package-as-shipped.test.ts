@@ -80,7 +80,7 @@ test('package: npm pack ships the examples (sources and compiled), LICENSE and e
   const { files, tarball, directory } = await pack(t)
   t.comment(`npm pack: ${files.length} files`)
   for (const path of ['LICENSE', 'README.md', 'package.json', 'dist/lib/index.js', 'dist/lib/cli/main.js', 'examples/embedding.ts', 'examples/proxy.example.json',
-    'dist/examples/embedding.js', 'dist/examples/credential-injection.js', 'dist/examples/est-dev-service/main.js']) {
+    'dist/examples/embedding.js', 'dist/examples/credential-injection.js', 'dist/examples/est-dev-service/main.js', 'dist/examples/capture-viewer.js']) {
     t.ok(files.includes(path), `ships ${path}`)
   }
   t.notOk(files.some((path) => path.startsWith('test/') || path.startsWith('bench/')), 'no tests or benchmarks')
@@ -102,6 +102,12 @@ test('package: npm pack ships the examples (sources and compiled), LICENSE and e
   const anonymous = await rawExchange(Number(embedding[2]), 'GET http://www.example.com/ HTTP/1.1\r\nHost: www.example.com\r\nConnection: close\r\n\r\n')
   t.equal(anonymous.status, 407, 'embedding: proxy requests need credentials')
   t.match(anonymous.text, /proxy-status: fastify-forward-proxy; error=http_request_denied/i)
+
+  // capture-viewer: its GET /captures answers a HAR document.
+  const viewer = await runExample(t, unpacked, 'dist/examples/capture-viewer.js', { PROXY_PORT: '0' }, /Server listening at (http:\/\/127\.0\.0\.1:\d+)/)
+  const captures = await request(`${viewer[1]}/captures`)
+  t.equal(captures.statusCode, 200, 'capture-viewer: /captures answers')
+  t.same(await captures.body.json(), { log: { version: '1.2', creator: { name: 'capture-viewer', version: '1.0' }, entries: [], _dropped: 0 } }, 'capture-viewer: an empty HAR before any proxy request')
 
   // credential-injection: alice's requests to the API get her token.
   const pki = await makeInterceptionPki(t)
