@@ -1,4 +1,5 @@
 import { test, type Test } from 'tap'
+import type { FastifyInstance } from 'fastify'
 import { execFile } from 'node:child_process'
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
@@ -54,6 +55,7 @@ async function setUp (t: Test, interception: TlsInterceptionOptions, proxy: (ori
   port: number
   caFile: string
   lines: Array<Record<string, unknown>>
+  app: FastifyInstance
 }> {
   const pki = await makeInterceptionPki(t)
   const origin = await startTlsOrigin(t, pki)
@@ -62,20 +64,21 @@ async function setUp (t: Test, interception: TlsInterceptionOptions, proxy: (ori
   const caFile = join(directory, 'origin-ca.pem')
   writeFileSync(caFile, pki.destinationCa.cert)
   const { lines, stream } = warnLines()
-  const { port } = await startInterceptingProxy(t, pki, {
+  const { port, app } = await startInterceptingProxy(t, pki, {
     server: { logger: { level: 'warn', stream } },
     proxy: { auth: { users: USERS }, ...proxy(origin.port) },
     interception: { ...interceptAll(pki), ...interception }
   })
-  return { pki, origin, port, caFile, lines }
+  return { pki, origin, port, caFile, lines, app }
 }
 
 const passthroughLines = (lines: Array<Record<string, unknown>>): Array<Record<string, unknown>> =>
   lines.filter((line) => String(line.msg).startsWith('clients keep refusing the proxy\'s certificate'))
 
-test('passthroughOnClientRefusal: after 2 refusals (TLS alerts from curl) the user\'s tunnels to the host are relayed opaquely, and curl sees the origin\'s own certificate; another user stays intercepted; one warn line, one count', async (t) => {
+test('passthroughOnClientRefusal: after 2 refusals (TLS alerts from curl) the user\'s tunnels to the host are relayed opaquely, and curl sees the origin\'s own certificate; another user stays intercepted; one warn line, one count, one passthrough entry in the capture', async (t) => {
   const installed = installMetrics(t)
-  const { origin, port, caFile, lines } = await setUp(t, { passthroughOnClientRefusal: { after: 2, for: 60_000 } })
+  const { origin, port, caFile, lines, app } = await setUp(t, { passthroughOnClientRefusal: { after: 2, for: 60_000 } }, () => ({ capture: {} }))
+  const captured = app.forwardProxy.captures()
   const first = await curlThrough(port, 'alice', caFile, origin.port)
   t.equal(first.exit, 60, 'the first: the proxy\'s leaf, refused by curl')
   t.equal((await curlThrough(port, 'alice', caFile, origin.port)).exit, 60, 'the second too')
@@ -89,6 +92,9 @@ test('passthroughOnClientRefusal: after 2 refusals (TLS alerts from curl) the us
   t.equal(started.length, 1, 'one line when the passthrough started')
   t.match(started[0], { level: 40, tunnel: { destination: `127.0.0.1:${origin.port}`, user: 'alice' } })
   t.same(await installed.sums('forward_proxy.interception.passthroughs'), { '{}': 1 }, 'counted once')
+  const { value: entry } = await captured.next()
+  t.match(entry, { request: { method: 'CONNECT', url: `https://127.0.0.1:${origin.port}/` }, _tunnel: 'passthrough', _user: 'alice', _intercepted: false }, 'the relayed tunnel is the first entry: the refused handshakes carried no request')
+  t.ok((entry?._bytesUp ?? 0) > 0 && (entry?._bytesDown ?? 0) > 0, 'with its byte counts')
 })
 
 test('passthroughOnClientRefusal: only a TLS alert refusing the certificate counts, not a client that closes or does not speak TLS', async (t) => {

@@ -367,7 +367,7 @@ function finishCapture (request: FastifyRequest, reply: FastifyReply, state: Req
     method: request.method,
     receivedUrl: receivedUrlOf(request, state),
     receivedHeaders: withoutPseudoHeaders(raw.rawHeaders),
-    clientHttpVersion: `HTTP/${raw.httpVersion === '2.0' ? '2.0' : raw.httpVersion}`,
+    clientHttpVersion: `HTTP/${raw.httpVersion}`,
     status: relay === undefined ? reply.statusCode : relay.kind === 'websocket' ? 101 : 200,
     responseHeaders: record.switchedHead?.headers ?? (relay === undefined ? reply.getHeaders() : {}),
     responseBytes: state.bytesOut,
