@@ -1,41 +1,14 @@
-import { spawn } from 'node:child_process'
-import { join } from 'node:path'
-import { test, type Test } from 'tap'
+import { test } from 'tap'
 import { ProxyAgent, request } from 'undici'
 import type { ForwardProxyCaptureEntry } from '../lib/index'
-import { childEnv, TS_LOADER } from './helpers/child-node'
+import { runExample } from './helpers/example-process'
 import { harValidationErrors } from './helpers/har-validator'
 import { basic } from './helpers/raw-client'
 import { startOrigin } from './helpers/servers'
 
-const ROOT = join(__dirname, '..')
-
 /** What GET /captures answers: a HAR document of the last entries. */
 interface Captures {
   log: { entries: ForwardProxyCaptureEntry[], _dropped: number }
-}
-
-/** Runs examples/capture-viewer.ts as its first lines say, on port 0; resolves with its port. */
-async function runExample (t: Test, env: Record<string, string>): Promise<number> {
-  const child = spawn(process.execPath, ['--import', TS_LOADER, join(ROOT, 'examples/capture-viewer.ts')], { cwd: ROOT, env: childEnv(env) })
-  let output = ''
-  child.stdout.on('data', (chunk: Buffer) => { output += chunk.toString() })
-  child.stderr.on('data', (chunk: Buffer) => { output += chunk.toString() })
-  t.teardown(() => new Promise<void>((resolve) => {
-    if (child.exitCode !== null || child.signalCode !== null) return resolve()
-    child.once('exit', () => resolve())
-    child.kill('SIGTERM')
-  }))
-  return await new Promise<number>((resolve, reject) => {
-    const onData = (): void => {
-      const listening = /Server listening at http:\/\/127\.0\.0\.1:(\d+)/.exec(output)
-      if (listening === null) return
-      child.stdout.removeListener('data', onData)
-      resolve(Number(listening[1]))
-    }
-    child.stdout.on('data', onData)
-    child.once('exit', (code) => reject(new Error(`the example exited (${String(code)}) before listening:\n${output}`)))
-  })
 }
 
 /** GET /captures on the example's port, until its newest entry is for `path` (entries are built just after each response). */
@@ -55,7 +28,7 @@ test('examples/capture-viewer.ts: run for real, GET /captures serves the request
     res.setHeader('content-type', 'text/plain')
     res.end('hello from the origin')
   })
-  const port = await runExample(t, { PROXY_PORT: '0', ALLOWED_NETWORKS: '127.0.0.1/32', ALLOWED_PORTS: String(origin.port) })
+  const { port } = await runExample(t, 'capture-viewer.ts', { PROXY_PORT: '0', ALLOWED_NETWORKS: '127.0.0.1/32', ALLOWED_PORTS: String(origin.port) })
   const agent = new ProxyAgent({ uri: `http://127.0.0.1:${port}`, proxyTunnel: false, token: basic('alice', 's3cret') })
   t.teardown(() => agent.close())
 

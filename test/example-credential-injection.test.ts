@@ -1,19 +1,13 @@
-import { spawn } from 'node:child_process'
 import { randomBytes } from 'node:crypto'
 import { createServer as createHttpServer, type IncomingMessage, type ServerResponse } from 'node:http'
 import { createServer as createHttpsServer } from 'node:https'
 import { createServer as createNetServer, type AddressInfo, type Socket } from 'node:net'
-import { join } from 'node:path'
-import { pathToFileURL } from 'node:url'
 import { test, type Test } from 'tap'
 import { ProxyAgent, request } from 'undici'
 import { makeInterceptionPki, type InterceptionPki } from './helpers/interception-pki'
 import { basic } from './helpers/raw-client'
-import { childEnv } from './helpers/child-node'
+import { runExample } from './helpers/example-process'
 import { credentialInjectionEnv } from './helpers/credential-injection-example'
-
-const ROOT = join(__dirname, '..')
-const TS_LOADER = pathToFileURL(join(ROOT, 'node_modules/@tapjs/typescript/dist/esm/import.mjs')).href
 
 /** What the API origin saw of one request. */
 interface ApiRequest {
@@ -62,52 +56,6 @@ async function startApi (t: Test, pki: InterceptionPki): Promise<{ port: number,
   return { port: (front.address() as AddressInfo).port, requests }
 }
 
-/** The running example: its port, its output so far, and a wait for a line to appear in it. */
-interface RunningExample {
-  port: number
-  output: () => string
-  /** Resolves once the output matches; the child's pipe may deliver a line after the response it belongs to. */
-  outputMatching: (pattern: RegExp) => Promise<void>
-}
-
-/** Runs examples/credential-injection.ts as its README says, on port 0; resolves with its port and output. */
-async function runExample (t: Test, env: Record<string, string>): Promise<RunningExample> {
-  const child = spawn(process.execPath, ['--import', TS_LOADER, join(ROOT, 'examples/credential-injection.ts')], {
-    cwd: ROOT,
-    env: childEnv(env)
-  })
-  let output = ''
-  child.stdout.on('data', (chunk: Buffer) => { output += chunk.toString() })
-  child.stderr.on('data', (chunk: Buffer) => { output += chunk.toString() })
-  t.teardown(() => new Promise<void>((resolve) => {
-    if (child.exitCode !== null || child.signalCode !== null) return resolve()
-    child.once('exit', () => resolve())
-    child.kill('SIGTERM')
-  }))
-  const port = await new Promise<number>((resolve, reject) => {
-    const onData = (): void => {
-      const listening = /Server listening at http:\/\/127\.0\.0\.1:(\d+)/.exec(output)
-      if (listening === null) return
-      child.stdout.removeListener('data', onData)
-      resolve(Number(listening[1]))
-    }
-    child.stdout.on('data', onData)
-    child.once('exit', (code) => reject(new Error(`the example exited (${String(code)}) before listening:\n${output}`)))
-  })
-  const outputMatching = async (pattern: RegExp): Promise<void> => await new Promise((resolve) => {
-    const onData = (): void => {
-      if (!pattern.test(output)) return
-      child.stdout.removeListener('data', onData)
-      child.stderr.removeListener('data', onData)
-      resolve()
-    }
-    child.stdout.on('data', onData)
-    child.stderr.on('data', onData)
-    onData()
-  })
-  return { port, output: () => output, outputMatching }
-}
-
 /** Everything a client got back: status, raw header lines and body. */
 async function fetchThrough (agent: ProxyAgent, url: string, headers: Record<string, string> = {}): Promise<{ status: number, seen: string }> {
   const response = await request(url, { dispatcher: agent, headers })
@@ -119,7 +67,7 @@ test('examples/credential-injection.ts: run for real, it injects alice\'s API se
   const pki = await makeInterceptionPki(t)
   const api = await startApi(t, pki)
   const secret = `sk-${randomBytes(16).toString('hex')}`
-  const example = await runExample(t, {
+  const example = await runExample(t, 'credential-injection.ts', {
     PROXY_HOST: '127.0.0.1',
     ...credentialInjectionEnv(pki, api.port, { alicePassword: 'alice-password', bobPassword: 'bob-password', aliceApiToken: secret })
   })
