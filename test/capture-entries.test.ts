@@ -171,6 +171,9 @@ test('bodies: maxBodyBytes cuts them with a comment, 0 keeps heads only, compres
       res.setHeader('content-type', 'text/plain')
       res.setHeader('content-encoding', 'gzip')
       res.end(gzipSync('decoded text'))
+    } else if (req.url === '/utf8') {
+      res.setHeader('content-type', 'text/plain; charset=utf-8')
+      res.end('x' + 'é'.repeat(600))
     } else if (req.url === '/binary') {
       res.setHeader('content-type', 'application/octet-stream')
       res.end(Buffer.from([0, 1, 2, 255]))
@@ -194,6 +197,10 @@ test('bodies: maxBodyBytes cuts them with a comment, 0 keeps heads only, compres
   t.equal(cut.response.content.size, 5000)
   t.match(cut.response.content.comment, /^truncated: the first 1000 bytes kept/)
   t.equal(cut.response.bodySize, 5000)
+
+  const utf8 = await get('/utf8')
+  t.equal(utf8.response.content.text, 'x' + 'é'.repeat(499), 'a text cut inside a character stays text, the unfinished character dropped')
+  t.notOk('encoding' in utf8.response.content)
 
   const gzip = await get('/gzip')
   t.equal(gzip.response.content.text, 'decoded text')

@@ -40,9 +40,12 @@ export class BodyTap {
     this.#kept += kept.length
   }
 
-  /** Notes a body that came whole. */
+  /** Notes a body that came whole: kept without a copy, since nothing writes into it once it is the reply's. */
   takeWhole (body: Buffer): void {
-    this.push(body)
+    this.total += body.length
+    const kept = body.subarray(0, this.#limit)
+    if (kept.length > 0) this.#chunks.push(kept)
+    this.#kept += kept.length
     this.complete = true
   }
 

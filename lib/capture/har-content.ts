@@ -3,6 +3,7 @@
 
 import { constants, createBrotliDecompress, createGunzip, createInflate } from 'node:zlib'
 import type { Transform } from 'node:stream'
+import { isUtf8 } from 'node:buffer'
 import type { ForwardProxyHarContent } from '../../types/capture'
 import type { SecretScrubber } from '../security/secret-scrubber'
 import type { BodyTap } from './capture-record'
@@ -66,13 +67,15 @@ function scrubbed (bytes: Buffer, scrubber: SecretScrubber | null): Buffer {
   return Buffer.concat([chunks.push(bytes), chunks.end()])
 }
 
-/** `bytes` as text when the type is textual and they are UTF-8 (a sequence cut at the end is dropped), else base64. */
+/**
+ * `bytes` as text when the type is textual and they are UTF-8, else base64. A body cut at the
+ * limit may end inside a character: up to three bytes of an unfinished sequence are dropped.
+ */
 function bodyText (bytes: Buffer, mimeType: string): BodyText {
   if (TEXT_TYPES.test(mimeType)) {
-    try {
-      return { text: new TextDecoder('utf-8', { fatal: true }).decode(bytes, { stream: true }) }
-    } catch {
-      // Not UTF-8 after all: base64 below.
+    for (let end = bytes.length; end >= Math.max(0, bytes.length - 3); end--) {
+      const text = end === bytes.length ? bytes : bytes.subarray(0, end)
+      if (isUtf8(text)) return { text: text.toString('utf8') }
     }
   }
   return { text: bytes.toString('base64'), encoding: 'base64' }

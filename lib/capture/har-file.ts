@@ -31,9 +31,12 @@ const CREATE_FLAGS = constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL
 const PRIVATE_MODE = 0o600
 
 interface Queued {
-  readonly text: string
+  /** The entry's UTF-8 bytes, encoded once when it was appended. */
+  readonly data: Buffer
   readonly bytes: number
 }
+
+const SEPARATOR = Buffer.from(ENTRY_SEPARATOR)
 
 interface Waiter {
   /** Resolved once this many accepted entries are settled. */
@@ -112,16 +115,17 @@ export class HarFileWriter {
    * returns at once: true when queued, false when dropped. Never throws.
    */
   append (entry: string): boolean {
-    if (this.#stopped || this.#closing || !isOneLineObject(entry)) {
+    if (this.#stopped || this.#closing) {
       this.#dropped++
       return false
     }
-    const bytes = Buffer.byteLength(entry)
-    if (this.#queuedBytes + bytes > this.#maxQueuedBytes) {
+    const data = Buffer.from(entry)
+    const bytes = data.length
+    if (this.#queuedBytes + bytes > this.#maxQueuedBytes || !isOneLineObject(data)) {
       this.#dropped++
       return false
     }
-    this.#queue.push({ text: entry, bytes })
+    this.#queue.push({ data, bytes })
     this.#queuedBytes += bytes
     this.#accepted++
     this.#wakeLoop()
@@ -237,8 +241,13 @@ export class HarFileWriter {
   /** One positional write over the tail: the first `count` queued entries, then the tail. */
   async #writeBatch (file: FileHandle, count: number): Promise<void> {
     const batch = this.#queue.slice(0, count)
-    const lead = this.#entriesInFile > 0 ? ENTRY_SEPARATOR : ''
-    const data = Buffer.from(lead + batch.map((entry) => entry.text).join(ENTRY_SEPARATOR) + HAR_TAIL)
+    const parts: Buffer[] = this.#entriesInFile > 0 ? [SEPARATOR] : []
+    for (const [index, entry] of batch.entries()) {
+      if (index > 0) parts.push(SEPARATOR)
+      parts.push(entry.data)
+    }
+    parts.push(TAIL)
+    const data = Buffer.concat(parts)
     const previousSize = this.#size
     try {
       await writeAll(file, data, previousSize - TAIL_BYTES)
@@ -300,8 +309,8 @@ export class HarFileWriter {
 }
 
 /** The cheap check that keeps the file mendable line by line: `{...}` with no line feed. */
-function isOneLineObject (entry: string): boolean {
-  return entry.length >= 2 && entry.charCodeAt(0) === 0x7b && entry.charCodeAt(entry.length - 1) === 0x7d && !entry.includes('\n')
+function isOneLineObject (entry: Buffer): boolean {
+  return entry.length >= 2 && entry[0] === 0x7b && entry[entry.length - 1] === 0x7d && !entry.includes(0x0a)
 }
 
 /** Writes all of `data` at `position`, carrying on after short writes (as Node's own writeFile does). */
