@@ -10,6 +10,7 @@ import { http2OverTls, http2Request, openInterceptedTls } from './helpers/interc
 import { absoluteFormAgent } from './helpers/forward-client'
 import { capturedLog } from './helpers/captured-log'
 import { join } from 'node:path'
+import { readFileSync } from 'node:fs'
 
 /** The next entry of `feed`. */
 async function nextEntry (feed: ForwardProxyCaptureStream): Promise<ForwardProxyCaptureEntry> {
@@ -345,4 +346,25 @@ test('a capture file that cannot be written logs one line and stops; requests ar
   t.equal(stopped.length, 1, 'one line, however many entries came after')
   t.match(stopped[0], /"level":50/)
   t.ok(stopped[0]?.includes(JSON.stringify(missing)), 'the line names the file')
+})
+
+test('reconfigure to another file closes the first, valid with its entries, and the next requests go to the second; nothing is lost in the switch', async (t) => {
+  const origin = await startOrigin(t)
+  const pki = await makeInterceptionPki(t)
+  const directory = t.testdir()
+  const first = join(directory, 'first.har')
+  const second = join(directory, 'second.har')
+  const base = { destinations: { allowPrivateNetworks: true, allowedPorts: '*' as const } }
+  const proxy = await startInterceptingProxy(t, pki, { proxy: { ...base, capture: { file: first } }, interception: interceptAll(pki) })
+  const agent = absoluteFormAgent(t, proxy.url)
+  const get = async (path: string): Promise<void> => { await (await request(`http://127.0.0.1:${origin.port}${path}`, { dispatcher: agent })).body.text() }
+  await get('/one')
+  await get('/two')
+  proxy.app.forwardProxy.reconfigure({ ...base, capture: { file: second } })
+  // Sent at once, while the first file may still be closing.
+  await get('/three')
+  await proxy.app.close()
+  const urls = (path: string): string[] => (JSON.parse(readFileSync(path, 'utf8')) as { log: { entries: ForwardProxyCaptureEntry[] } }).log.entries.map((entry) => new URL(entry.request.url).pathname)
+  t.same(urls(first), ['/one', '/two'])
+  t.same(urls(second), ['/three'])
 })

@@ -92,8 +92,10 @@ export class TrafficCapture {
   begin (host: string): CaptureRecord | undefined {
     const settings = this.#settings
     if (settings === null || (settings.hosts !== null && !settings.hosts.some((pattern) => pattern.matches(host)))) return undefined
-    // Nobody to give the entry to: a file that stopped (a full disk) and no iterator open.
-    if ((this.#writer === null || this.#writer.stopped) && !this.#feeds.active) return undefined
+    // Nobody to give the entry to: no file (or one that stopped, a full disk) and no iterator open.
+    // A file being switched is coming: the entry waits for it (see #drain).
+    const noFile = settings.file === null || this.#writer?.stopped === true
+    if (noFile && !this.#feeds.active) return undefined
     return new CaptureRecord(settings.maxBodyBytes, (exchange) => this.finish(exchange))
   }
 
@@ -131,6 +133,8 @@ export class TrafficCapture {
   }
 
   async #drain (settings: CaptureSettings): Promise<void> {
+    // A file being switched takes the entries of requests that ended meanwhile.
+    await this.#switching
     for (let exchange = this.#pending.shift(); exchange !== undefined; exchange = this.#pending.shift()) {
       this.#pendingBytes -= keptBytes(exchange)
       let entry: ForwardProxyCaptureEntry
