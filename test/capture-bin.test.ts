@@ -11,6 +11,7 @@ import { promisify } from 'node:util'
 import { interceptionConfig, makeInterceptionPki } from './helpers/interception-pki'
 import { LOOPBACK_ORIGINS, portOf } from './helpers/cli-server'
 import { listeningUrls, runBin } from './helpers/cli-bin'
+import { eventually } from './helpers/eventually'
 import { startTlsOrigin } from './helpers/intercepting-proxy'
 import { startOrigin } from './helpers/servers'
 import { http2OverTls, http2Request, openInterceptedTls, rawTlsExchange } from './helpers/intercepted-client'
@@ -121,4 +122,36 @@ test('bin: with capture on, http://, intercepted HTTP/1.1 and HTTP/2, SSE and a 
   await promisify(execFile)(process.execPath, [HAR_TO_K6, path, '-o', script])
   const k6 = readFileSync(script, 'utf8')
   for (const url of urls) t.ok(k6.includes(url.split('?')[0] as string), `har-to-k6 converted ${url}`)
+})
+
+test('bin: capture turns on and off with a live reload of the configuration file', async (t) => {
+  const origin = await startOrigin(t)
+  const directory = t.testdir()
+  const file = join(directory, 'proxy.json')
+  // 127.0.0.3 and .4 are reachable loopback addresses nothing listens on (a refused connection, 502) until a file denies them.
+  const destinations = { ...LOOPBACK_ORIGINS, allowedNetworks: ['127.0.0.1/32', '127.0.0.3/32', '127.0.0.4/32'] }
+  const config = { listen: [{ host: '127.0.0.1', port: 0 }], destinations, users: { agent: PASSWORD } }
+  writeFileSync(file, JSON.stringify(config))
+  const bin = runBin(t, ['--config', file])
+  const port = portOf((await listeningUrls(bin))[0])
+  const status = async (url: string): Promise<number> => {
+    const answer = await rawExchange(port, `GET ${url} HTTP/1.1\r\nHost: ${new URL(url).host}\r\nProxy-Authorization: ${basic('agent', PASSWORD)}\r\nConnection: close\r\n\r\n`)
+    return Number(/^HTTP\/1\.1 (\d{3})/.exec(answer.text)?.[1] ?? 0)
+  }
+  // Each new file also denies a host of its own: once that host is refused, the whole file applies.
+  const reload = async (next: object, marker: string): Promise<void> => {
+    writeFileSync(file, JSON.stringify({ ...next, destinations: { ...destinations, deniedHosts: [marker] } }))
+    bin.child.kill('SIGHUP')
+    await eventually(async () => await status(`http://${marker}:${origin.port}/`) === 403, 10_000)
+  }
+  t.equal(await status(`http://127.0.0.1:${origin.port}/before`), 200)
+  await reload({ ...config, capture: { file: 'traffic.har' } }, '127.0.0.3')
+  t.equal(await status(`http://127.0.0.1:${origin.port}/during`), 200)
+  await reload(config, '127.0.0.4')
+  t.equal(await status(`http://127.0.0.1:${origin.port}/after`), 200)
+  bin.child.kill('SIGTERM')
+  t.equal(await bin.exited, 0)
+  const har = JSON.parse(readFileSync(join(directory, 'traffic.har'), 'utf8')) as { log: { entries: ForwardProxyCaptureEntry[] } }
+  const paths = har.log.entries.filter((entry) => entry.request.url.startsWith('http://127.0.0.1')).map((entry) => new URL(entry.request.url).pathname)
+  t.same(paths, ['/during'], 'only the request sent while capture was on')
 })

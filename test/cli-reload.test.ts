@@ -4,12 +4,11 @@ import { pbkdf2 } from 'node:crypto'
 import { chmodSync, mkdirSync, readFileSync, renameSync, symlinkSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { ProxyAgent, request } from 'undici'
-import { listeningUrls, runBin, type BinProcess } from './helpers/cli-bin'
+import { listeningUrls, printed, runBin } from './helpers/cli-bin'
 import { LOOPBACK_ORIGINS, portOf } from './helpers/cli-server'
 import { startOrigin } from './helpers/servers'
 import { startTcpDestination, echoesThrough } from './helpers/tcp-destination'
 import { basic, openTunnel, rawExchange } from './helpers/raw-client'
-import { within } from './helpers/within'
 import { execFile } from 'node:child_process'
 import { promisify } from 'node:util'
 import { makeInterceptionPki } from './helpers/interception-pki'
@@ -17,20 +16,6 @@ import { startTlsOrigin } from './helpers/intercepting-proxy'
 import { parseConfig, splitRestartKeys, watchConfiguration } from './helpers/internals'
 import { capturedLog } from './helpers/captured-log'
 import { eventually } from './helpers/eventually'
-
-/** Resolves once the process has printed `count` lines matching `pattern` (stdout). */
-function printed (bin: BinProcess, pattern: RegExp, count = 1): Promise<string[]> {
-  const matching = (): string[] => bin.stdout().split('\n').filter((line) => pattern.test(line))
-  return within(new Promise((resolve) => {
-    const check = (): void => {
-      if (matching().length < count) return
-      bin.child.stdout.removeListener('data', check)
-      resolve(matching())
-    }
-    bin.child.stdout.on('data', check)
-    check()
-  }), `${count} line(s) matching ${String(pattern)}`, 15_000)
-}
 
 function get (proxyPort: number, url: string, user: string, password: string): Promise<{ status: number, text: string }> {
   return rawExchange(proxyPort, `GET ${url} HTTP/1.1\r\nHost: ${new URL(url).host}\r\nProxy-Authorization: ${basic(user, password)}\r\nConnection: close\r\n\r\n`)

@@ -2,6 +2,7 @@ import { spawn, type ChildProcessWithoutNullStreams } from 'node:child_process'
 import { join } from 'node:path'
 import type { Test } from 'tap'
 import { childEnv, TS_LOADER } from './child-node'
+import { within } from './within'
 
 const ROOT = join(__dirname, '..', '..')
 // The bin runs from its TypeScript source through the loader tap itself uses, so the tests work
@@ -64,4 +65,18 @@ export function listeningUrls (bin: BinProcess): Promise<string[]> {
     bin.exited.then((code) => reject(new Error(`exited ${String(code)} before listening:\n${bin.stdout()}\n${bin.stderr()}`)), reject)
     check()
   })
+}
+
+/** Resolves with the lines matching `pattern` once the process has printed `count` of them (stdout); fails after 15 s. */
+export function printed (bin: BinProcess, pattern: RegExp, count = 1): Promise<string[]> {
+  const matching = (): string[] => bin.stdout().split('\n').filter((line) => pattern.test(line))
+  return within(new Promise((resolve) => {
+    const check = (): void => {
+      if (matching().length < count) return
+      bin.child.stdout.removeListener('data', check)
+      resolve(matching())
+    }
+    bin.child.stdout.on('data', check)
+    check()
+  }), `${count} line(s) matching ${String(pattern)}`, 15_000)
 }
