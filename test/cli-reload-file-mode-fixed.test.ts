@@ -1,27 +1,11 @@
 import { test } from 'tap'
 import { chmodSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
-import { listeningUrls, runBin, type BinProcess } from './helpers/cli-bin'
+import { listeningUrls, printed, runBin } from './helpers/cli-bin'
 import { LOOPBACK_ORIGINS } from './helpers/cli-server'
-import { within } from './helpers/within'
 
 // The bin checks a secret file's permission bits with stat, so a file others may read is refused
 // even when the proxy runs as root (which could read it anyway): these tests hold as root too.
-
-/** Resolves with the first stdout line matching `pattern` printed after the first `skip` ones. */
-function printed (bin: BinProcess, pattern: RegExp, skip = 0): Promise<string> {
-  const matching = (): string[] => bin.stdout().split('\n').filter((line) => pattern.test(line))
-  return within(new Promise((resolve) => {
-    const check = (): void => {
-      const line = matching()[skip]
-      if (line === undefined) return
-      bin.child.stdout.removeListener('data', check)
-      resolve(line)
-    }
-    bin.child.stdout.on('data', check)
-    check()
-  }), `a line matching ${String(pattern)}`, 15_000)
-}
 
 const base = { listen: [{ host: '127.0.0.1', port: 0 }], destinations: LOOPBACK_ORIGINS, users: { alice: 'pw-a' }, interception: { hosts: ['never.example'] }, log: { level: 'info' } }
 const REFUSED = /"msg":"configuration reload failed, the previous configuration stays: .*permissions 0644 for the secret file .* are too open.*read again within about a second of the next change to it or to a secret file, a chmod included, or at once on SIGHUP/
@@ -40,12 +24,12 @@ test('bin reload: a reload refused because a secret file became readable by othe
   // Only the mode changes: no write that the watcher could also notice.
   chmodSync(secretFile, 0o644)
   bin.child.kill('SIGHUP')
-  const refusal = await printed(bin, REFUSED)
+  const [refusal] = await printed(bin, REFUSED)
   t.match(refusal, /"level":50/)
   t.match(refusal, /"reason":"SIGHUP"/)
 
   chmodSync(secretFile, 0o600)
-  const reloaded = await printed(bin, RELOADED_ON_CHANGE)
+  const [reloaded] = await printed(bin, RELOADED_ON_CHANGE)
   t.match(reloaded, /"level":30/, 'the fixed mode alone made the proxy read the file again, and it applied')
   t.notOk(bin.stdout().includes('token-value'), 'no secret value in any line')
 })
@@ -61,7 +45,7 @@ test('bin reload: a file change refused for a new secret file that others may re
   writeFileSync(secretFile, 'new-token-value-0003\n')
   chmodSync(secretFile, 0o644)
   writeFileSync(file, JSON.stringify({ ...base, secrets: { api: { file: secretFile, hosts: ['secure.example'] } } }))
-  const refusal = await printed(bin, REFUSED)
+  const [refusal] = await printed(bin, REFUSED)
   t.match(refusal, /"reason":"file changed"/, 'the edited file was read on its own')
 
   chmodSync(secretFile, 0o600)

@@ -6,26 +6,13 @@ import { writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { interceptionConfig, makeInterceptionPki } from './helpers/interception-pki'
 import { LOOPBACK_ORIGINS, portOf } from './helpers/cli-server'
-import { listeningUrls, runBin, type BinProcess } from './helpers/cli-bin'
+import { listeningUrls, printed, runBin } from './helpers/cli-bin'
 import { startTlsOrigin } from './helpers/intercepting-proxy'
 import { http2OverTls, http2Request, openInterceptedTls } from './helpers/intercepted-client'
 import { basic, rawExchange } from './helpers/raw-client'
-import { within } from './helpers/within'
 
 const VALUE = 'REAL1/ab+cd!ef=gh'
 const PLACEHOLDER = 'PLACEHOLDER_ONE'
-
-function printed (bin: BinProcess, pattern: RegExp, count: number): Promise<void> {
-  return within(new Promise<void>((resolve) => {
-    const check = (): void => {
-      if (bin.stdout().split('\n').filter((line) => pattern.test(line)).length < count) return
-      bin.child.stdout.removeListener('data', check)
-      resolve()
-    }
-    bin.child.stdout.on('data', check)
-    check()
-  }), `${count} line(s) matching ${String(pattern)}`, 15_000)
-}
 
 test('bin reload: removing an agent revokes its open intercepted HTTP/2 tunnel at the next request; users: {} is refused whole', async (t) => {
   const pki = await makeInterceptionPki(t)

@@ -3,11 +3,10 @@ import { chmodSync, chownSync, copyFileSync, existsSync, mkdirSync, mkdtempSync,
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { test, type Test } from 'tap'
-import { BUILT_BIN, listeningUrls, outputOf, type BinProcess } from './helpers/cli-bin'
+import { BUILT_BIN, listeningUrls, outputOf, printed, type BinProcess } from './helpers/cli-bin'
 import { childEnv } from './helpers/child-node'
 import { LOOPBACK_ORIGINS, portOf } from './helpers/cli-server'
 import { fixtureDirectory, makeCa, type CaFixture } from './helpers/ca-fixtures'
-import { eventually } from './helpers/eventually'
 import { basic, rawExchange } from './helpers/raw-client'
 import { startOrigin } from './helpers/servers'
 import { within } from './helpers/within'
@@ -102,11 +101,6 @@ async function statusThrough (proxyPort: number, url: string, user: string, pass
 }
 
 const RELOADED = /"reason":"file changed".*"msg":"configuration reloaded"/
-
-/** Resolves once stdout holds `count` lines matching `pattern`. */
-async function printed (bin: BinProcess, pattern: RegExp, count: number): Promise<void> {
-  await within(eventually(() => bin.stdout().split('\n').filter((line) => pattern.test(line)).length >= count, 15_000), `${count} line(s) matching ${String(pattern)}`, 16_000)
-}
 
 test('bin as a non-root pod user: starts on a kubelet Secret layout (..data symlinks, 0440 files of its fsGroup, a 0400 file of its own) and reloads on an atomic swap', { skip: NOT_ROOT }, async (t) => {
   const ca = await makeCa(fixtureDirectory(t), { name: 'Pod CA' })
