@@ -368,3 +368,25 @@ test('reconfigure to another file closes the first, valid with its entries, and 
   t.same(urls(first), ['/one', '/two'])
   t.same(urls(second), ['/three'])
 })
+
+test('a body cut at maxBodyBytes in the middle of a secret value keeps none of its beginning', async (t) => {
+  const secret = 'sk-live-cut-Zq81mNc4Lp0Wv7'
+  const pki = await makeInterceptionPki(t)
+  const origin = await startTlsOrigin(t, pki, (_req, res) => res.end('ok'))
+  const proxy = await startInterceptingProxy(t, pki, {
+    proxy: { secrets: [{ name: 'api', value: secret, placeholder: 'PLACEHOLDER_CUT', hosts: [`127.0.0.1:${origin.port}`] }], capture: { maxBodyBytes: 1000 } },
+    interception: { certificateProvider: staticProvider(pki) }
+  })
+  const feed = proxy.app.forwardProxy.captures()
+  const agent = new ProxyAgent({ uri: proxy.url, requestTls: { ca: pki.operatorCa.cert } })
+  t.teardown(() => agent.close())
+  // The first 1000 bytes end with the first 10 characters of the value.
+  const body = `${'x'.repeat(990)}${secret} and more`
+  const answer = await request(`https://127.0.0.1:${origin.port}/upload`, { method: 'POST', dispatcher: agent, body, headers: { 'content-type': 'text/plain' } })
+  await answer.body.text()
+  const entry = await nextEntry(feed)
+  const text = entry.request.postData?.text ?? ''
+  t.equal(text, 'x'.repeat(990), 'the cut-off beginning of the value is left out')
+  t.notOk(JSON.stringify(entry).includes(secret.slice(0, 10)))
+  t.equal(entry.request.postData?.comment, `truncated: the first 990 of ${Buffer.byteLength(body)} bytes kept (maxBodyBytes 1000)`)
+})

@@ -33,9 +33,10 @@ export async function responseContent (
   if (limit === 0) return { size: tap.total, mimeType, comment: 'body not kept (maxBodyBytes 0)' }
   const whole = tap.complete && tap.total <= limit
   const decoded = await decode(tap.bytes(), contentEncoding, limit)
-  const bytes = scrubbed(decoded.bytes.subarray(0, limit), scrubber)
+  const complete = whole && !decoded.partial && decoded.bytes.length <= limit
+  const bytes = scrubbed(decoded.bytes.subarray(0, limit), scrubber, complete)
   const body = bodyText(bytes, mimeType)
-  if (whole && !decoded.partial && decoded.bytes.length <= limit) {
+  if (complete) {
     return {
       size: decoded.bytes.length,
       ...(decoded.decoded && decoded.bytes.length > tap.total ? { compression: decoded.bytes.length - tap.total } : {}),
@@ -51,7 +52,8 @@ export async function responseContent (
 export function requestPostData (tap: BodyTap | undefined, mimeType: string, limit: number, scrubber: SecretScrubber | null): { mimeType: string, text: string, _encoding?: 'base64', comment?: string } | undefined {
   if (tap === undefined || tap.total === 0) return undefined
   if (limit === 0) return { mimeType, text: '', comment: `body of ${tap.total} bytes not kept (maxBodyBytes 0)` }
-  const bytes = scrubbed(tap.bytes(), scrubber)
+  const kept = tap.bytes()
+  const bytes = scrubbed(kept, scrubber, tap.total === kept.length)
   const body = bodyText(bytes, mimeType)
   return {
     mimeType,
@@ -61,10 +63,16 @@ export function requestPostData (tap: BodyTap | undefined, mimeType: string, lim
   }
 }
 
-function scrubbed (bytes: Buffer, scrubber: SecretScrubber | null): Buffer {
+/**
+ * `bytes` with every secret value replaced by its placeholder. A body cut short (not `whole`)
+ * loses its last bytes that could be the beginning of a value: the rest of it was cut off, and
+ * its beginning must not be written either.
+ */
+function scrubbed (bytes: Buffer, scrubber: SecretScrubber | null, whole: boolean): Buffer {
   if (scrubber === null || bytes.length === 0) return bytes
   const chunks = scrubber.chunkScrubber(new Set())
-  return Buffer.concat([chunks.push(bytes), chunks.end()])
+  const sure = chunks.push(bytes)
+  return whole ? Buffer.concat([sure, chunks.end()]) : sure
 }
 
 /**
