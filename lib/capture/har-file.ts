@@ -22,21 +22,12 @@ export interface HarFileOptions {
 const DEFAULT_MAX_QUEUED_BYTES = 16 * 1024 * 1024
 /** One write takes at most this much (an entry larger than it is written alone). */
 const MAX_BATCH_BYTES = 1024 * 1024
-const TAIL_BYTES = Buffer.byteLength(HAR_TAIL)
-const SEPARATOR_BYTES = Buffer.byteLength(ENTRY_SEPARATOR)
 const TAIL = Buffer.from(HAR_TAIL)
+const SEPARATOR = Buffer.from(ENTRY_SEPARATOR)
 // O_EXCL: a file, or a symbolic link, put at the path since we looked is refused, never followed
 // or truncated.
 const CREATE_FLAGS = constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL
 const PRIVATE_MODE = 0o600
-
-interface Queued {
-  /** The entry's UTF-8 bytes, encoded once when it was appended. */
-  readonly data: Buffer
-  readonly bytes: number
-}
-
-const SEPARATOR = Buffer.from(ENTRY_SEPARATOR)
 
 interface Waiter {
   /** Resolved once this many accepted entries are settled. */
@@ -64,7 +55,8 @@ export class HarFileWriter {
   readonly #onStop: (error: Error) => void
   readonly #empty: Buffer
   readonly #maxQueuedBytes: number
-  #queue: Queued[] = []
+  /** Entries waiting for the disk, as UTF-8 bytes encoded once when they were appended. */
+  #queue: Buffer[] = []
   #queuedBytes = 0
   #accepted = 0
   /** Accepted entries written or dropped since. */
@@ -120,13 +112,12 @@ export class HarFileWriter {
       return false
     }
     const data = Buffer.from(entry)
-    const bytes = data.length
-    if (this.#queuedBytes + bytes > this.#maxQueuedBytes || !isOneLineObject(data)) {
+    if (this.#queuedBytes + data.length > this.#maxQueuedBytes || !isOneLineObject(data)) {
       this.#dropped++
       return false
     }
-    this.#queue.push({ data, bytes })
-    this.#queuedBytes += bytes
+    this.#queue.push(data)
+    this.#queuedBytes += data.length
     this.#accepted++
     this.#wakeLoop()
     return true
@@ -227,7 +218,7 @@ export class HarFileWriter {
     let batchBytes = 0
     let count = 0
     for (const entry of this.#queue) {
-      const added = (inFile > 0 ? SEPARATOR_BYTES : 0) + entry.bytes
+      const added = (inFile > 0 ? SEPARATOR.length : 0) + entry.length
       if (inFile > 0 && size + added > maxFileBytes) break
       if (count > 0 && batchBytes + added > MAX_BATCH_BYTES) break
       size += added
@@ -244,25 +235,25 @@ export class HarFileWriter {
     const parts: Buffer[] = this.#entriesInFile > 0 ? [SEPARATOR] : []
     for (const [index, entry] of batch.entries()) {
       if (index > 0) parts.push(SEPARATOR)
-      parts.push(entry.data)
+      parts.push(entry)
     }
     parts.push(TAIL)
     const data = Buffer.concat(parts)
     const previousSize = this.#size
     try {
-      await writeAll(file, data, previousSize - TAIL_BYTES)
+      await writeAll(file, data, previousSize - TAIL.length)
     } catch (error) {
       // Part of the batch may be in place of the tail: cut it off and put the tail back, so the
       // file holds the entries before it, whole.
-      await file.truncate(previousSize).then(() => writeAll(file, TAIL, previousSize - TAIL_BYTES)).catch(() => {})
+      await file.truncate(previousSize).then(() => writeAll(file, TAIL, previousSize - TAIL.length)).catch(() => {})
       throw error
     }
     this.#queue.splice(0, count)
-    this.#size = previousSize - TAIL_BYTES + data.length
+    this.#size = previousSize - TAIL.length + data.length
     this.#entriesInFile += count
     this.#written += count
     this.#settled += count
-    for (const entry of batch) this.#queuedBytes -= entry.bytes
+    for (const entry of batch) this.#queuedBytes -= entry.length
     this.#notify()
   }
 
