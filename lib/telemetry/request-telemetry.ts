@@ -16,10 +16,10 @@ import { startProxySpan, endProxySpan, endAbandonedProxySpan, contextWithSpan } 
 import { type ProxyError } from '../protocol/errors'
 import { refusalRuleOf } from '../protocol/refusals'
 import type { ReportedRefusal } from '../security/report-mode'
-import { dialedAddressOf, dialedHostOf, dialDurationsOf } from '../security/dialed-address'
+import { dialedAddressOf } from '../security/dialed-address'
 import type { CaptureRecord, FinishedExchange } from '../capture/capture-record'
 import type { TrafficCapture } from '../capture/traffic-capture'
-import { formatAuthority, formatHostHeader } from '../protocol/hosts'
+import { finishedExchange } from './capture-exchange'
 
 /**
  * What the access log and the span of one proxy request collect while it runs (a forwarded
@@ -361,44 +361,14 @@ function decisionOf (refusedBy: string | undefined, reported: ReportedRefusal | 
  */
 function finishCapture (request: FastifyRequest, reply: FastifyReply, state: RequestTelemetry, record: CaptureRecord, relay: FinishedExchange['relay']): void {
   const refusedBy = state.error === undefined ? undefined : refusalRuleOf(state.error)
-  const raw = request.raw
-  record.finish({
-    record,
-    method: request.method,
-    receivedUrl: receivedUrlOf(request, state),
-    receivedHeaders: withoutPseudoHeaders(raw.rawHeaders),
-    clientHttpVersion: `HTTP/${raw.httpVersion}`,
-    status: relay === undefined ? reply.statusCode : relay.kind === 'websocket' ? 101 : 200,
-    responseHeaders: record.switchedHead?.headers ?? (relay === undefined ? reply.getHeaders() : {}),
-    responseBytes: state.bytesOut,
-    endedAt: performance.now(),
+  record.finish(finishedExchange(request, reply, record, {
     user: userOf(request, state),
     intercepted: state.kind === 'intercepted',
     decision: decisionOf(refusedBy, refusedBy === undefined ? state.reported : undefined),
     errorType: state.error?.errorType,
-    serverAddress: dialedHostOf(state.dialed),
-    dial: dialDurationsOf(state.dialed),
-    ...(relay === undefined ? {} : { relay })
-  })
-}
-
-/** The request's URL as it came: `http://...` as sent, `https://host/...` inside a tunnel, `https://host:port/` for a CONNECT. */
-function receivedUrlOf (request: FastifyRequest, state: RequestTelemetry): string {
-  const target = proxyRequestTargetOf(request.raw)
-  if (target === null) return request.url
-  if (target.kind === 'forward') return typeof target.target === 'string' ? request.raw.url ?? '' : `http://${formatHostHeader(target.target.destination.host, target.target.destination.port, 80)}${target.target.pathAndQuery}`
-  if (target.destination === null) return `https://${state.destination ?? 'invalid'}/`
-  if (target.kind === 'connect') return `https://${formatAuthority(target.destination.host, target.destination.port)}/`
-  return `https://${formatHostHeader(target.destination.host, target.destination.port, 443)}${target.pathAndQuery}`
-}
-
-/** Flat name/value pairs without HTTP/2's pseudo-headers (`:method`, `:path`, ...). */
-function withoutPseudoHeaders (raw: readonly string[]): string[] {
-  const pairs: string[] = []
-  for (let i = 0; i + 1 < raw.length; i += 2) {
-    if (!(raw[i] as string).startsWith(':')) pairs.push(raw[i] as string, raw[i + 1] as string)
-  }
-  return pairs
+    responseBytes: state.bytesOut,
+    dialed: state.dialed
+  }, relay))
 }
 
 /** The status logged for a request whose client left before any answer (nginx's convention). */
