@@ -58,12 +58,13 @@ export async function openConnectTunnel (request: FastifyRequest, reply: Fastify
       // onread option: those keep piping.
       reader = client.http2 || upstreamProxy?.protocol === 'https:' ? undefined : createDestinationReader()
       const { capture } = forwardNotesOf(request)
-      const dialing = capture === undefined ? 0 : (capture.dispatchedAt = performance.now())
+      if (capture !== undefined) capture.dispatchedAt = performance.now()
       upstream = await connectToDestination(destination, runtime.connector, clientGone, reader?.onread, upstreamProxy)
       noteDialed(request, upstream)
-      if (capture !== undefined) {
+      if (capture?.dispatchedAt !== undefined) {
+        // The 200 goes out now: the tunnel's entry times its dial, then its life.
         capture.headAt = performance.now()
-        noteDialDurations(upstream, { connect: capture.headAt - dialing, ssl: -1, openedAt: capture.headAt })
+        noteDialDurations(upstream, { connect: capture.headAt - capture.dispatchedAt, ssl: -1, openedAt: capture.headAt })
       }
     }
   } catch (error) {
