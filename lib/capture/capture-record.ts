@@ -3,7 +3,9 @@
 
 import type { Readable } from 'node:stream'
 import type { ForwardProxyCaptureEntry } from '../../types/capture'
+import type { ForwardProxyDestination } from '../../types/destination'
 import type { DialDurations } from '../security/dialed-address'
+import { formatHostHeader } from '../protocol/hosts'
 
 /** Flat name/value pairs, or a record of lower-case names (what the transforms return). */
 export type CapturedHeaders = readonly string[] | Readonly<Record<string, string | readonly string[]>>
@@ -93,6 +95,14 @@ export class CaptureRecord {
   constructor (maxBodyBytes: number, finish: (exchange: FinishedExchange) => void) {
     this.maxBodyBytes = maxBodyBytes
     this.finish = finish
+  }
+
+  /**
+   * Notes the request as it leaves for `destination` over `scheme`: its path and headers with
+   * placeholders where secrets go (they are put in later).
+   */
+  noteSent (scheme: 'http' | 'https', destination: ForwardProxyDestination, path: string, headers: CapturedHeaders): void {
+    this.sent = { url: `${scheme}://${formatHostHeader(destination.host, destination.port, scheme === 'https' ? 443 : 80)}${path}`, headers }
   }
 
   /** A tap for the request body (with `maxBodyBytes` 0 it only counts). */

@@ -9,7 +9,7 @@ import type { ProxyRuntime } from '../core/runtime'
 import { ProxyError } from '../protocol/errors'
 import { errorCode, proxyErrorFromNetworkError } from '../protocol/network-errors'
 import { refusedBy } from '../protocol/refusals'
-import { formatAuthority, formatHostHeader } from '../protocol/hosts'
+import { formatAuthority } from '../protocol/hosts'
 import type { AbsoluteTarget, AbsoluteTargetProblem } from '../core/proxy-request'
 import { markForwardedResponse } from './forwarded-response'
 import { exchangeWithDestination } from './destination-exchange'
@@ -101,10 +101,7 @@ export async function forwardRequest (
   const counts = forwardNotesOf(request)
   const { capture } = counts
   const authority = formatAuthority(destination.host, destination.port)
-  if (capture !== undefined) {
-    // As it leaves, but with placeholders where secrets go.
-    capture.sent = { url: `${scheme}://${formatHostHeader(destination.host, destination.port, scheme === 'https' ? 443 : 80)}${prepared.path}`, headers: transformed }
-  }
+  capture?.noteSent(scheme, destination, prepared.path, transformed)
   const body = hasBody(request, received)
     ? countedBody(request.raw, (chunk) => { counts.bytesIn += chunk.length }, runtime.settings.limits.httpActivityTimeout, capture)
     : null

@@ -10,7 +10,6 @@ import { ProxyError } from '../protocol/errors'
 import { errorCode, proxyErrorFromNetworkError } from '../protocol/network-errors'
 import { relayTunnel } from '../connect/relay'
 import { finishUpgrade, forwardNotesOf, noteDialed, scrubbedSecretsOf } from '../telemetry/request-telemetry'
-import { formatHostHeader } from '../protocol/hosts'
 import { scrubbedBody, scrubHeaders } from './scrubbed-response'
 import { createWebSocketScrubStream } from './websocket-scrub'
 import type { Readable } from 'node:stream'
@@ -91,8 +90,7 @@ export async function forwardWebSocketUpgrade (
   const upgradeValue = firstValue(received.upgrade) ?? 'websocket'
   const { capture } = forwardNotesOf(request)
   if (capture !== undefined) {
-    // As it leaves, but with placeholders where secrets go.
-    capture.sent = { url: `https://${formatHostHeader(destination.host, destination.port, 443)}${prepared.path}`, headers: transformed }
+    capture.noteSent('https', destination, prepared.path, transformed)
     capture.dispatchedAt = performance.now()
   }
   const connection = await connectTls(destination, runtime.connector, runtime.destinationTls)
