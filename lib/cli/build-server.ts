@@ -13,11 +13,10 @@ import type { ProxyServer } from '../connect/listener'
 import { secondaryServersOf } from '../connect/secondary-servers'
 import type { ForwardProxyOptions } from '../../types/options'
 import type { ForwardProxyCaptureOptions } from '../../types/capture'
+import { captureFileOfWorker, type CaptureConfig } from './capture-config'
 import { proxyClientErrorHandler } from '../protocol/error-responses'
 import { proxyFrameworkErrors } from '../framework-errors'
 import {
-  type CaptureConfig,
-  captureFileOfWorker,
   type ListenerConfig,
   type ProxyServerConfig,
   loadListenerTls,

@@ -1,14 +1,13 @@
 // What the command line asks for, and the start-up summary printed on start.
 
 import {
-  type CaptureConfig,
-  captureFileOfWorker,
   loadConfigFile,
   parseConfig,
   type ProxyServerConfig,
   type InterceptionConfig,
   type EstConfig
 } from './config'
+import { captureFileOfWorker, type CaptureConfig } from './capture-config'
 import { ConfigError } from './config-errors'
 import { DEFAULT_LIMITS } from '../core/options'
 import { defaultPlaceholder } from '../security/secret-values'

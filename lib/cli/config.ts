@@ -2,11 +2,11 @@
 // read.
 
 import { readFileSync } from 'node:fs'
-import { dirname, extname, resolve } from 'node:path'
+import { dirname, resolve } from 'node:path'
 import Ajv from 'ajv'
 import { createSecureContext } from 'node:tls'
 import { CONFIG_SCHEMA } from './config-schema'
-import type { ForwardProxyCaptureOptions } from '../../types/capture'
+import { checkCaptureConfig, type CaptureConfig } from './capture-config'
 import type { ForwardProxyHeaderRule } from '../../types/header-rules'
 import type { ForwardProxyClientProtocols } from '../../types/interception'
 import type { ForwardProxyUserEntry } from '../../types/user'
@@ -69,12 +69,6 @@ export interface ProxyServerConfig {
   upstreamProxies?: 'environment' | UpstreamProxyConfig[]
   /** The plugin's `capture`, with its `file` (required here) resolved against the file's folder. */
   capture?: CaptureConfig
-}
-
-/** The `capture` key: the plugin's `capture` option, whose `file` the server requires. */
-export interface CaptureConfig extends ForwardProxyCaptureOptions {
-  /** The HAR file, absolute; with several workers each writes its own ({@link captureFileOfWorker}). */
-  file: string
 }
 
 /** One rule of the `upstreamProxies` key. */
@@ -145,7 +139,7 @@ export function parseConfig (value: unknown, source: string, baseDirectory: stri
     throw new ConfigError(`${source}: /secrets: secrets are sent inside intercepted tunnels only: add the "interception" key (its CA signs the certificates for the secrets' hosts, which are intercepted whatever its "hosts" list)`)
   }
   checkNetworks(config, source)
-  checkCapture(config, source)
+  checkCaptureConfig(config.capture, config.users, source)
   const { interception, secrets, capture } = config
   return {
     ...config,
@@ -254,42 +248,6 @@ function checkNetworks (config: Partial<ProxyServerConfig>, source: string): voi
       throw new ConfigError(`${source}: /destinations/allowedNetworks/${index} must be a CIDR range or an IP address, e.g. "10.1.0.0/16" (got ${JSON.stringify(text)})`)
     }
   })
-}
-
-/**
- * The `capture` key beyond the schema: its `file` (the server has no application to read
- * `captures()`, so entries with nowhere to go would be a mistake), each host pattern as the
- * destination lists take it, and each user name one of `users`.
- */
-function checkCapture (config: Partial<ProxyServerConfig>, source: string): void {
-  const { capture } = config
-  if (capture === undefined) return
-  if ((capture as Partial<CaptureConfig>).file === undefined) {
-    throw new ConfigError(`${source}: /capture: missing required key "file" (the HAR file the entries are written to; the server has no other place to send them)`)
-  }
-  capture.hosts?.forEach((text, index) => {
-    if (compileHostPattern(text) === null) {
-      throw new ConfigError(`${source}: /capture/hosts/${index} must be a host pattern: example.com, *.example.com, *, an IP literal or a CIDR range (got ${JSON.stringify(text)})`)
-    }
-  })
-  capture.users?.forEach((name, index) => {
-    if (!Object.hasOwn(config.users ?? {}, name)) {
-      throw new ConfigError(`${source}: /capture/users/${index} names the user ${JSON.stringify(name)}, which /users does not define`)
-    }
-  })
-}
-
-/**
- * The capture file of one worker of a `workers` server: processes must never write one file, so
- * `.worker-N` goes before the `.har` extension (`traffic.har` → `traffic.worker-2.har`), or at
- * the end of a name without it (`traffic` → `traffic.worker-2`).
- * @param worker the worker's cluster id, or what the start-up summary shows in its place.
- */
-export function captureFileOfWorker (file: string, worker: number | string): string {
-  const extension = extname(file)
-  return extension.toLowerCase() === '.har'
-    ? `${file.slice(0, -extension.length)}.worker-${worker}${extension}`
-    : `${file}.worker-${worker}`
 }
 
 /**
