@@ -45,3 +45,35 @@ test('header rules refuse every hop-by-hop name on both sides at start-up, Host 
   t.throws(() => createHeaderRulesTransform([{ hosts: ['a.example'], setResponse: { 'content-length': '1' } }]), ForwardProxyRuleError)
   t.doesNotThrow(() => createHeaderRulesTransform([{ hosts: ['a.example'], set: { authorization: 'Bearer t' }, setResponse: { 'cache-control': 'no-store' } }]))
 })
+
+test('beside header rules, a request or response transform that sets a hop-by-hop header is still refused with 500 (the rules\' edits are checked at start-up, the other transform\'s on every request)', async (t) => {
+  const origin = await startOrigin(t, (_req, res) => res.end('secret body'))
+  const rules = createHeaderRulesTransform([{ hosts: ['127.0.0.1'], set: { 'x-rule': 'on' }, setResponse: { 'x-rule': 'on' } }])
+  const requestSide = await startProxy(t, {
+    destinations: { allowedNetworks: ['127.0.0.1/32'], allowedPorts: '*' },
+    transforms: [rules, { transformRequest (_request, _destination, outgoing) { outgoing.headers['transfer-encoding'] = 'chunked' } }]
+  })
+  const refused = await request(`http://127.0.0.1:${origin.port}/`, { dispatcher: absoluteFormAgent(t, requestSide.url) })
+  t.equal(refused.statusCode, 500)
+  t.match(String(refused.headers['proxy-status']), /details="request transform set an invalid or reserved header"/)
+  await refused.body.dump()
+  const responseSide = await startProxy(t, {
+    destinations: { allowedNetworks: ['127.0.0.1/32'], allowedPorts: '*' },
+    transforms: [rules, { transformResponse (_request, _destination, response) { response.headers.connection = 'close' } }]
+  })
+  const cut = await request(`http://127.0.0.1:${origin.port}/`, { dispatcher: absoluteFormAgent(t, responseSide.url) })
+  t.equal(cut.statusCode, 500)
+  t.match(String(cut.headers['proxy-status']), /details="response transform set an invalid or reserved header"/)
+  t.notMatch(await cut.body.text(), /secret body/)
+})
+
+test('header rules make a request side only when a rule edits requests, and a response side only when one edits responses', async (t) => {
+  const requestOnly = createHeaderRulesTransform([{ hosts: ['a.example'], set: { authorization: 'Bearer t' } }])
+  t.type(requestOnly.transformRequest, 'function')
+  t.equal(requestOnly.transformResponse, undefined, 'no response side: responses pass without a copy of their head')
+  const responseOnly = createHeaderRulesTransform([{ hosts: ['a.example'], removeResponse: ['set-cookie'] }])
+  t.equal(responseOnly.transformRequest, undefined)
+  t.type(responseOnly.transformResponse, 'function')
+  const removing = createHeaderRulesTransform([{ hosts: ['a.example'], remove: ['cookie'] }])
+  t.type(removing.transformRequest, 'function')
+})

@@ -94,6 +94,13 @@ export async function transformOutgoingRequest (
   cancellation: TransformCancellation
 ): Promise<string[] | HeaderRecord> {
   if (!editsRequests(transforms)) return built.headers
+  if (transforms.every(editsCheckedAtStart)) {
+    // Their edits were checked when the rules were compiled and they never read the signal:
+    // the head is edited in place, with no copy to compare, no checks and no AbortController.
+    const outgoing: ForwardProxyOutgoingRequest = { method: request.method, path: built.path, headers: headerRecordOf(built.headers) }
+    for (const transform of transforms) await transform.transformRequest?.(request, destination, outgoing, NEVER_ABORTED)
+    return outgoing.headers
+  }
   const original = headerRecordOf(built.headers)
   const outgoing: ForwardProxyOutgoingRequest = { method: request.method, path: built.path, headers: copyHeaderRecord(original) }
   for (const transform of transforms) {
@@ -140,6 +147,10 @@ export async function transformIncomingResponse (
 ): Promise<{ statusCode: number, headers: HeaderRecord }> {
   if (!transforms.some((transform) => transform.transformResponse !== undefined)) return head
   const response: ForwardProxyIncomingResponse = { statusCode: head.statusCode, headers: copyHeaderRecord(head.headers) }
+  if (transforms.every(editsCheckedAtStart)) {
+    for (const transform of transforms) await transform.transformResponse?.(request, destination, response, NEVER_ABORTED)
+    return response
+  }
   for (const transform of transforms) {
     if (transform.transformResponse === undefined) continue
     try {
@@ -233,31 +244,50 @@ export function createHeaderRulesTransform (rules: readonly ForwardProxyHeaderRu
   if (!Array.isArray(rules)) throw new ForwardProxyRuleError('header rules must be an array')
   const compiled = rules.map((rule, index) => compileRule(rule, `headers[${index}]`))
   const matching = rulesByHost(compiled)
-  const transform: ForwardProxyRequestTransform & { [NAMES_HOST]: (host: string) => boolean } = {
+  const transform: ForwardProxyRequestTransform & { [NAMES_HOST]: (host: string) => boolean, [CHECKED_AT_START]: true } = {
     [NAMES_HOST]: (host: string) => matching(host).length > 0,
-    appliesTo: (_request, destination) => matching(destination.host).length > 0,
-    transformRequest (request, destination, outgoing) {
-      // A TRACE is answered with the request it received: a header set here (an injected
-      // credential) would come back to the client in the body.
-      const echoed = outgoing.method === 'TRACE'
-      const rules = matching(destination.host)
-      if (!echoed && request.interception === null && rules.some((rule) => rule.tlsOnly && rule.set.length > 0)) {
-        throw refusedBy('headers[].tlsOnly', new ProxyError('http_request_denied', 'The proxy sends the credentials for this destination over TLS only: use https://.', { status: 403, details: 'credentials are not sent over plain http' }))
-      }
-      for (const rule of rules) {
-        for (const name of rule.remove) Reflect.deleteProperty(outgoing.headers, name)
-        if (!echoed) for (const [name, value] of rule.set) outgoing.headers[name] = value
-      }
-    },
-    transformResponse (_request, destination, response) {
-      for (const rule of matching(destination.host)) {
-        for (const name of rule.removeResponse) Reflect.deleteProperty(response.headers, name)
-        for (const [name, value] of rule.setResponse) response.headers[name] = value
-      }
+    [CHECKED_AT_START]: true,
+    appliesTo: (_request, destination) => matching(destination.host).length > 0
+  }
+  // Each side is there only when a rule edits it: rules that only inject request headers (most
+  // of them) leave the response head untouched, with no copy and no turn of the loop.
+  if (compiled.some((rule) => rule.set.length > 0 || rule.remove.length > 0)) transform.transformRequest = editRequest
+  if (compiled.some((rule) => rule.setResponse.length > 0 || rule.removeResponse.length > 0)) transform.transformResponse = editResponse
+  return transform
+
+  function editRequest (request: FastifyRequest, destination: ForwardProxyDestination, outgoing: ForwardProxyOutgoingRequest): void {
+    // A TRACE is answered with the request it received: a header set here (an injected
+    // credential) would come back to the client in the body.
+    const echoed = outgoing.method === 'TRACE'
+    const rules = matching(destination.host)
+    if (!echoed && request.interception === null && rules.some((rule) => rule.tlsOnly && rule.set.length > 0)) {
+      throw refusedBy('headers[].tlsOnly', new ProxyError('http_request_denied', 'The proxy sends the credentials for this destination over TLS only: use https://.', { status: 403, details: 'credentials are not sent over plain http' }))
+    }
+    for (const rule of rules) {
+      for (const name of rule.remove) Reflect.deleteProperty(outgoing.headers, name)
+      if (!echoed) for (const [name, value] of rule.set) outgoing.headers[name] = value
     }
   }
-  return transform
+
+  function editResponse (_request: FastifyRequest, destination: ForwardProxyDestination, response: ForwardProxyIncomingResponse): void {
+    for (const rule of matching(destination.host)) {
+      for (const name of rule.removeResponse) Reflect.deleteProperty(response.headers, name)
+      for (const [name, value] of rule.setResponse) response.headers[name] = value
+    }
+  }
 }
+
+// Marks a transform whose edits are checked when it is built (the header rules: names that are
+// not the proxy's, values Node accepts) and that never reads its AbortSignal.
+const CHECKED_AT_START = Symbol('edits checked at start')
+
+/** True when `transform` edits nothing, or only in ways checked when it was built. */
+function editsCheckedAtStart (transform: ForwardProxyRequestTransform): boolean {
+  return (transform as { [CHECKED_AT_START]?: true })[CHECKED_AT_START] === true
+}
+
+// What transforms whose edits were checked at start get for a signal: they never read it.
+const NEVER_ABORTED = new AbortController().signal
 
 // Where a header-rules transform says which hosts its rules name, kept off the public type.
 const NAMES_HOST = Symbol('header rules name host')
