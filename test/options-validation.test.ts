@@ -19,6 +19,9 @@ const BAD_OPTIONS: Array<[string, unknown]> = [
   ['limits.connectTimeout', { limits: { connectTimeout: -1 } }],
   ['limits.maxConcurrentTunnels', { limits: { maxConcurrentTunnels: 0 } }],
   ['limits.tunnelIdleTimeout', { limits: { tunnelIdleTimeout: 1.5 } }],
+  ['limits.tunnelSetupWait', { limits: { tunnelSetupWait: -1 } }],
+  ['limits.tunnelSetupWait', { limits: { tunnelSetupWait: 60_001 } }],
+  ['limits.tunnelSetupWait', { limits: { tunnelSetupWait: '5' } }],
   ['via', { via: 'two words' }],
   ['resolver', { resolver: 'dns' }]
 ]
@@ -37,4 +40,5 @@ test('Registration: valid options register, and the caller\'s options are never 
   const copy = structuredClone(options)
   t.equal(await registrationError(options), undefined)
   t.same(options, copy)
+  t.equal(await registrationError({ limits: { tunnelSetupWait: 0 } }), undefined, 'limits.tunnelSetupWait 0 turns the wait off')
 })

@@ -105,6 +105,16 @@ export interface ForwardProxyLimitOptions {
    */
   firstByteTimeout?: number
   /**
+   * While one of a client's HTTP/1.1 tunnels is being set up (its CONNECT not yet answered or,
+   * intercepted, its TLS handshake not yet done), requests from the same client address inside
+   * its other intercepted tunnels wait for it, this many milliseconds at most: the new tunnel
+   * is ready before the client's open ones answer again. Go's HTTP clients before Go 1.23
+   * cancel a spare connection they are dialing as soon as a request they dialed it for completes
+   * elsewhere; without the wait, under load, such a client opens and abandons thousands of
+   * tunnels. 0 turns the wait off. Default 5.
+   */
+  tunnelSetupWait?: number
+  /**
    * Forwarded requests in flight at once (`http://` forwarding and requests inside intercepted
    * tunnels, each holding a client and a destination connection); beyond it 503
    * `connection_limit_reached`. Default 10000.

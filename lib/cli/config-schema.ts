@@ -99,7 +99,8 @@ export const CONFIG_SCHEMA = {
         connectTimeout: { type: 'integer', minimum: 1, maximum: 2147483647 },
         firstByteTimeout: { type: 'integer', minimum: 1, maximum: 2147483647 },
         maxConcurrentRequests: { type: 'integer', minimum: 1, maximum: 2147483647 },
-        maxStreamResets: { type: 'integer', minimum: 1, maximum: 2147483647 }
+        maxStreamResets: { type: 'integer', minimum: 1, maximum: 2147483647 },
+        tunnelSetupWait: { type: 'integer', minimum: 0, maximum: 60000 }
       }
     },
     interception: {

@@ -20,6 +20,7 @@ import { writeRawProxyError, writeRawResponseError } from '../protocol/error-res
 import { interceptedTunnelOf, inTunnelProblemError, routeUnderConnectPath } from '../core/proxy-request'
 import { ProxyError } from '../protocol/errors'
 import { ObjectSlot } from '../protocol/object-slot'
+import { tunnelSetups } from './tunnel-setups'
 
 /** How a server is joined to the proxy. */
 export interface AttachOptions {
@@ -109,10 +110,16 @@ function createHttp1ConnectListener (fastify: FastifyInstance, pseudonym: string
       afterEarlierResponses(socket, () => writeRawProxyError(socket, pseudonym, new ProxyError('http_request_error', 'CONNECT must be the first request on a connection.', { status: 501, details: 'CONNECT after another request' })))
       return
     }
+    // Until it is answered (or, intercepted, until its TLS handshake is done) the client's
+    // requests on its other intercepted tunnels wait for it: see tunnel-setups.ts.
+    tunnelSetups.begin(socket)
     const response = new ServerResponse(req)
     response.shouldKeepAlive = false
     response.assignSocket(socket)
-    response.once('finish', () => lingeringClose(socket))
+    response.once('finish', () => {
+      tunnelSetups.end(socket)
+      lingeringClose(socket)
+    })
     rememberHttp1Connect(req, { socket, pending: watchPendingConnect(socket, head), response })
     routeUnderConnectPath(req)
     fastify.routing(req, response)

@@ -7,6 +7,7 @@ import { constants, type Http2ServerRequest, type ServerHttp2Stream } from 'node
 import type { InterceptedClient } from '../core/runtime'
 import type { Http1ConnectContext } from './listener'
 import { relayTunnel, type TunnelRelayOptions } from './relay'
+import { tunnelSetups } from './tunnel-setups'
 
 /**
  * The client side of a CONNECT, whatever carries it: a whole HTTP/1.1 connection or one
@@ -55,6 +56,7 @@ export function http1TunnelClient (context: Http1ConnectContext): TunnelClient {
       socket.allowHalfOpen = true
       const early = pending.takeEarlyBytes()
       socket.write('HTTP/1.1 200 Connection Established\r\n\r\n')
+      tunnelSetups.end(socket)
       if (early.length > 0) upstream.write(early)
       relayTunnel({ input: socket, output: socket }, upstream, relay)
     },

@@ -35,8 +35,15 @@ export const DEFAULT_LIMITS = {
   connectTimeout: 10_000,
   firstByteTimeout: 10_000,
   maxConcurrentRequests: 10_000,
-  maxStreamResets: 100
+  maxStreamResets: 100,
+  tunnelSetupWait: 5
 } as const
+
+// Every limit but tunnelSetupWait is at least 1.
+const { tunnelSetupWait: _, ...POSITIVE_LIMIT_DEFAULTS } = DEFAULT_LIMITS
+
+/** The longest `limits.tunnelSetupWait` may be, in milliseconds. */
+const MAX_TUNNEL_SETUP_WAIT = 60_000
 
 /** The validated options every part of the proxy reads. */
 export interface ResolvedProxySettings {
@@ -67,7 +74,7 @@ const KNOWN_KEYS: Record<string, readonly string[]> = {
   auth: ['realm', 'users', 'validate', 'failureLimit'],
   'auth.failureLimit': ['maxFailures', 'window'],
   destinations: ['allowedHosts', 'deniedHosts', 'allowedPorts', 'allowPrivateNetworks', 'allowedNetworks', 'mode'],
-  limits: ['maxConcurrentTunnels', 'tunnelIdleTimeout', 'httpActivityTimeout', 'connectTimeout', 'firstByteTimeout', 'maxConcurrentRequests', 'maxStreamResets']
+  limits: ['maxConcurrentTunnels', 'tunnelIdleTimeout', 'httpActivityTimeout', 'connectTimeout', 'firstByteTimeout', 'maxConcurrentRequests', 'maxStreamResets', 'tunnelSetupWait']
 }
 
 const USER_ENTRY_KEYS: readonly string[] = ['password', 'allowedHosts', 'secrets', 'maxConcurrentTunnels', 'requestsPerMinute', 'mode']
@@ -244,7 +251,12 @@ export function asArray (option: string, value: unknown): unknown[] {
 
 function resolveLimits (limits: ForwardProxyOptions['limits']): ResolvedProxySettings['limits'] {
   if (limits !== undefined && (typeof limits !== 'object' || limits === null)) throw new ForwardProxyOptionsError('limits', 'must be an object')
-  return positiveIntegers('limits', DEFAULT_LIMITS, limits, new Set(['maxConcurrentTunnels', 'maxConcurrentRequests', 'maxStreamResets']))
+  const { tunnelSetupWait = DEFAULT_LIMITS.tunnelSetupWait, ...others } = limits ?? {}
+  if (typeof tunnelSetupWait !== 'number' || !Number.isInteger(tunnelSetupWait) || tunnelSetupWait < 0 || tunnelSetupWait > MAX_TUNNEL_SETUP_WAIT) {
+    throw new ForwardProxyOptionsError('limits.tunnelSetupWait', `must be an integer of milliseconds from 0 (no wait) to ${MAX_TUNNEL_SETUP_WAIT}: ${String(tunnelSetupWait)}`)
+  }
+  const positive = positiveIntegers('limits', POSITIVE_LIMIT_DEFAULTS, others, new Set(['maxConcurrentTunnels', 'maxConcurrentRequests', 'maxStreamResets']))
+  return { ...positive, tunnelSetupWait }
 }
 
 /** Fills `defaults` in `value` and checks every entry is an integer from 1 to 2^31 - 1 (milliseconds unless a count). */

@@ -15,6 +15,7 @@ import type { Socket } from 'node:net'
 import type { ForwardProxyClientProtocols } from '../../types/interception'
 import type { ForwardProxyDestination } from '../../types/destination'
 import { attachProxyToServer, afterEarlierResponses, lingeringClose } from '../connect/listener'
+import { tunnelSetups } from '../connect/tunnel-setups'
 import { countInterceptedRequest, recordClientRefusalPassthrough } from '../telemetry/metrics'
 import {
   writeRawResponseError,
@@ -23,6 +24,7 @@ import {
 } from '../protocol/error-responses'
 import {
   proxyRequestTargetOf,
+  interceptedTunnelOf,
   inTunnelProblemError,
   rememberInterceptedConnection,
   type InterceptedTunnel,
@@ -146,7 +148,10 @@ export class InterceptionEndpoint {
             onClientRefusal: () => this.#clientRefused(refusals, identity, tunnel),
             onHandshake: () => refusals.accepted(identity, tunnel.destination)
           })
-    }).then((socket) => { if (socket !== null) this.#inject(socket, state) })
+    }).then((socket) => {
+      if (client.kind === 'connection') tunnelSetups.end(client.socket)
+      if (socket !== null) this.#inject(socket, state)
+    })
   }
 
   /**
@@ -303,6 +308,10 @@ function createInTunnelUpgradeListener (fastify: FastifyInstance, pseudonym: str
  * otherwise sent to `https://<host>:<port>` over HTTP/1.1 with validated TLS, Max-Forwards
  * untouched. It was authorized when the tunnel opened and is not authorized again.
  *
+ * While one of the client's tunnels is being set up (its CONNECT not yet answered, or its TLS
+ * handshake not yet done), the request waits for it, `limits.tunnelSetupWait` at most: a client's new
+ * tunnel is set up before more of its requests are answered (see `connect/tunnel-setups.ts`).
+ *
  * An HTTP/1.1 WebSocket upgrade goes to `forwardWebSocketUpgrade` instead (the proxy route
  * tells them apart). Another upgrade (h2c, say) is forwarded here as an ordinary request with
  * `Upgrade` removed; Node hands an upgrade request's body over unparsed, so an upgrade request
@@ -318,10 +327,13 @@ export function forwardInterceptedRequest (
   if (inTunnelUpgradeOf(request.raw)?.announcesBody === true) {
     throw new ProxyError('http_request_error', 'Upgrade requests with a body are not supported inside an intercepted tunnel.', { details: 'upgrade request with a body' })
   }
-  return forwardRequest(request, reply, runtime, {
+  const forward = (): Promise<void> => forwardRequest(request, reply, runtime, {
     destination: target.destination,
     scheme: 'https',
     pathAndQuery: target.pathAndQuery,
     applyMaxForwards: false
   })
+  // While another tunnel of this client is being set up, it goes first (see tunnel-setups.ts).
+  const setupsFirst = tunnelSetups.waitFor(interceptedTunnelOf(request.raw)?.clientAddress, runtime.settings.limits.tunnelSetupWait)
+  return setupsFirst === null ? forward() : setupsFirst.then(forward)
 }

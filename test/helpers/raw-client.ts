@@ -54,10 +54,13 @@ export interface OpenTunnel {
   rest: Buffer
 }
 
-/** Sends a CONNECT and resolves once the response head has arrived (any status). */
-export function openTunnel (port: number, target: string, headers: Record<string, string> = {}, host = '127.0.0.1'): Promise<OpenTunnel> {
+/**
+ * Sends a CONNECT and resolves once the response head has arrived (any status). With
+ * `localAddress` (another loopback address), the connection comes from there.
+ */
+export function openTunnel (port: number, target: string, headers: Record<string, string> = {}, host = '127.0.0.1', localAddress?: string): Promise<OpenTunnel> {
   return new Promise((resolve, reject) => {
-    const socket = connect(port, host)
+    const socket = connect({ port, host, ...(localAddress === undefined ? {} : { localAddress }) })
     let buffered = Buffer.alloc(0)
     const lines = [`CONNECT ${target} HTTP/1.1`, `Host: ${target}`, ...Object.entries(headers).map(([k, v]) => `${k}: ${v}`)]
     socket.on('connect', () => socket.write(`${lines.join('\r\n')}\r\n\r\n`))
