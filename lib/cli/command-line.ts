@@ -100,7 +100,7 @@ export function startupSummary (config: ProxyServerConfig, urls: readonly string
     ...urls.map((url, i) => `  listening on ${url} (${config.listen[i]?.http2 === true ? 'HTTP/1.1 + HTTP/2' : 'HTTP/1.1'})`),
     users > 0 ? `  authentication: on (Basic, ${users} user${users === 1 ? '' : 's'})${reportingUsers.length > 0 ? `; allowedHosts in report mode for ${reportingUsers.join(', ')}` : ''}` : '  authentication: OFF (anyone who can reach a listener can use the proxy)',
     `  destinations: hosts ${(d.allowedHosts ?? ['*']).join(', ')}${denied}${reporting}; ${ports}; ${networks}`,
-    `  limits: ${limits.maxConcurrentTunnels} tunnels, ${limits.maxConcurrentRequests} forwarded requests in flight, tunnel idle ${limits.tunnelIdleTimeout} ms, http activity ${limits.httpActivityTimeout} ms, connect ${limits.connectTimeout} ms, first byte ${limits.firstByteTimeout} ms, ${limits.maxStreamResets} HTTP/2 stream resets per 10 s`,
+    `  limits: ${limits.maxConcurrentTunnels} tunnels, ${limits.maxConcurrentRequests} forwarded requests in flight, tunnel idle ${limits.tunnelIdleTimeout} ms, http activity ${limits.httpActivityTimeout} ms, connect ${limits.connectTimeout} ms, first byte ${limits.firstByteTimeout} ms, ${limits.maxStreamResets} HTTP/2 stream resets per 10 s, tunnel set-up wait ${limits.tunnelSetupWait} ms`,
     config.interception === undefined ? '  interception: off' : interceptionLine(config.interception, developmentCa),
     ...(developmentCa === undefined ? [] : developmentCaNotice(developmentCa)),
     ...(config.headers === undefined || config.headers.length === 0 ? [] : [`  header rules: ${config.headers.length} (${config.headers.map((rule) => rule.hosts.join(', ')).join('; ')})`]),

@@ -281,7 +281,7 @@ export function createHeaderRulesTransform (rules: readonly ForwardProxyHeaderRu
 // not the proxy's, values Node accepts) and that never reads its AbortSignal.
 const CHECKED_AT_START = Symbol('edits checked at start')
 
-/** True when `transform` edits nothing, or only in ways checked when it was built. */
+/** True when `transform`'s edits were checked when it was built (a header-rules transform). */
 function editsCheckedAtStart (transform: ForwardProxyRequestTransform): boolean {
   return (transform as { [CHECKED_AT_START]?: true })[CHECKED_AT_START] === true
 }
