@@ -8,7 +8,7 @@ import { interceptAll, startInterceptingProxy, startTlsOrigin } from './helpers/
 import { rawTlsExchange, startInnerTls, tunnelTransport } from './helpers/intercepted-client'
 import { basic, openTunnel } from './helpers/raw-client'
 import { deferred } from './helpers/deferred'
-import { startOrigin } from './helpers/servers'
+import { LOOPBACK_TEST_POLICY, startOrigin } from './helpers/servers'
 
 // Go's HTTP clients (before Go 1.23) cancel a spare connection they are dialing as soon as the
 // request they dialed it for completes on another connection. Through an intercepting proxy that
@@ -116,19 +116,20 @@ test('with limits.tunnelSetupWait, a request inside an intercepted tunnel is for
   t.same(order, ['other client answered', 'new tunnel set up', 'held request answered'])
 })
 
-test('a tunnel stops holding its client\'s requests when its CONNECT is refused, when it is relayed opaquely, and when its TLS handshake is done', async (t) => {
+test('a tunnel stops holding its client\'s requests when its CONNECT is refused after admission began, when it is relayed opaquely, and when its TLS handshake is done', async (t) => {
   const pki = await makeInterceptionPki(t)
   const origin = await startTlsOrigin(t, pki)
   const plain = await startOrigin(t)
   const proxy = await startInterceptingProxy(t, pki, {
-    proxy: { auth: { users: { alice: 'pw' } } },
+    proxy: { auth: { users: { alice: 'pw' } }, destinations: { ...LOOPBACK_TEST_POLICY, deniedHosts: ['denied.example'] } },
     interception: { ...interceptAll(pki), selector: { shouldIntercept: (_request, destination) => destination.port !== plain.port } }
   })
   const alice = { 'Proxy-Authorization': basic('alice', 'pw') }
 
-  const refused = await openTunnel(proxy.port, `127.0.0.1:${origin.port}`, {}, '127.0.0.1', '127.0.0.41')
+  // A host the destination policy denies (nothing is resolved or dialed): refused in admission.
+  const refused = await openTunnel(proxy.port, 'denied.example:443', alice, '127.0.0.1', '127.0.0.41')
   t.teardown(() => { refused.socket.destroy() })
-  t.equal(refused.status, 407)
+  t.equal(refused.status, 403)
   t.equal(tunnelSetups.pendingFor('127.0.0.41'), 0, 'refused: ended when answered, the connection still open')
 
   const opaque = await openTunnel(proxy.port, `127.0.0.1:${plain.port}`, alice, '127.0.0.1', '127.0.0.42')
@@ -144,4 +145,14 @@ test('a tunnel stops holding its client\'s requests when its CONNECT is refused,
   const res = await rawTlsExchange(secure, `GET / HTTP/1.1\r\nHost: 127.0.0.1:${origin.port}\r\nConnection: close\r\n\r\n`)
   t.equal(res.status, 200)
   t.equal(tunnelSetups.pendingFor('127.0.0.43'), 0, 'intercepted: ended with its TLS handshake, the tunnel still open')
+})
+
+test('with limits.tunnelSetupWait 0, tunnels being set up are not counted', async (t) => {
+  const pki = await makeInterceptionPki(t)
+  const origin = await startTlsOrigin(t, pki)
+  const proxy = await startInterceptingProxy(t, pki, { proxy: { limits: { tunnelSetupWait: 0 } }, interception: interceptAll(pki) })
+  const intercepted = await openTunnel(proxy.port, `127.0.0.1:${origin.port}`, {}, '127.0.0.1', '127.0.0.51')
+  t.teardown(() => { intercepted.socket.destroy() })
+  t.equal(intercepted.status, 200)
+  t.equal(tunnelSetups.pendingFor('127.0.0.51'), 0, 'its TLS handshake has not started, and nothing counts it')
 })

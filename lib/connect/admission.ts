@@ -28,6 +28,9 @@ import { http1TunnelClient, http2TunnelClient, type TunnelClient } from './tunne
  */
 export async function admitConnect (request: FastifyRequest, reply: FastifyReply, target: ConnectRequestTarget, runtime: ProxyRuntime): Promise<void> {
   const client = tunnelClientOf(request)
+  // Only intercepted requests wait for their client's tunnels being set up: without interception
+  // (or with the wait off) nothing is counted.
+  if (runtime.interception !== undefined && runtime.settings.limits.tunnelSetupWait > 0) client.countSetup()
   await afterNextPoll()
   if (client.gone) {
     dropAbandonedConnect(request, reply)

@@ -110,13 +110,11 @@ function createHttp1ConnectListener (fastify: FastifyInstance, pseudonym: string
       afterEarlierResponses(socket, () => writeRawProxyError(socket, pseudonym, new ProxyError('http_request_error', 'CONNECT must be the first request on a connection.', { status: 501, details: 'CONNECT after another request' })))
       return
     }
-    // Until it is answered (or, intercepted, until its TLS handshake is done) the client's
-    // requests on its other intercepted tunnels wait for it: see tunnel-setups.ts.
-    tunnelSetups.begin(socket)
     const response = new ServerResponse(req)
     response.shouldKeepAlive = false
     response.assignSocket(socket)
     response.once('finish', () => {
+      // Answered without a tunnel: no longer being set up (see admitConnect).
       tunnelSetups.end(socket)
       lingeringClose(socket)
     })

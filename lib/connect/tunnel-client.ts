@@ -23,6 +23,11 @@ export interface TunnelClient {
   readonly closable: Duplex
   /** Calls `listener` if the client leaves; returns a function that stops listening. */
   onGone (listener: () => void): () => void
+  /**
+   * Counts the tunnel as being set up until it is answered (or, intercepted, until its TLS
+   * handshake is done): see tunnel-setups.ts. Only HTTP/1.1 tunnels are counted.
+   */
+  countSetup (): void
   /** Answers 200 and relays bytes both ways between the client and `upstream` until both end. */
   establish (upstream: Socket, relay: TunnelRelayOptions): void
   /**
@@ -46,6 +51,7 @@ export function http1TunnelClient (context: Http1ConnectContext): TunnelClient {
       socket.once('close', listener)
       return () => socket.removeListener('close', listener)
     },
+    countSetup () { tunnelSetups.begin(socket) },
     establish (upstream: Socket, relay: TunnelRelayOptions) {
       response.detachSocket(socket)
       // The server's socket inactivity timeout (Fastify connectionTimeout) is for HTTP; the tunnel has its own.
@@ -89,6 +95,7 @@ export function http2TunnelClient (request: Http2ServerRequest): TunnelClient {
       stream.once('close', listener)
       return () => stream.removeListener('close', listener)
     },
+    countSetup () {},
     establish (upstream: Socket, relay: TunnelRelayOptions) {
       stream.setTimeout(0)
       stream.respond({ ':status': 200 })
