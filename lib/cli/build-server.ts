@@ -16,13 +16,8 @@ import type { ForwardProxyCaptureOptions } from '../../types/capture'
 import { captureFileOfWorker, type CaptureConfig } from './capture-config'
 import { proxyClientErrorHandler } from '../protocol/error-responses'
 import { proxyFrameworkErrors } from '../framework-errors'
-import {
-  type ListenerConfig,
-  type ProxyServerConfig,
-  loadListenerTls,
-  type ListenerTlsFiles,
-  readConfigFile
-} from './config'
+import type { ListenerConfig, ProxyServerConfig } from './config'
+import { loadListenerTls, type ListenerTlsFiles, readConfigFile } from './config-files'
 import { ConfigError } from './config-errors'
 import { redisOption } from './redis-option'
 import type { ForwardProxyRedisOptions } from '../../types/shared-limits'

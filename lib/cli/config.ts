@@ -1,10 +1,9 @@
-// The configuration file: parsed, checked against the schema and resolved, with the files it names
-// read.
+// The configuration file: parsed, checked against the schema and resolved (the files it names
+// are read by config-files.ts).
 
 import { readFileSync } from 'node:fs'
 import { dirname, resolve } from 'node:path'
 import Ajv from 'ajv'
-import { createSecureContext } from 'node:tls'
 import { CONFIG_SCHEMA } from './config-schema'
 import { checkCaptureConfig, type CaptureConfig } from './capture-config'
 import type { ForwardProxyHeaderRule } from '../../types/header-rules'
@@ -17,7 +16,6 @@ import { ForwardProxyRuleError } from '../protocol/errors'
 import { canonicalHost, compileHostPattern, parseCidr, type HostPattern } from '../protocol/hosts'
 import { splitSecretHost } from '../security/secrets'
 import type { LogConfig } from './logging'
-import { KEY_FILE_RULE, octalMode, tooOpenKeyFile, type TooOpenKeyFile } from '../certificates/pem'
 import { checkRedisConfig, type RedisConfig } from './redis-config'
 import { ConfigError, describeSchemaError } from './config-errors'
 
@@ -270,52 +268,6 @@ export function loadConfigFile (path: string): ProxyServerConfig {
   return parseConfig(value, path, dirname(resolve(path)))
 }
 
-/**
- * Reads a file named by the configuration (a certificate, a key, a CA bundle), whole.
- * @param key the configuration key that names the file, e.g. `/interception/ca/key`.
- * @throws ConfigError naming the key, the path and the error code, never the file's content.
- */
-export function readConfigFile (path: string, key: string): Buffer {
-  try {
-    return readFileSync(path)
-  } catch (error) {
-    throw new ConfigError(`${key}: cannot read "${path}" (${(error as NodeJS.ErrnoException).code ?? 'error'})`)
-  }
-}
-
-/**
- * Reads a private key file named by the configuration (a TLS listener's key, the interception
- * CA's key, the EST client key) and refuses it when others may read it, or a group the proxy's
- * user is not in (the rule of `tooOpenKeyFile`): such a key may already be in other hands.
- * @param key the configuration key that names the file, e.g. `/listen/0/tls/key`.
- * @throws ConfigError naming the key, the path and the mode (or the read error), never the file's content.
- */
-export function readKeyFile (path: string, key: string): Buffer {
-  return readPrivateFile(path, key, { file: 'private key', thing: 'key' })
-}
-
-/**
- * Reads a file only the proxy's user (and its own groups) may read (a private key, a secret):
- * refused, and the bytes read wiped, when `tooOpenKeyFile` refuses its permissions.
- * @param names how the message calls the file and what it holds.
- * @throws ConfigError naming the key, the path and the mode (or the read error), never the content.
- */
-export function readPrivateFile (path: string, key: string, names: { readonly file: string, readonly thing: string }): Buffer {
-  const content = readConfigFile(path, key)
-  let tooOpen: TooOpenKeyFile | undefined
-  try {
-    tooOpen = tooOpenKeyFile(path)
-  } catch (error) {
-    content.fill(0)
-    throw new ConfigError(`${key}: cannot read "${path}" (${(error as NodeJS.ErrnoException).code ?? 'error'})`)
-  }
-  if (tooOpen !== undefined) {
-    content.fill(0)
-    throw new ConfigError(`${key}: permissions ${octalMode(tooOpen.mode)} for the ${names.file} "${path}" are too open: ${tooOpen.reason}; ${KEY_FILE_RULE}. Run "chmod 600 ${path}" if nobody else could have read it; otherwise treat the ${names.thing} as exposed and replace it`)
-  }
-  return content
-}
-
 /** One entry of the `secrets` key: where its value comes from and where it may go. */
 export interface SecretConfig {
   /** The environment variable holding the value; exactly one of `env` and `file`. */
@@ -383,28 +335,6 @@ function covers (granted: HostPattern, hostPattern: string): boolean {
   if (hostPattern.includes('/')) return granted.text === hostPattern
   const host = canonicalHost(hostPattern)
   return host !== null && granted.matches(host)
-}
-
-/** PEM certificate chain and private key of a TLS listener. */
-export interface ListenerTlsFiles {
-  cert: Buffer
-  key: Buffer
-}
-
-/**
- * Reads the PEM files of `listen[index].tls` and checks that they make a usable TLS context
- * (parsable, key matching the certificate, key file readable by its owner only), so start-up fails with the key named rather than
- * with a bare OpenSSL message.
- * @throws ConfigError naming `listen[index].tls.cert`/`.key` or `listen[index].tls`.
- */
-export function loadListenerTls (tls: { cert: string, key: string }, index: number): ListenerTlsFiles {
-  const files = { cert: readConfigFile(tls.cert, `/listen/${index}/tls/cert`), key: readKeyFile(tls.key, `/listen/${index}/tls/key`) }
-  try {
-    createSecureContext(files)
-  } catch (error) {
-    throw new ConfigError(`/listen/${index}/tls: the certificate and key cannot be used together (${(error as Error).message})`)
-  }
-  return files
 }
 
 /** The `metrics` key of the configuration file, defaults applied. */

@@ -9,7 +9,7 @@ import {
 } from 'node:http2'
 import type { Server as HttpServer } from 'node:http'
 import type { TLSSocket } from 'node:tls'
-import type { ListenerTlsFiles } from './config'
+import type { ListenerTlsFiles } from './config-files'
 import type { ProxyServer } from '../connect/listener'
 
 /**

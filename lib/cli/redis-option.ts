@@ -2,7 +2,7 @@
 // from the environment or a private file, the CA from its file.
 
 import type { ForwardProxyRedisOptions } from '../../types/shared-limits'
-import { readConfigFile } from './config'
+import { readConfigFile } from './config-files'
 import { readCredential } from './secrets'
 import type { RedisConfig } from './redis-config'
 

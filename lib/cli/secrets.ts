@@ -7,7 +7,8 @@
 import type { ForwardProxyHeaderRule } from '../../types/header-rules'
 import type { ForwardProxySecret } from '../../types/secrets'
 import { SECRET_VALUE, defaultPlaceholder } from '../security/secret-values'
-import { readPrivateFile, SECRET_REFERENCE, secretReferencesIn, type SecretConfig } from './config'
+import { SECRET_REFERENCE, secretReferencesIn, type SecretConfig } from './config'
+import { readPrivateFile } from './config-files'
 import { ConfigError } from './config-errors'
 
 /**
