@@ -17,7 +17,8 @@ import {
   type AuthFailureLimitSettings
 } from '../security/proxy-auth'
 import { systemResolver, type DestinationPolicySettings } from '../security/destination-policy'
-import { compileSecrets, type SecretSet } from '../security/secrets'
+import type { SecretSet } from '../security/secrets'
+import { compileSecrets } from '../security/secret-options'
 import { checkUserPolicyFields } from '../security/user-policy'
 import { isPolicyMode, POLICY_MODE_PROBLEM } from '../security/report-mode'
 import { compileUpstreamProxies, type UpstreamRoutes } from '../security/upstream-proxy'
