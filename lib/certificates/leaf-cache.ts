@@ -2,7 +2,7 @@
 // bounded size.
 
 import type { ForwardProxyIssuedLeaf } from '../../types/certificates'
-import { recordCertificateLookup, startCertificateIssue } from '../telemetry/metrics'
+import { recordCertificateLookup, startCertificateIssue } from '../telemetry/tls-metrics'
 
 /** A cached leaf and when it is due for renewal, in milliseconds since the epoch. */
 export interface CachedLeaf {

@@ -19,7 +19,7 @@ import type {
   TransportSummary,
   InterceptedConnection
 } from '../core/runtime'
-import { recordHandshake, recordHandshakeFailure, type HandshakeFailure } from '../telemetry/metrics'
+import { recordHandshake, recordHandshakeFailure, type HandshakeFailure } from '../telemetry/tls-metrics'
 import { isClientRefusal } from './client-refusals'
 
 /** One client handshake to run on an intercepted tunnel. */
