@@ -92,21 +92,57 @@ export class Cancellation {
  * `dns_error`/`dns_timeout`, `connection_refused`, `connection_timeout` and so on (with
  * `nextHop` when they came from the upstream).
  */
-export async function connectToDestination (
+export function connectToDestination (
   destination: ForwardProxyDestination,
   settings: DestinationConnectorSettings,
   cancel?: Cancellation,
   onread?: OnReadOpts,
   upstream?: UpstreamProxy | null
 ): Promise<Socket> {
-  if (upstream !== undefined && upstream !== null) {
-    if (isIP(destination.host) !== 0) settings.policy.checkAddress(destination.host)
-    // A CONNECT carries no Via: an upstream that is this proxy would chain it to itself forever.
-    if (isIP(upstream.host) !== 0 && settings.ownListeners?.includes(upstream.host, upstream.port) === true) {
-      throw new ProxyError('proxy_loop_detected', 'The upstream proxy is this proxy itself.', { details: 'the upstream proxy is this proxy', nextHop: upstream.label })
-    }
-    return await connectThroughUpstream(upstream, destination, settings.connectTimeout, cancel, onread)
+  if (upstream !== undefined && upstream !== null) return connectThroughChecked(destination, settings, upstream, cancel, onread)
+  const literalFamily = isIP(destination.host)
+  if (literalFamily !== 4 && literalFamily !== 6) return resolveAndDial(destination, settings, cancel, onread)
+  // An IP literal has nothing to resolve: checked and dialed at once, without the DNS path's
+  // promises (an opaque CONNECT to an address pays for one dial, nothing more).
+  try {
+    settings.policy.checkAddress(destination.host)
+    refuseOwnListener(settings, destination.host, destination.port)
+  } catch (error) {
+    return Promise.reject(error)
   }
+  const target: DialTarget = { host: destination.host, port: destination.port, family: literalFamily === 4 ? 4 : 6, onread }
+  return dial(target, cancel, { aborted: false }, settings.connectTimeout)
+}
+
+async function connectThroughChecked (
+  destination: ForwardProxyDestination,
+  settings: DestinationConnectorSettings,
+  upstream: UpstreamProxy,
+  cancel: Cancellation | undefined,
+  onread: OnReadOpts | undefined
+): Promise<Socket> {
+  if (isIP(destination.host) !== 0) settings.policy.checkAddress(destination.host)
+  // A CONNECT carries no Via: an upstream that is this proxy would chain it to itself forever.
+  if (isIP(upstream.host) !== 0 && settings.ownListeners?.includes(upstream.host, upstream.port) === true) {
+    throw new ProxyError('proxy_loop_detected', 'The upstream proxy is this proxy itself.', { details: 'the upstream proxy is this proxy', nextHop: upstream.label })
+  }
+  return await connectThroughUpstream(upstream, destination, settings.connectTimeout, cancel, onread)
+}
+
+/** Refuses an address and port that one of the proxy's own listeners answers on. */
+function refuseOwnListener (settings: DestinationConnectorSettings, address: string, port: number): void {
+  if (settings.ownListeners?.includes(address, port) === true) {
+    throw new ProxyError('proxy_loop_detected', 'The destination is this proxy itself.', { details: 'the destination is this proxy' })
+  }
+}
+
+/** A host name's way: resolved, its allowed addresses dialed in order, all within `connectTimeout`. */
+async function resolveAndDial (
+  destination: ForwardProxyDestination,
+  settings: DestinationConnectorSettings,
+  cancel: Cancellation | undefined,
+  onread: OnReadOpts | undefined
+): Promise<Socket> {
   // One cancellation and one timer per attempt, both gone when it ends: AbortSignal.timeout()
   // would keep each attempt's signal and timer for the whole connectTimeout, thousands of them
   // when clients open and abandon CONNECTs quickly.
@@ -121,13 +157,11 @@ export async function connectToDestination (
   else if (cancel !== undefined) stopFollowing = cancel.onAbort(() => abort.abort(cancel.reason))
   try {
     const addresses = await resolveAllowed(destination, settings, abort, deadline)
-    if (addresses.some(({ address }) => settings.ownListeners?.includes(address, destination.port) === true)) {
-      throw new ProxyError('proxy_loop_detected', 'The destination is this proxy itself.', { details: 'the destination is this proxy' })
-    }
+    for (const { address } of addresses) refuseOwnListener(settings, address, destination.port)
     let lastError: unknown
     for (const { address, family } of addresses) {
       try {
-        return await dial({ host: address, port: destination.port, family, onread }, abort, deadline)
+        return await dial({ host: address, port: destination.port, family, onread }, abort, deadline, null)
       } catch (error) {
         lastError = error
         if (abort.aborted) break
@@ -151,11 +185,6 @@ async function resolveAllowed (
   abort: Cancellation,
   deadline: Deadline
 ): Promise<ResolvedAddress[]> {
-  const literalFamily = isIP(destination.host)
-  if (literalFamily === 4 || literalFamily === 6) {
-    settings.policy.checkAddress(destination.host)
-    return [{ address: destination.host, family: literalFamily }]
-  }
   let resolved: ResolvedAddress[]
   try {
     resolved = await raceAbort(settings.resolver(destination.host, abort.signal), abort)
@@ -182,31 +211,51 @@ interface DialTarget {
   readonly onread: OnReadOpts | undefined
 }
 
-function dial (target: DialTarget, abort: Cancellation, deadline: Deadline): Promise<Socket> {
+/**
+ * Dials one checked address. Fails with `connection_terminated` when `abort` fires (the client
+ * left) or `connection_timeout` once `deadline` is marked; with `timeout`, the dial marks its own
+ * deadline after that many milliseconds (an IP literal's only attempt), without it the caller's
+ * timer does (a resolved name's attempts share one). A socket error is turned into its ProxyError.
+ */
+function dial (target: DialTarget, abort: Cancellation | undefined, deadline: Deadline, timeout: number | null): Promise<Socket> {
   const { host, port, family, onread } = target
   return new Promise((resolve, reject) => {
-    const socket = connect({ host, port, family, allowHalfOpen: true, noDelay: true, ...(onread === undefined ? {} : { onread }) })
-    const onAbort = (): void => {
-      socket.destroy()
-      reject(deadline.aborted
-        ? new ProxyError('connection_timeout', 'Connecting to the destination timed out.')
-        : new ProxyError('connection_terminated', 'The client went away while connecting.'))
+    if (abort?.aborted === true) {
+      reject(abortedDialError(deadline))
+      return
     }
-    if (abort.aborted) return onAbort()
-    const stopListening = abort.onAbort(onAbort)
-    socket.once('connect', () => {
+    const socket = connect({ host, port, family, allowHalfOpen: true, noDelay: true, ...(onread === undefined ? {} : { onread }) })
+    let timer: NodeJS.Timeout | undefined
+    const fail = (error: unknown): void => {
+      clearTimeout(timer)
       stopListening()
-      socket.removeListener('error', onError)
+      socket.destroy()
+      reject(proxyErrorFromNetworkError(error))
+    }
+    const stopListening = abort === undefined ? noop : abort.onAbort(() => fail(abortedDialError(deadline)))
+    if (timeout !== null) {
+      timer = setTimeout(() => {
+        deadline.aborted = true
+        fail(abortedDialError(deadline))
+      }, timeout)
+    }
+    socket.once('connect', () => {
+      clearTimeout(timer)
+      stopListening()
+      socket.removeListener('error', fail)
       rememberDialedAddress(socket, target)
       resolve(socket)
     })
-    const onError = (error: Error): void => {
-      stopListening()
-      socket.destroy()
-      reject(error)
-    }
-    socket.once('error', onError)
+    socket.once('error', fail)
   })
+}
+
+function noop (): void {}
+
+function abortedDialError (deadline: Deadline): ProxyError {
+  return deadline.aborted
+    ? new ProxyError('connection_timeout', 'Connecting to the destination timed out.')
+    : new ProxyError('connection_terminated', 'The client went away while connecting.')
 }
 
 function raceAbort<T> (promise: Promise<T>, abort: Cancellation): Promise<T> {

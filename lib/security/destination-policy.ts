@@ -213,13 +213,22 @@ export interface Listening {
 
 interface TrackedListener {
   readonly server: Listening
-  cached: AddressInfo | string | null
+  /** The bound port and address bytes, kept while `cacheable` until the server listens again or closes. */
+  cached: BoundListener | null
   cacheable: boolean
 }
 
-function addressOf (tracked: TrackedListener): AddressInfo | string | null {
+/** Where a tracked server listens: its port and its address as dialed bytes (null when unparseable). */
+interface BoundListener {
+  readonly port: number
+  readonly bytes: Uint8Array | null
+}
+
+function boundOf (tracked: TrackedListener): BoundListener | null {
   if (tracked.cached !== null) return tracked.cached
-  const bound = tracked.server.address()
+  const address = tracked.server.address()
+  if (address === null || typeof address === 'string') return null
+  const bound = { port: address.port, bytes: dialedAddressBytes(address.address) }
   if (tracked.cacheable) tracked.cached = bound
   return bound
 }
@@ -254,13 +263,15 @@ export class OwnListeners {
 
   /** True when dialing `address`:`port` would reach one of the tracked listeners. */
   includes (address: string, port: number): boolean {
-    const dialed = dialedAddressBytes(address)
-    if (dialed === null) return false
+    // The address is parsed only when a listener is on that port: most dials are to other ports.
+    let dialed: Uint8Array | null | undefined
     for (const tracked of this.#servers) {
-      const bound = addressOf(tracked)
-      if (bound === null || typeof bound === 'string' || bound.port !== port) continue
+      const bound = boundOf(tracked)
+      if (bound === null || bound.port !== port) continue
+      dialed ??= dialedAddressBytes(address)
+      if (dialed === null) return false
       if (isUnspecified(dialed)) return true
-      const listening = dialedAddressBytes(bound.address)
+      const listening = bound.bytes
       if (listening === null) continue
       if (sameBytes(listening, dialed)) return true
       if (isUnspecified(listening) && isLocal(dialed)) return true
