@@ -9,6 +9,7 @@ import { ObjectSlot } from '../protocol/object-slot'
 import { ProxyError } from '../protocol/errors'
 import { refusedBy } from '../protocol/refusals'
 import { TunnelGrant } from '../security/tunnel-grant'
+import { Cancellation } from '../security/destination-connector'
 import { userRecheckOf } from '../security/proxy-auth'
 import { finishAbandonedConnect, noteReportedRefusal } from '../telemetry/request-telemetry'
 import { http1ConnectContextOf } from './listener'
@@ -70,7 +71,11 @@ export async function admitConnect (request: FastifyRequest, reply: FastifyReply
   // Tracked from now on, so closing the server also ends a CONNECT still deciding, resolving or dialing.
   runtime.tunnels.track(client.closable)
   const grant = new TunnelGrant(request.proxyUser, runtime.settings, userRecheckOf(request, () => runtime.settings.auth?.check ?? null))
-  tunnelAdmissions.set(request.raw, { client, destination, grant, release, stopReleasingOnGone: client.onGone(release) })
+  // One listener for the client's leaving, for the whole CONNECT: it gives the slot back until
+  // the handler takes it over, and then cancels the handler's dial.
+  const clientGone = new Cancellation()
+  client.onGone(() => clientGone.abort())
+  tunnelAdmissions.set(request.raw, { client, destination, grant, clientGone, release, stopReleasingOnGone: clientGone.onAbort(release) })
 }
 
 /**
@@ -91,10 +96,23 @@ export function dropAbandonedConnect (request: FastifyRequest, reply: FastifyRep
  * Resolves after the event loop's next poll phase. A client's FIN or RST that arrived with its
  * CONNECT (a spare connection Go's Transport abandoned while it waited in the listen queue) is
  * read there, after the head, so this is the earliest point at which the client is known to be
- * still there. It costs two turns of the loop, once per CONNECT.
+ * still there. It costs two turns of the loop; the CONNECTs that arrive in one turn wait together,
+ * on one pair of immediates.
  */
-async function afterNextPoll (): Promise<void> {
-  await new Promise<void>((resolve) => setImmediate(() => setImmediate(resolve)))
+function afterNextPoll (): Promise<void> {
+  return new Promise<void>((resolve) => {
+    if (arrivedThisTurn.length === 0) setImmediate(waitOneMoreTurn)
+    arrivedThisTurn.push(resolve)
+  })
+}
+
+let arrivedThisTurn: Array<() => void> = []
+
+/** This turn's check phase: the CONNECTs that arrived in it are released at the next one. */
+function waitOneMoreTurn (): void {
+  const batch = arrivedThisTurn
+  arrivedThisTurn = []
+  setImmediate(() => { for (const resolve of batch) resolve() })
 }
 
 /** The HTTP/1.1 connection or HTTP/2 stream the CONNECT came on, with the checks of its kind. */
@@ -121,6 +139,8 @@ export interface TunnelAdmission {
   readonly destination: ForwardProxyDestination
   /** Who may use the tunnel, as admitted here. */
   readonly grant: TunnelGrant
+  /** Aborted when the client leaves (its connection or stream closes). */
+  readonly clientGone: Cancellation
   /** Gives the tunnel slot back; does nothing the second time. */
   readonly release: () => void
   /** Stops giving the slot back when the client leaves (the handler has taken it over). */

@@ -42,38 +42,57 @@ export interface TunnelClient {
  * socket, followed by any bytes the client sent after its head (e.g. an early ClientHello).
  */
 export function http1TunnelClient (context: Http1ConnectContext): TunnelClient {
-  const { socket, pending, response } = context
-  return {
-    http2: false,
-    get gone () { return socket.destroyed },
-    closable: socket,
-    onGone (listener) {
-      socket.once('close', listener)
-      return () => socket.removeListener('close', listener)
-    },
-    countSetup () { tunnelSetups.begin(socket) },
-    establish (upstream: Socket, relay: TunnelRelayOptions) {
-      response.detachSocket(socket)
-      // The server's socket inactivity timeout (Fastify connectionTimeout) is for HTTP; the tunnel has its own.
-      socket.setTimeout(0)
-      // TLS servers (an HTTPS listener, the HTTP/1.1 side of an HTTP/2 one) make sockets that end
-      // themselves when the client ends; a tunnel carries the half-close across instead, so the
-      // destination's answer after the client's FIN still reaches the client.
-      socket.allowHalfOpen = true
-      const early = pending.takeEarlyBytes()
-      socket.write('HTTP/1.1 200 Connection Established\r\n\r\n')
-      tunnelSetups.end(socket)
-      if (early.length > 0) upstream.write(early)
-      relayTunnel({ input: socket, output: socket }, upstream, relay)
-    },
-    intercept () {
-      const head = pending.takeEarlyBytes()
-      response.detachSocket(socket)
-      socket.setTimeout(0)
-      socket.allowHalfOpen = true
-      socket.write('HTTP/1.1 200 Connection Established\r\n\r\n')
-      return { kind: 'connection', socket, head }
-    }
+  return new Http1TunnelClient(context)
+}
+
+// Classes, not object literals: one object per tunnel, its methods shared (a literal would make
+// a closure per method for every CONNECT).
+class Http1TunnelClient implements TunnelClient {
+  readonly http2 = false
+  readonly #context: Http1ConnectContext
+
+  constructor (context: Http1ConnectContext) {
+    this.#context = context
+  }
+
+  get gone (): boolean { return this.#context.socket.destroyed }
+
+  get closable (): Duplex { return this.#context.socket }
+
+  onGone (listener: () => void): () => void {
+    const { socket } = this.#context
+    socket.once('close', listener)
+    return () => socket.removeListener('close', listener)
+  }
+
+  countSetup (): void { tunnelSetups.begin(this.#context.socket) }
+
+  establish (upstream: Socket, relay: TunnelRelayOptions): void {
+    const { socket } = this.#context
+    const early = this.#answer()
+    tunnelSetups.end(socket)
+    if (early.length > 0) upstream.write(early)
+    relayTunnel({ input: socket, output: socket }, upstream, relay)
+  }
+
+  intercept (): InterceptedClient {
+    const head = this.#answer()
+    return { kind: 'connection', socket: this.#context.socket, head }
+  }
+
+  /** Takes the socket from Node's HTTP response, writes the 200 and returns the client's early bytes. */
+  #answer (): Buffer {
+    const { socket, pending, response } = this.#context
+    const early = pending.takeEarlyBytes()
+    response.detachSocket(socket)
+    // The server's socket inactivity timeout (Fastify connectionTimeout) is for HTTP; the tunnel has its own.
+    socket.setTimeout(0)
+    // TLS servers (an HTTPS listener, the HTTP/1.1 side of an HTTP/2 one) make sockets that end
+    // themselves when the client ends; a tunnel carries the half-close across instead, so the
+    // destination's answer after the client's FIN still reaches the client.
+    socket.allowHalfOpen = true
+    socket.write('HTTP/1.1 200 Connection Established\r\n\r\n')
+    return early
   }
 }
 
@@ -86,29 +105,47 @@ export function http1TunnelClient (context: Http1ConnectContext): TunnelClient {
  * CONNECT_ERROR; a client that resets the stream gets the destination closed with a TCP RST.
  */
 export function http2TunnelClient (request: Http2ServerRequest): TunnelClient {
-  const { stream } = request
-  return {
-    http2: true,
-    get gone () { return stream.destroyed || stream.closed },
-    closable: stream,
-    onGone (listener) {
-      stream.once('close', listener)
-      return () => stream.removeListener('close', listener)
-    },
-    countSetup () {},
-    establish (upstream: Socket, relay: TunnelRelayOptions) {
-      stream.setTimeout(0)
-      stream.respond({ ':status': 200 })
-      relayTunnel({ input: request, output: stream }, upstream, {
-        ...relay,
-        abortClient: () => resetStream(stream, constants.NGHTTP2_CONNECT_ERROR)
-      })
-    },
-    intercept () {
-      stream.setTimeout(0)
-      stream.respond({ ':status': 200 })
-      return { kind: 'stream', input: request, output: stream, abort: () => resetStream(stream, constants.NGHTTP2_CONNECT_ERROR) }
-    }
+  return new Http2TunnelClient(request)
+}
+
+class Http2TunnelClient implements TunnelClient {
+  readonly http2 = true
+  readonly #request: Http2ServerRequest
+
+  constructor (request: Http2ServerRequest) {
+    this.#request = request
+  }
+
+  get gone (): boolean {
+    const { stream } = this.#request
+    return stream.destroyed || stream.closed
+  }
+
+  get closable (): Duplex { return this.#request.stream }
+
+  onGone (listener: () => void): () => void {
+    const { stream } = this.#request
+    stream.once('close', listener)
+    return () => stream.removeListener('close', listener)
+  }
+
+  countSetup (): void {}
+
+  establish (upstream: Socket, relay: TunnelRelayOptions): void {
+    const { stream } = this.#request
+    stream.setTimeout(0)
+    stream.respond({ ':status': 200 })
+    relayTunnel({ input: this.#request, output: stream }, upstream, {
+      ...relay,
+      abortClient: () => resetStream(stream, constants.NGHTTP2_CONNECT_ERROR)
+    })
+  }
+
+  intercept (): InterceptedClient {
+    const { stream } = this.#request
+    stream.setTimeout(0)
+    stream.respond({ ':status': 200 })
+    return { kind: 'stream', input: this.#request, output: stream, abort: () => resetStream(stream, constants.NGHTTP2_CONNECT_ERROR) }
   }
 }
 

@@ -7,7 +7,7 @@ import type { Socket } from 'node:net'
 import type { ProxyRuntime, InterceptionRuntime } from '../core/runtime'
 import { InterceptionNotRegisteredError } from '../core/usage-errors'
 import { internalFailure } from '../protocol/errors'
-import { Cancellation, connectToDestination } from '../security/destination-connector'
+import { connectToDestination } from '../security/destination-connector'
 import type { ForwardProxyCertificateProvider } from '../../types/interception'
 import {
   countInterceptedTunnel,
@@ -31,7 +31,7 @@ export async function openConnectTunnel (request: FastifyRequest, reply: Fastify
   const admission = tunnelAdmissionOf(request.raw)
   if (admission === undefined) throw internalFailure('CONNECT handler reached without admission')
   // From here the handler gives the slot back: when the tunnel closes, or on a failure.
-  const { client, destination, grant, release } = admission
+  const { client, destination, grant, clientGone, release } = admission
   admission.stopReleasingOnGone()
   if (client.gone) {
     release()
@@ -43,8 +43,6 @@ export async function openConnectTunnel (request: FastifyRequest, reply: Fastify
     release()
     throw new InterceptionNotRegisteredError()
   }
-  const clientGone = new Cancellation()
-  const stopWatching = client.onGone(() => clientGone.abort())
   let provider: ForwardProxyCertificateProvider | null = null
   let upstream: Socket | undefined
   let reader: ReturnType<typeof createDestinationReader> | undefined
@@ -70,8 +68,6 @@ export async function openConnectTunnel (request: FastifyRequest, reply: Fastify
   } catch (error) {
     release()
     throw error
-  } finally {
-    stopWatching()
   }
   if (client.gone) {
     upstream?.destroy()
