@@ -70,7 +70,7 @@ test('Traces: propagateTraceContext false leaves the client\'s traceparent untou
   t.equal(origin.requests[2]?.headers.traceparent, CLIENT_TRACEPARENT, 'the client\'s own passes through like any header')
 })
 
-test('Traces: an opaque tunnel is one SERVER span named CONNECT, ended when the tunnel closes, with its kind, close reason and bytes each way', async (t) => {
+test('Traces: an opaque tunnel is one SERVER span named CONNECT, ended when the tunnel closes, with its kind, close reason, bytes each way and the client\'s address (read for the span though nothing logs)', async (t) => {
   const tracing = installTracing(t)
   const destination = await startTcpDestination(t)
   const proxy = await startProxy(t)
@@ -91,6 +91,7 @@ test('Traces: an opaque tunnel is one SERVER span named CONNECT, ended when the 
     'server.address': '127.0.0.1',
     'server.port': destination.port,
     'forward_proxy.kind': 'connect',
+    'client.address': '127.0.0.1',
     'forward_proxy.tunnel.kind': 'opaque',
     'forward_proxy.tunnel.close_reason': 'closed',
     'forward_proxy.tunnel.upload.size': 4,

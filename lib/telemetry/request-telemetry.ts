@@ -12,7 +12,7 @@ import {
 } from './metrics'
 import { countErrorOutcome } from './refusal-reasons'
 import { ObjectSlot } from '../protocol/object-slot'
-import { startProxySpan, endProxySpan, endAbandonedProxySpan, contextWithSpan } from './traces'
+import { startProxySpan, endProxySpan, endAbandonedProxySpan, contextWithSpan, tracing } from './traces'
 import { type ProxyError } from '../protocol/errors'
 import { refusalRuleOf } from '../protocol/refusals'
 import type { ReportedRefusal } from '../security/report-mode'
@@ -61,7 +61,11 @@ export function beginProxyRequest (request: FastifyRequest, capture: TrafficCapt
   if (target.kind === 'forward') countForwardRequest()
   const destination = destinationOf(target)
   const tunnel = target.kind === 'intercepted' ? interceptedTunnelOf(request.raw) : undefined
-  const clientAddress = tunnel === undefined ? request.raw.socket?.remoteAddress : tunnel.clientAddress
+  // Read only for what will show it (the access line, the span): on a new connection reading it
+  // is a system call, which every CONNECT would pay.
+  const clientAddress = tunnel !== undefined
+    ? tunnel.clientAddress
+    : (logsInfo(request.log) || tracing()) ? request.raw.socket?.remoteAddress : undefined
   const { headers } = request.raw
   const span = startProxySpan({
     kind: target.kind,
@@ -377,5 +381,9 @@ const ABANDONED_STATUS = 499
 /** True when `log` writes info lines: the access log line is not even built otherwise. */
 function logsInfo (log: FastifyBaseLogger): boolean {
   const { isLevelEnabled } = log as Partial<{ isLevelEnabled: (level: string) => boolean }>
-  return typeof isLevelEnabled === 'function' ? isLevelEnabled.call(log, 'info') : log.level !== 'silent'
+  if (typeof isLevelEnabled === 'function') return isLevelEnabled.call(log, 'info')
+  const { level } = log as Partial<FastifyBaseLogger>
+  if (level !== undefined) return level !== 'silent'
+  // Fastify's logger under `logger: false`: no level, one no-op named `noop` for every level.
+  return !(log.info === log.fatal && log.info.name === 'noop')
 }

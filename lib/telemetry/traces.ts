@@ -37,6 +37,11 @@ function proxyTracer (): Tracer | undefined {
   return tracer
 }
 
+/** True while a TracerProvider is installed: proxy requests get spans. */
+export function tracing (): boolean {
+  return proxyTracer() !== undefined
+}
+
 /** What a proxy span is about. */
 export interface ProxySpanStart {
   /** `connect` for a CONNECT (its span lasts as long as the tunnel), otherwise a forwarded request. */
