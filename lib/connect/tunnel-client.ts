@@ -59,11 +59,7 @@ class Http1TunnelClient implements TunnelClient {
 
   get closable (): Duplex { return this.#context.socket }
 
-  onGone (listener: () => void): () => void {
-    const { socket } = this.#context
-    socket.once('close', listener)
-    return () => socket.removeListener('close', listener)
-  }
+  onGone (listener: () => void): () => void { return onceClosed(this.closable, listener) }
 
   countSetup (): void { tunnelSetups.begin(this.#context.socket) }
 
@@ -123,11 +119,7 @@ class Http2TunnelClient implements TunnelClient {
 
   get closable (): Duplex { return this.#request.stream }
 
-  onGone (listener: () => void): () => void {
-    const { stream } = this.#request
-    stream.once('close', listener)
-    return () => stream.removeListener('close', listener)
-  }
+  onGone (listener: () => void): () => void { return onceClosed(this.closable, listener) }
 
   countSetup (): void {}
 
@@ -147,6 +139,12 @@ class Http2TunnelClient implements TunnelClient {
     stream.respond({ ':status': 200 })
     return { kind: 'stream', input: this.#request, output: stream, abort: () => resetStream(stream, constants.NGHTTP2_CONNECT_ERROR) }
   }
+}
+
+/** Calls `listener` when `stream` closes; returns a function that stops listening. */
+function onceClosed (stream: Duplex, listener: () => void): () => void {
+  stream.once('close', listener)
+  return () => stream.removeListener('close', listener)
 }
 
 /**
