@@ -71,11 +71,11 @@ export async function admitConnect (request: FastifyRequest, reply: FastifyReply
   // Tracked from now on, so closing the server also ends a CONNECT still deciding, resolving or dialing.
   runtime.tunnels.track(client.closable)
   const grant = new TunnelGrant(request.proxyUser, runtime.settings, userRecheckOf(request, () => runtime.settings.auth?.check ?? null))
-  // One listener for the client's leaving, for the whole CONNECT: it gives the slot back until
-  // the handler takes it over, and then cancels the handler's dial.
+  // One listener for the client's leaving, until the tunnel is answered: it gives the slot back
+  // until the handler takes it over, and cancels the interception decision and the dial.
   const clientGone = new Cancellation()
-  client.onGone(() => clientGone.abort())
-  tunnelAdmissions.set(request.raw, { client, destination, grant, clientGone, release, stopReleasingOnGone: clientGone.onAbort(release) })
+  const stopWatchingClient = client.onGone(() => clientGone.abort())
+  tunnelAdmissions.set(request.raw, { client, destination, grant, clientGone, stopWatchingClient, release, stopReleasingOnGone: clientGone.onAbort(release) })
 }
 
 /**
@@ -139,8 +139,14 @@ export interface TunnelAdmission {
   readonly destination: ForwardProxyDestination
   /** Who may use the tunnel, as admitted here. */
   readonly grant: TunnelGrant
-  /** Aborted when the client leaves (its connection or stream closes). */
+  /** Aborted when the client leaves (its connection or stream closes) before {@link stopWatchingClient}. */
   readonly clientGone: Cancellation
+  /**
+   * Stops watching for the client's leaving (the handler, once the tunnel is answered). A
+   * decision's AbortSignal would otherwise be aborted when every tunnel closes, and an abort
+   * event costs more than the rest of the teardown.
+   */
+  readonly stopWatchingClient: () => void
   /** Gives the tunnel slot back; does nothing the second time. */
   readonly release: () => void
   /** Stops giving the slot back when the client leaves (the handler has taken it over). */

@@ -68,6 +68,8 @@ export async function openConnectTunnel (request: FastifyRequest, reply: Fastify
   } catch (error) {
     release()
     throw error
+  } finally {
+    admission.stopWatchingClient()
   }
   if (client.gone) {
     upstream?.destroy()

@@ -6,7 +6,7 @@ import type { ForwardProxyDestination } from '../../types/destination'
 import type { ProxyRuntime, InterceptionRuntime } from '../core/runtime'
 import { ProxyError } from '../protocol/errors'
 import { policyRefusal, refusedBy } from '../protocol/refusals'
-import { Cancellation } from '../security/destination-connector'
+import type { Cancellation } from '../security/destination-connector'
 import type { SecretSet } from '../security/secrets'
 import { tunnelAdmissionOf } from '../connect/admission'
 import { notePassthrough } from '../telemetry/request-telemetry'
@@ -36,26 +36,45 @@ export function decideTunnelInterception (runtime: ProxyRuntime): preHandlerHook
       done()
       return
     }
-    const { client, destination } = admission
-    const clientGone = new Cancellation()
-    const stopWatching = client.onGone(() => clientGone.abort())
-    shouldInterceptTunnel(request, destination, interception, runtime.settings.secrets, clientGone).then((intercept) => {
-      stopWatching()
+    const { destination, clientGone } = admission
+    let verdict: boolean | Promise<boolean>
+    try {
+      verdict = shouldInterceptTunnel(request, destination, interception, runtime.settings.secrets, clientGone)
+    } catch (error) {
+      done(error as Error)
+      return
+    }
+    if (typeof verdict === 'boolean') {
+      request.tunnelMode = verdict ? 'intercept' : 'opaque'
+      done()
+      return
+    }
+    verdict.then((intercept) => {
       request.tunnelMode = intercept ? 'intercept' : 'opaque'
       done()
-    }, (error: unknown) => {
-      stopWatching()
-      done(error as Error)
-    })
+    }, (error: unknown) => { done(error as Error) })
   }
 }
 
 /**
  * Runs the destination filters, then the selector (unless a secret is granted to the host:
- * then the tunnel is intercepted without asking). True to intercept.
+ * then the tunnel is intercepted without asking). True to intercept; without filters and with
+ * a selector that answers at once (the built-in host list), the answer comes without a promise.
  * @throws ProxyError 403 `http_request_denied` when a filter refuses the tunnel.
  */
-async function shouldInterceptTunnel (
+function shouldInterceptTunnel (
+  request: FastifyRequest,
+  destination: ForwardProxyDestination,
+  interception: InterceptionRuntime,
+  secrets: SecretSet | null,
+  clientGone: Cancellation
+): boolean | Promise<boolean> {
+  const filters = interception.settings.destinationFilters
+  if (filters.length === 0) return selectInterception(request, destination, interception, secrets, clientGone)
+  return filteredThenSelected(request, destination, interception, secrets, clientGone)
+}
+
+async function filteredThenSelected (
   request: FastifyRequest,
   destination: ForwardProxyDestination,
   interception: InterceptionRuntime,
@@ -67,6 +86,17 @@ async function shouldInterceptTunnel (
       throw policyRefusal('filter', refusedBy('destinationFilters', new ProxyError('http_request_denied', 'The proxy refuses tunnels to this destination.', { details: 'refused by a destination filter' })))
     }
   }
+  return await selectInterception(request, destination, interception, secrets, clientGone)
+}
+
+/** After the filters: a host some secret is granted to, a client that refused the proxy's certificate, then the selector. */
+function selectInterception (
+  request: FastifyRequest,
+  destination: ForwardProxyDestination,
+  interception: InterceptionRuntime,
+  secrets: SecretSet | null,
+  clientGone: Cancellation
+): boolean | Promise<boolean> {
   if (secrets?.grantsDestination(destination.host, destination.port) === true) return true
   const refusals = interception.clientRefusals
   if (refusals !== null && interception.keepsInterception(destination) === null) {
@@ -79,5 +109,6 @@ async function shouldInterceptTunnel (
   const { selector: selectorSource } = interception
   if (selectorSource === null) return false
   const selector = typeof selectorSource === 'function' ? selectorSource(request) : selectorSource
-  return await selector.shouldIntercept(request, destination, clientGone.signal) === true
+  const verdict = selector.shouldIntercept(request, destination, clientGone.signal)
+  return typeof verdict === 'boolean' ? verdict : Promise.resolve(verdict).then((intercept) => intercept === true)
 }
