@@ -31,7 +31,7 @@ export const UPPER = Uint8Array.from({ length: 256 }, (_, code) => code >= 0x61 
 export const ALL_BYTES = Array.from({ length: 256 }, (_, code) => code)
 
 /** Per byte of a form's (possibly lower-cased) text, how it may be written escaped. */
-export interface EscapeTable {
+interface EscapeTable {
   /** The escapes, as lower-cased bytes (for where the bytes end inside one). */
   readonly byCode: ReadonlyArray<readonly Uint8Array[]>
   /** The longest way of writing each byte, itself included. */
