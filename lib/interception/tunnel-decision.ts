@@ -2,13 +2,11 @@
 // secret is granted to, then the selector.
 
 import type { FastifyRequest, preHandlerHookHandler } from 'fastify'
-import type { ForwardProxyDestination } from '../../types/destination'
 import type { ProxyRuntime, InterceptionRuntime } from '../core/runtime'
 import { ProxyError } from '../protocol/errors'
 import { policyRefusal, refusedBy } from '../protocol/refusals'
-import type { Cancellation } from '../security/destination-connector'
 import type { SecretSet } from '../security/secrets'
-import { tunnelAdmissionOf } from '../connect/admission'
+import { tunnelAdmissionOf, type TunnelAdmission } from '../connect/admission'
 import { notePassthrough } from '../telemetry/request-telemetry'
 
 /**
@@ -36,67 +34,57 @@ export function decideTunnelInterception (runtime: ProxyRuntime): preHandlerHook
       done()
       return
     }
-    const { destination, clientGone } = admission
+    const { secrets } = runtime.settings
     let verdict: boolean | Promise<boolean>
     try {
-      verdict = shouldInterceptTunnel(request, destination, interception, runtime.settings.secrets, clientGone)
+      // Without filters, a selector that answers at once (the built-in host list) answers without a promise.
+      verdict = interception.settings.destinationFilters.length === 0
+        ? selectInterception(request, admission, interception, secrets)
+        : filteredThenSelected(request, admission, interception, secrets)
     } catch (error) {
       done(error as Error)
       return
     }
-    if (typeof verdict === 'boolean') {
-      request.tunnelMode = verdict ? 'intercept' : 'opaque'
-      done()
-      return
-    }
-    verdict.then((intercept) => {
+    const decided = (intercept: boolean): void => {
       request.tunnelMode = intercept ? 'intercept' : 'opaque'
       done()
-    }, (error: unknown) => { done(error as Error) })
+    }
+    if (typeof verdict === 'boolean') decided(verdict)
+    else verdict.then(decided, (error: unknown) => { done(error as Error) })
   }
 }
 
 /**
- * Runs the destination filters, then the selector (unless a secret is granted to the host:
- * then the tunnel is intercepted without asking). True to intercept; without filters and with
- * a selector that answers at once (the built-in host list), the answer comes without a promise.
+ * Runs the destination filters, then {@link selectInterception}. True to intercept.
  * @throws ProxyError 403 `http_request_denied` when a filter refuses the tunnel.
  */
-function shouldInterceptTunnel (
-  request: FastifyRequest,
-  destination: ForwardProxyDestination,
-  interception: InterceptionRuntime,
-  secrets: SecretSet | null,
-  clientGone: Cancellation
-): boolean | Promise<boolean> {
-  const filters = interception.settings.destinationFilters
-  if (filters.length === 0) return selectInterception(request, destination, interception, secrets, clientGone)
-  return filteredThenSelected(request, destination, interception, secrets, clientGone)
-}
-
 async function filteredThenSelected (
   request: FastifyRequest,
-  destination: ForwardProxyDestination,
+  admission: TunnelAdmission,
   interception: InterceptionRuntime,
-  secrets: SecretSet | null,
-  clientGone: Cancellation
+  secrets: SecretSet | null
 ): Promise<boolean> {
+  const { destination, clientGone } = admission
   for (const filter of interception.settings.destinationFilters) {
     if (await filter.allowTunnel(request, destination, clientGone.signal) !== true) {
       throw policyRefusal('filter', refusedBy('destinationFilters', new ProxyError('http_request_denied', 'The proxy refuses tunnels to this destination.', { details: 'refused by a destination filter' })))
     }
   }
-  return await selectInterception(request, destination, interception, secrets, clientGone)
+  return await selectInterception(request, admission, interception, secrets)
 }
 
-/** After the filters: a host some secret is granted to, a client that refused the proxy's certificate, then the selector. */
+/**
+ * After the filters: a host some secret is granted to is intercepted without asking, a client
+ * that refused the proxy's certificate is passed through, then the selector decides. True to
+ * intercept; a promise only when the selector answers with one.
+ */
 function selectInterception (
   request: FastifyRequest,
-  destination: ForwardProxyDestination,
+  admission: TunnelAdmission,
   interception: InterceptionRuntime,
-  secrets: SecretSet | null,
-  clientGone: Cancellation
+  secrets: SecretSet | null
 ): boolean | Promise<boolean> {
+  const { destination, clientGone } = admission
   if (secrets?.grantsDestination(destination.host, destination.port) === true) return true
   const refusals = interception.clientRefusals
   if (refusals !== null && interception.keepsInterception(destination) === null) {
