@@ -1,3 +1,4 @@
+import { X509Certificate } from 'node:crypto'
 import { inspect } from 'node:util'
 import { test } from 'tap'
 import { createCaCertificateProvider, ForwardProxyCertificateError } from '../lib/index'
@@ -52,6 +53,24 @@ test('CA loading: a CA whose keyUsage lacks keyCertSign is refused', async (t) =
   const error = creationError({ cert: ca.cert, key: ca.key })
   t.equal(error.reason, 'bad_ca_certificate')
   t.match(error.message, /keyCertSign/)
+})
+
+test('CA loading: a CA whose nameConstraints cannot be read is refused, since no leaf could be checked against them', async (t) => {
+  // A nameConstraints SEQUENCE whose permittedSubtrees hold a truncated element.
+  const ca = await makeCa(fixtureDirectory(t), { extensions: [...CA_EXTENSIONS, '2.5.29.30=critical,DER:30:03:A0:01:30'] })
+  const error = creationError({ cert: ca.cert, key: ca.key })
+  t.equal(error.reason, 'bad_ca_certificate')
+  t.match(error.message, /the nameConstraints of the CA certificate could not be read/)
+})
+
+test('CA loading: a CA valid past 2049 (its notAfter a GeneralizedTime) is read to the second', async (t) => {
+  const ca = await makeCa(fixtureDirectory(t), { days: 30 * 365 })
+  const caNotAfter = Date.parse(new X509Certificate(ca.cert).validTo)
+  t.ok(caNotAfter >= Date.UTC(2050, 0, 1), 'the fixture ends after 2049, so its notAfter is a GeneralizedTime')
+  // Two days before the CA's end, a 7-day leaf ends with the CA: its end as read from its DER.
+  const provider = createCaCertificateProvider({ cert: ca.cert, key: ca.key, validityDays: 7, now: () => caNotAfter - 2 * 24 * 3600 * 1000 })
+  const leaf = await provider.getLeaf('example.com')
+  t.equal(leaf.notAfter.getTime(), caNotAfter)
 })
 
 test('CA loading: a key that is not the CA certificate\'s is refused, without showing either key', async (t) => {

@@ -2,7 +2,8 @@ import { createPublicKey } from 'node:crypto'
 import type { OctetString } from 'asn1js'
 import { AltName, CertificationRequest, Extensions } from 'pkijs'
 import type { ForwardProxyLeafKeyType } from '../../types/certificates'
-import { EXTENSION_OID, nodeCryptoEngine } from '../../lib/certificates/leaf'
+import { EXTENSION_OID } from '../../lib/certificates/leaf'
+import { nodeCryptoEngine } from '../../lib/certificates/pki-library'
 import { EXTENSION_REQUEST_OID } from '../../lib/certificates/est-client'
 
 const GENERAL_NAME_DNS = 2
@@ -37,7 +38,7 @@ export async function acceptRequest (der: Uint8Array): Promise<AcceptedRequest> 
   } catch {
     throw new RequestRefused(400, 'the body is not a DER PKCS#10 request')
   }
-  if (!await request.verify(nodeCryptoEngine).catch(() => false)) throw new RequestRefused(400, 'the request signature does not verify')
+  if (!await request.verify(nodeCryptoEngine()).catch(() => false)) throw new RequestRefused(400, 'the request signature does not verify')
   const names = requestedNames(request)
   const host = names[0]
   if (names.length !== 1 || host === undefined) throw new RequestRefused(400, 'the request must carry exactly one subjectAltName (dNSName or iPAddress)')

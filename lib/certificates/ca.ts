@@ -1,22 +1,17 @@
-// The operator's CA: loaded and checked (its name constraints read through ./name-constraints),
-// its key, and the leaves it signs.
+// The operator's CA: loaded and checked (its fields read from its DER through
+// ./certificate-fields, its name constraints through ./name-constraints), its key, and the leaves
+// it signs (with PKI.js, loaded at the first one).
 
 import { createHash, type X509Certificate, createPrivateKey, webcrypto, type KeyObject } from 'node:crypto'
-import { BitString, OctetString, fromBER, Integer, Utf8String } from 'asn1js'
-import {
-  BasicConstraints,
-  Certificate,
-  RelativeDistinguishedNames,
-  AttributeTypeAndValue,
-  PublicKeyInfo,
-  Time
-} from 'pkijs'
+import type { Time } from 'pkijs'
 import { createSecureContext } from 'node:tls'
 import { ForwardProxyCertificateError } from './errors'
-import { readNameConstraints, type NameSubtrees } from './name-constraints'
+import { NAME_CONSTRAINTS_OID, readNameConstraints, type NameSubtrees } from './name-constraints'
 import { parseCertificates, pemCertificateBlocks, derToPem } from './pem'
+import { readCertificateFields, type CertificateFields } from './certificate-fields'
+import { DER_TAG, DerError, bitStringBits, childrenOf, contentOf, expectElement, readElement } from './der'
+import { asn1Js, nodeCryptoEngine, pkiJs } from './pki-library'
 import {
-  nodeCryptoEngine,
   leafExtensions,
   type LeafKeyPair,
   leafName,
@@ -32,8 +27,8 @@ const KEY_CERT_SIGN = 0x04 // bit 5 of the first byte of keyUsage
 
 /** The operator's CA, checked and ready to sign leaves. Holds no extractable key material. */
 export interface CertificateAuthority {
-  /** The CA's subject, copied byte for byte as the issuer of every leaf. */
-  readonly subject: RelativeDistinguishedNames
+  /** The CA's subject (its DER Name), copied byte for byte as the issuer of every leaf. */
+  readonly subject: Uint8Array
   /** The CA's subject key identifier (or the RFC 5280 method 1 value when it has none). */
   readonly keyIdentifier: Uint8Array
   /** Validity of the CA, milliseconds since the epoch. */
@@ -69,10 +64,9 @@ export function loadCertificateAuthority (material: CertificateAuthorityMaterial
   if (certificates === null || ca === undefined) {
     throw new ForwardProxyCertificateError('bad_ca_certificate', 'the CA certificate is not a PEM certificate')
   }
-  const parsed = Certificate.fromBER(ca.raw)
+  const parsed = readCaFields(ca.raw, 'the CA certificate')
   checkIsCa(parsed)
-  const notBefore = parsed.notBefore.value.getTime()
-  const notAfter = parsed.notAfter.value.getTime()
+  const { notBefore, notAfter } = parsed
   if (notAfter <= now) throw new ForwardProxyCertificateError('bad_ca_certificate', `the CA certificate expired on ${new Date(notAfter).toISOString()}`)
   if (notBefore > now) throw new ForwardProxyCertificateError('bad_ca_certificate', `the CA certificate is not valid before ${new Date(notBefore).toISOString()}`)
   checkChainOrder(certificates)
@@ -89,7 +83,7 @@ export function loadCertificateAuthority (material: CertificateAuthorityMaterial
   signingKey.catch(() => {}) // awaited by every mint; this only keeps an early failure from being unhandled
 
   return {
-    subject: parsed.subject,
+    subject: new Uint8Array(parsed.subject),
     keyIdentifier: subjectKeyIdentifier(parsed),
     notBefore,
     notAfter,
@@ -99,17 +93,48 @@ export function loadCertificateAuthority (material: CertificateAuthorityMaterial
   }
 }
 
-function checkIsCa (parsed: Certificate): void {
+/**
+ * Reads the fields of the CA (or an intermediate, `what`) the checks need, from its DER.
+ * @throws ForwardProxyCertificateError (`bad_ca_certificate`) when they cannot be read.
+ */
+function readCaFields (der: Uint8Array, what: string): CertificateFields {
+  try {
+    return readCertificateFields(der)
+  } catch (error) {
+    if (error instanceof DerError) throw new ForwardProxyCertificateError('bad_ca_certificate', `${what} could not be read: ${error.message}`)
+    throw error
+  }
+}
+
+function checkIsCa (parsed: CertificateFields): void {
   // Read basicConstraints itself: Node's X509Certificate.ca also says false for a keyUsage
   // without keyCertSign, and each case deserves its own message.
-  const basicConstraints = parsed.extensions?.find((extension) => extension.extnID === BASIC_CONSTRAINTS)?.parsedValue as unknown
-  if (!(basicConstraints instanceof BasicConstraints) || !basicConstraints.cA) {
+  if (!basicConstraintsSayCa(parsed.extensions.get(BASIC_CONSTRAINTS))) {
     throw new ForwardProxyCertificateError('bad_ca_certificate', 'the CA certificate is not a CA: it lacks basicConstraints with cA true')
   }
-  const keyUsage = parsed.extensions?.find((extension) => extension.extnID === KEY_USAGE)?.parsedValue as unknown
-  const firstByte = keyUsage instanceof BitString ? keyUsage.valueBlock.valueHexView[0] ?? 0 : 0
-  if ((firstByte & KEY_CERT_SIGN) === 0) {
+  if ((keyUsageFirstByte(parsed.extensions.get(KEY_USAGE)) & KEY_CERT_SIGN) === 0) {
     throw new ForwardProxyCertificateError('bad_ca_certificate', 'the CA certificate may not sign certificates: its keyUsage lacks keyCertSign (or it has no keyUsage); issue it with "keyUsage = critical, keyCertSign, cRLSign"')
+  }
+}
+
+/** Whether a basicConstraints value (SEQUENCE { cA BOOLEAN DEFAULT FALSE, ... }) has cA true. */
+function basicConstraintsSayCa (value: Uint8Array | undefined): boolean {
+  if (value === undefined) return false
+  try {
+    const first = childrenOf(expectElement(value, DER_TAG.sequence))[0]
+    return first?.tag === DER_TAG.boolean && contentOf(first)[0] !== 0 && contentOf(first).length === 1
+  } catch {
+    return false
+  }
+}
+
+/** The first byte of a keyUsage value (a BIT STRING), 0 when absent or unreadable. */
+function keyUsageFirstByte (value: Uint8Array | undefined): number {
+  if (value === undefined) return 0
+  try {
+    return bitStringBits(readElement(value))[0] ?? 0
+  } catch {
+    return 0
   }
 }
 
@@ -124,19 +149,38 @@ function checkChainOrder (certificates: readonly X509Certificate[]): void {
   }
 }
 
-function chainNameConstraints (ca: Certificate, intermediates: readonly X509Certificate[]): NameSubtrees[] {
-  return [ca, ...intermediates.map((certificate) => Certificate.fromBER(certificate.raw))]
-    .map(readNameConstraints)
-    .filter((constraints): constraints is NameSubtrees => constraints !== null)
+/**
+ * The nameConstraints of the CA and of each intermediate that has them.
+ * @throws ForwardProxyCertificateError (`bad_ca_certificate`) for one that cannot be read: the
+ * leaves would have to satisfy constraints nobody can check.
+ */
+function chainNameConstraints (ca: CertificateFields, intermediates: readonly X509Certificate[]): NameSubtrees[] {
+  const chain = [ca, ...intermediates.map((certificate, index) => readCaFields(certificate.raw, `certificate ${index + 2} of "cert"`))]
+  const constraints: NameSubtrees[] = []
+  chain.forEach((certificate, index) => {
+    const value = certificate.extensions.get(NAME_CONSTRAINTS_OID)
+    if (value === undefined) return
+    try {
+      constraints.push(readNameConstraints(value))
+    } catch {
+      throw new ForwardProxyCertificateError('bad_ca_certificate', `the nameConstraints of ${index === 0 ? 'the CA certificate' : `certificate ${index + 1} of "cert"`} could not be read`)
+    }
+  })
+  return constraints
 }
 
-function subjectKeyIdentifier (parsed: Certificate): Uint8Array {
-  const extension = parsed.extensions?.find((candidate) => candidate.extnID === SUBJECT_KEY_IDENTIFIER)?.parsedValue as unknown
-  if (extension instanceof OctetString && extension.valueBlock.valueHexView.byteLength > 0) {
-    return new Uint8Array(extension.valueBlock.valueHexView)
+function subjectKeyIdentifier (parsed: CertificateFields): Uint8Array {
+  const value = parsed.extensions.get(SUBJECT_KEY_IDENTIFIER)
+  if (value !== undefined) {
+    try {
+      const identifier = contentOf(expectElement(value, DER_TAG.octetString))
+      if (identifier.length > 0) return new Uint8Array(identifier)
+    } catch {
+      // Unreadable: computed below, as for a CA without one.
+    }
   }
   // RFC 5280 4.2.1.2 method 1: SHA-1 of the subjectPublicKey bits.
-  return new Uint8Array(createHash('sha1').update(parsed.subjectPublicKeyInfo.subjectPublicKey.valueBlock.valueHexView).digest())
+  return new Uint8Array(createHash('sha1').update(parsed.subjectPublicKeyBits).digest())
 }
 
 /** Digest used with the CA key for leaf signatures. */
@@ -245,12 +289,14 @@ export async function signLeaf (
   validity: LeafValidity
 ): Promise<SignedLeaf> {
   const name = leafName(host)
+  const { AttributeTypeAndValue, Certificate, PublicKeyInfo, RelativeDistinguishedNames } = pkiJs()
+  const { Integer, Utf8String, fromBER } = asn1Js()
   const publicKeyInfo = PublicKeyInfo.fromBER(spki)
   const serial = randomSerialNumber()
   const certificate = new Certificate({
     version: 2,
     serialNumber: new Integer({ valueHex: serial }),
-    issuer: ca.subject,
+    issuer: RelativeDistinguishedNames.fromBER(ca.subject),
     subject: new RelativeDistinguishedNames({
       typesAndValues: [new AttributeTypeAndValue({ type: COMMON_NAME, value: new Utf8String({ value: host }) })]
     }),
@@ -267,7 +313,7 @@ export async function signLeaf (
   let der: ArrayBuffer | null
   try {
     const signingKey = await ca.signingKey
-    await certificate.sign(signingKey.privateKey as unknown as CryptoKeyOf<typeof certificate.sign>, signingKey.hash, nodeCryptoEngine)
+    await certificate.sign(signingKey.privateKey as unknown as CryptoKeyOf<typeof certificate.sign>, signingKey.hash, nodeCryptoEngine())
     der = certificate.toSchema(true).toBER(false)
   } catch {
     der = null
@@ -299,5 +345,5 @@ export async function mintLeaf (ca: CertificateAuthority, host: string, keyPair:
 type CryptoKeyOf<F> = F extends (key: infer K, ...rest: never[]) => unknown ? K : never
 
 function x509Time (date: Date): Time {
-  return new Time({ type: date.getTime() < UTC_TIME_END ? UTC_TIME : GENERALIZED_TIME, value: date })
+  return new (pkiJs().Time)({ type: date.getTime() < UTC_TIME_END ? UTC_TIME : GENERALIZED_TIME, value: date })
 }

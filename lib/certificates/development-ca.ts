@@ -2,17 +2,7 @@
 
 import { createHash, webcrypto, randomBytes, X509Certificate } from 'node:crypto'
 import { hostname as osHostname } from 'node:os'
-import { BitString, Integer, OctetString, Utf8String } from 'asn1js'
-import {
-  AttributeTypeAndValue,
-  AuthorityKeyIdentifier,
-  BasicConstraints,
-  Certificate,
-  Extension,
-  PublicKeyInfo,
-  RelativeDistinguishedNames,
-  Time
-} from 'pkijs'
+import type { Extension, Time } from 'pkijs'
 import {
   chmodSync,
   closeSync,
@@ -26,7 +16,8 @@ import {
   writeSync
 } from 'node:fs'
 import { join } from 'node:path'
-import { nodeCryptoEngine, EXTENSION_OID, randomSerialNumber } from './leaf'
+import { EXTENSION_OID, randomSerialNumber } from './leaf'
+import { asn1Js, nodeCryptoEngine, pkiJs } from './pki-library'
 import { derToPem, KEY_FILE_RULE, octalMode, tooOpenKeyFile } from './pem'
 import type { ForwardProxyCaCertificateProvider } from '../../types/certificates'
 import { createCaCertificateProvider } from './ca-certificate-provider'
@@ -67,7 +58,7 @@ export interface DevelopmentCaMaterial {
 }
 
 /**
- * Mints a self-signed development CA with PKI.js over Node's WebCrypto: an ECDSA P-256 key,
+ * Mints a self-signed development CA with PKI.js (loaded now) over Node's WebCrypto: an ECDSA P-256 key,
  * basicConstraints cA true with pathLen 0 (critical), keyUsage keyCertSign and cRLSign
  * (critical), subject and authority key identifiers, a random positive serial, and a common
  * name saying what it is (`fastify-forward-proxy development CA (<host>, <date>)`). Valid from
@@ -82,6 +73,8 @@ export async function mintDevelopmentCa (options: DevelopmentCaOptions = {}): Pr
   const notAfter = new Date(now + (options.lifetimeMs ?? DEVELOPMENT_CA_DEFAULTS.lifetimeMs))
   const commonName = `fastify-forward-proxy development CA (${options.hostname ?? osHostname()}, ${new Date(now).toISOString().slice(0, 10)})`
 
+  const { AttributeTypeAndValue, Certificate, PublicKeyInfo, RelativeDistinguishedNames } = pkiJs()
+  const { Integer, Utf8String } = asn1Js()
   const keys = await webcrypto.subtle.generateKey({ name: 'ECDSA', namedCurve: 'P-256' }, true, ['sign', 'verify'])
   const publicKeyInfo = PublicKeyInfo.fromBER(await webcrypto.subtle.exportKey('spki', keys.publicKey))
   const keyIdentifier = createHash('sha1').update(publicKeyInfo.subjectPublicKey.valueBlock.valueHexView).digest()
@@ -98,7 +91,7 @@ export async function mintDevelopmentCa (options: DevelopmentCaOptions = {}): Pr
     subjectPublicKeyInfo: publicKeyInfo,
     extensions: caExtensions(keyIdentifier)
   })
-  await certificate.sign(keys.privateKey as unknown as CryptoKeyOf<typeof certificate.sign>, 'SHA-256', nodeCryptoEngine)
+  await certificate.sign(keys.privateKey as unknown as CryptoKeyOf<typeof certificate.sign>, 'SHA-256', nodeCryptoEngine())
   const der = new Uint8Array(certificate.toSchema(true).toBER(false))
   const pkcs8 = new Uint8Array(await webcrypto.subtle.exportKey('pkcs8', keys.privateKey))
   try {
@@ -110,6 +103,8 @@ export async function mintDevelopmentCa (options: DevelopmentCaOptions = {}): Pr
 
 /** basicConstraints (critical, cA, pathLen 0), keyUsage (critical), subject and authority key identifiers. */
 function caExtensions (keyIdentifier: Uint8Array): Extension[] {
+  const { AuthorityKeyIdentifier, BasicConstraints } = pkiJs()
+  const { BitString, OctetString } = asn1Js()
   const basicConstraints = new BasicConstraints({ cA: true, pathLenConstraint: 0 })
   // Named bits: keyCertSign is bit 5 (0x04), cRLSign bit 6 (0x02); bit 7 unused.
   const keyUsage = new BitString({ valueHex: new Uint8Array([0x06]), unusedBits: 1 })
@@ -126,11 +121,11 @@ function caExtensions (keyIdentifier: Uint8Array): Extension[] {
 type CryptoKeyOf<F> = F extends (key: infer K, ...rest: never[]) => unknown ? K : never
 
 function extension (extnID: string, critical: boolean, value: { toBER: (sizeOnly?: boolean) => ArrayBuffer }, parsedValue: unknown): Extension {
-  return new Extension({ extnID, critical, extnValue: value.toBER(false), parsedValue })
+  return new (pkiJs().Extension)({ extnID, critical, extnValue: value.toBER(false), parsedValue })
 }
 
 function x509Time (date: Date): Time {
-  return new Time({ type: date.getTime() < UTC_TIME_END ? 0 : 1, value: date })
+  return new (pkiJs().Time)({ type: date.getTime() < UTC_TIME_END ? 0 : 1, value: date })
 }
 
 /** File names of the development CA inside the data directory. */

@@ -3,24 +3,10 @@
 import { X509Certificate, createPrivateKey, webcrypto } from 'node:crypto'
 import { setTimeout as sleep } from 'node:timers/promises'
 import { Agent, request } from 'undici'
-import { OctetString, Utf8String } from 'asn1js'
-import {
-  Attribute,
-  AttributeTypeAndValue,
-  CertificationRequest,
-  Extension,
-  Extensions,
-  GeneralName,
-  GeneralNames,
-  PublicKeyInfo,
-  RelativeDistinguishedNames,
-  Certificate,
-  ContentInfo,
-  EncapsulatedContentInfo,
-  SignedData
-} from 'pkijs'
+import type { Certificate, GeneralName } from 'pkijs'
 import { ForwardProxyEstError } from './errors'
-import { nodeCryptoEngine, EXTENSION_OID, type LeafKeyPair, leafName, type LeafName } from './leaf'
+import { EXTENSION_OID, type LeafKeyPair, leafName, type LeafName } from './leaf'
+import { asn1Js, nodeCryptoEngine, pkiJs } from './pki-library'
 
 const EXCERPT_LENGTH = 160
 
@@ -217,6 +203,8 @@ const GENERAL_NAME_IP = 7
  */
 export async function certificationRequest (host: string, keyPair: LeafKeyPair): Promise<Buffer> {
   const name = leafName(host)
+  const { Attribute, AttributeTypeAndValue, CertificationRequest, Extension, Extensions, GeneralNames, PublicKeyInfo, RelativeDistinguishedNames } = pkiJs()
+  const { Utf8String } = asn1Js()
   const subjectAltName = new GeneralNames({ names: [generalName(name)] })
   const request = new CertificationRequest({
     version: 0,
@@ -237,7 +225,7 @@ export async function certificationRequest (host: string, keyPair: LeafKeyPair):
       ? { name: 'RSASSA-PKCS1-v1_5', hash: 'SHA-256' }
       : { name: 'ECDSA', namedCurve: 'P-256' }
     const privateKey = await webcrypto.subtle.importKey('pkcs8', pkcs8, algorithm, false, ['sign'])
-    await request.sign(privateKey as unknown as Parameters<typeof request.sign>[0], 'SHA-256', nodeCryptoEngine)
+    await request.sign(privateKey as unknown as Parameters<typeof request.sign>[0], 'SHA-256', nodeCryptoEngine())
   } finally {
     pkcs8.fill(0)
   }
@@ -245,6 +233,8 @@ export async function certificationRequest (host: string, keyPair: LeafKeyPair):
 }
 
 function generalName (name: LeafName): GeneralName {
+  const { GeneralName } = pkiJs()
+  const { OctetString } = asn1Js()
   return name.type === 'ip'
     ? new GeneralName({ type: GENERAL_NAME_IP, value: new OctetString({ valueHex: name.bytes }) })
     : new GeneralName({ type: GENERAL_NAME_DNS, value: name.name })
@@ -268,6 +258,7 @@ export function decodeEstBase64 (body: Buffer): Buffer | null {
  * Null when the bytes are not such a message or a certificate does not parse.
  */
 function certificatesOfPkcs7 (der: Uint8Array): X509Certificate[] | null {
+  const { Certificate, ContentInfo, SignedData } = pkiJs()
   try {
     const contentInfo = ContentInfo.fromBER(der)
     if (contentInfo.contentType !== SIGNED_DATA) return null
@@ -281,6 +272,7 @@ function certificatesOfPkcs7 (der: Uint8Array): X509Certificate[] | null {
 
 /** A PKCS#7 / CMS SignedData "certs-only" message (DER) holding `certificates` (DER each). */
 export function certsOnlyPkcs7 (certificates: readonly Uint8Array[]): Buffer {
+  const { Certificate, ContentInfo, EncapsulatedContentInfo, SignedData } = pkiJs()
   const signedData = new SignedData({
     version: 1,
     encapContentInfo: new EncapsulatedContentInfo({ eContentType: DATA }),

@@ -1,18 +1,10 @@
 // Leaf certificates: key pairs, extensions, names, validity and serial numbers, over PKI.js and
 // Node's WebCrypto.
 
-import { generateKeyPair, createHash, randomFillSync, webcrypto } from 'node:crypto'
-import { BitString, OctetString } from 'asn1js'
-import {
-  AuthorityKeyIdentifier,
-  BasicConstraints,
-  Extension,
-  ExtKeyUsage,
-  GeneralName,
-  GeneralNames,
-  CryptoEngine
-} from 'pkijs'
+import { generateKeyPair, createHash, randomFillSync } from 'node:crypto'
+import type { Extension, GeneralName } from 'pkijs'
 import { isIPv6 } from 'node:net'
+import { asn1Js, pkiJs } from './pki-library'
 import type { ForwardProxyLeafKeyType } from '../../types/certificates'
 import { parseIPv4, parseIPv6 } from '../protocol/hosts'
 import { ForwardProxyCertificateError } from './errors'
@@ -116,6 +108,8 @@ export interface LeafExtensionInput {
  * CA; subjectKeyIdentifier (RFC 5280 method 1).
  */
 export function leafExtensions (input: LeafExtensionInput): Extension[] {
+  const { AuthorityKeyIdentifier, BasicConstraints, ExtKeyUsage, GeneralNames } = pkiJs()
+  const { BitString, OctetString } = asn1Js()
   const basicConstraints = new BasicConstraints({ cA: false })
   // Named bits: digitalSignature is bit 0 (0x80), keyEncipherment bit 2 (0x20).
   const keyUsage = input.keyType === 'rsa-2048'
@@ -136,13 +130,15 @@ export function leafExtensions (input: LeafExtensionInput): Extension[] {
 }
 
 function generalName (name: LeafName): GeneralName {
+  const { GeneralName } = pkiJs()
+  const { OctetString } = asn1Js()
   return name.type === 'ip'
     ? new GeneralName({ type: GENERAL_NAME_IP, value: new OctetString({ valueHex: name.bytes }) })
     : new GeneralName({ type: GENERAL_NAME_DNS, value: name.name })
 }
 
 function extension (extnID: string, critical: boolean, value: { toBER: (sizeOnly?: boolean) => ArrayBuffer }, parsedValue: unknown): Extension {
-  return new Extension({ extnID, critical, extnValue: value.toBER(false), parsedValue })
+  return new (pkiJs().Extension)({ extnID, critical, extnValue: value.toBER(false), parsedValue })
 }
 
 /** The name a leaf is issued for: an IP address (4 or 16 bytes) or a DNS name. */
@@ -237,12 +233,3 @@ export function randomSerialNumber (): Uint8Array {
   } while (bytes[0] === 0)
   return bytes
 }
-
-type EngineCrypto = ConstructorParameters<typeof CryptoEngine>[0]['crypto']
-
-/**
- * PKI.js over Node's own WebCrypto (no polyfill needed on Node 20). Passed explicitly to every
- * PKI.js call rather than installed with `setEngine`, so other PKI.js users in the process
- * are unaffected.
- */
-export const nodeCryptoEngine = new CryptoEngine({ name: 'node-webcrypto', crypto: webcrypto as unknown as EngineCrypto })

@@ -1,13 +1,14 @@
 // A CA certificate's name constraints (RFC 5280 section 4.2.1.10): read from the certificate,
 // and checked against the name of a leaf before it is minted.
 
-import { OctetString } from 'asn1js'
-import { NameConstraints, type Certificate, type GeneralSubtree } from 'pkijs'
 import type { LeafName } from './leaf'
+import { DER_TAG, childrenOf, contentOf, expectElement, type DerElement } from './der'
 
-const NAME_CONSTRAINTS = '2.5.29.30'
-const DNS_NAME = 2
-const IP_ADDRESS = 7
+/** The nameConstraints extension's object identifier. */
+export const NAME_CONSTRAINTS_OID = '2.5.29.30'
+// GeneralName choices as implicitly tagged in a GeneralSubtree's base (RFC 5280 4.2.1.6).
+const DNS_NAME = 0x82
+const IP_ADDRESS = 0x87
 const DOTTED_QUAD = /^[0-9]+\.[0-9]+\.[0-9]+\.[0-9]+$/
 
 /** One subtree of a nameConstraints extension that can apply to a leaf's name. */
@@ -22,17 +23,21 @@ export interface NameSubtrees {
 }
 
 /**
- * Reads the DNS-name and IP-address subtrees of a CA certificate's nameConstraints extension,
- * or null when it has none. Other name forms (e-mail, URI, directory name) never appear in the
- * leaves the provider mints, so they are not kept.
+ * Reads the DNS-name and IP-address subtrees of a nameConstraints extension (its extnValue
+ * content, DER). Other name forms (e-mail, URI, directory name) never appear in the leaves the
+ * provider mints, so they are not kept.
+ * @throws DerError when the extension is not DER of that shape.
  */
-export function readNameConstraints (certificate: Certificate): NameSubtrees | null {
-  const parsed = certificate.extensions?.find((extension) => extension.extnID === NAME_CONSTRAINTS)?.parsedValue as unknown
-  if (!(parsed instanceof NameConstraints)) return null
-  return {
-    permitted: subtrees(parsed.permittedSubtrees),
-    excluded: subtrees(parsed.excludedSubtrees)
+export function readNameConstraints (extensionValue: Uint8Array): NameSubtrees {
+  const constraints = expectElement(extensionValue, DER_TAG.sequence)
+  let permitted: Subtree[] = []
+  let excluded: Subtree[] = []
+  // permittedSubtrees [0] and excludedSubtrees [1], each implicitly a SEQUENCE OF GeneralSubtree.
+  for (const part of childrenOf(constraints)) {
+    if (part.tag === DER_TAG.context0) permitted = subtrees(part)
+    else if (part.tag === DER_TAG.context1) excluded = subtrees(part)
   }
+  return { permitted, excluded }
 }
 
 /**
@@ -62,13 +67,14 @@ function violationOf (name: LeafName, chain: readonly NameSubtrees[]): string | 
   return null
 }
 
-function subtrees (list: readonly GeneralSubtree[] | undefined): Subtree[] {
+function subtrees (list: DerElement): Subtree[] {
   const result: Subtree[] = []
-  for (const { base } of list ?? []) {
-    if (base.type === DNS_NAME && typeof base.value === 'string') {
-      result.push({ type: 'dns', name: base.value.toLowerCase().replace(/\.$/, '') })
-    } else if (base.type === IP_ADDRESS && base.value instanceof OctetString) {
-      const bytes = new Uint8Array(base.value.valueBlock.valueHexView)
+  for (const subtree of childrenOf(list)) {
+    const base = childrenOf(subtree)[0]
+    if (base?.tag === DNS_NAME) {
+      result.push({ type: 'dns', name: Buffer.from(contentOf(base)).toString('latin1').toLowerCase().replace(/\.$/, '') })
+    } else if (base?.tag === IP_ADDRESS) {
+      const bytes = contentOf(base)
       // An iPAddress constraint is an address followed by a mask of the same length.
       if (bytes.length === 8 || bytes.length === 32) {
         const half = bytes.length / 2
