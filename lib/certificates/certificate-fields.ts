@@ -39,13 +39,13 @@ export function readCertificateFields (der: Uint8Array): CertificateFields {
   const validity = fields[first + 3]
   const subject = fields[first + 4]
   const publicKeyInfo = fields[first + 5]
-  if (validity === undefined || subject === undefined || publicKeyInfo === undefined) throw new DerError('truncated certificate')
+  if (validity === undefined || subject?.tag !== DER_TAG.sequence || publicKeyInfo === undefined) throw new DerError('not an X.509 certificate')
   const [notBefore, notAfter] = childrenOf(validity)
   const publicKey = childrenOf(publicKeyInfo)[1]
-  if (notBefore === undefined || notAfter === undefined || publicKey === undefined) throw new DerError('truncated certificate')
+  if (notBefore === undefined || notAfter === undefined || publicKey === undefined) throw new DerError('not an X.509 certificate')
   const extensionsField = fields.slice(first + 6).find((field) => field.tag === DER_TAG.context3)
   return {
-    subject: encodingOf(expectElement(subject.bytes, DER_TAG.sequence, subject.start, subject.end)),
+    subject: encodingOf(subject),
     notBefore: timeOf(notBefore),
     notAfter: timeOf(notAfter),
     subjectPublicKeyBits: bitStringBits(publicKey),
