@@ -3,7 +3,6 @@
 // it signs (with PKI.js, loaded at the first one).
 
 import { createHash, type X509Certificate, createPrivateKey, webcrypto, type KeyObject } from 'node:crypto'
-import type { Time } from 'pkijs'
 import { createSecureContext } from 'node:tls'
 import { ForwardProxyCertificateError } from './errors'
 import { NAME_CONSTRAINTS_OID, readNameConstraints, type NameSubtrees } from './name-constraints'
@@ -12,17 +11,16 @@ import { readCertificateFields, type CertificateFields } from './certificate-fie
 import { DER_TAG, DerError, bitStringBits, childrenOf, contentOf, expectElement, readElement } from './der'
 import { asn1Js, nodeCryptoEngine, pkiJs } from './pki-library'
 import {
+  EXTENSION_OID,
   leafExtensions,
   type LeafKeyPair,
   leafName,
   type LeafValidity,
-  randomSerialNumber
+  randomSerialNumber,
+  x509Time
 } from './leaf'
 import type { ForwardProxyIssuedLeaf, ForwardProxyLeafKeyType } from '../../types/certificates'
 
-const BASIC_CONSTRAINTS = '2.5.29.19'
-const KEY_USAGE = '2.5.29.15'
-const SUBJECT_KEY_IDENTIFIER = '2.5.29.14'
 const KEY_CERT_SIGN = 0x04 // bit 5 of the first byte of keyUsage
 
 /** The operator's CA, checked and ready to sign leaves. Holds no extractable key material. */
@@ -109,10 +107,10 @@ function readCaFields (der: Uint8Array, what: string): CertificateFields {
 function checkIsCa (parsed: CertificateFields): void {
   // Read basicConstraints itself: Node's X509Certificate.ca also says false for a keyUsage
   // without keyCertSign, and each case deserves its own message.
-  if (!basicConstraintsSayCa(parsed.extensions.get(BASIC_CONSTRAINTS))) {
+  if (!basicConstraintsSayCa(parsed.extensions.get(EXTENSION_OID.basicConstraints))) {
     throw new ForwardProxyCertificateError('bad_ca_certificate', 'the CA certificate is not a CA: it lacks basicConstraints with cA true')
   }
-  if ((keyUsageFirstByte(parsed.extensions.get(KEY_USAGE)) & KEY_CERT_SIGN) === 0) {
+  if ((keyUsageFirstByte(parsed.extensions.get(EXTENSION_OID.keyUsage)) & KEY_CERT_SIGN) === 0) {
     throw new ForwardProxyCertificateError('bad_ca_certificate', 'the CA certificate may not sign certificates: its keyUsage lacks keyCertSign (or it has no keyUsage); issue it with "keyUsage = critical, keyCertSign, cRLSign"')
   }
 }
@@ -170,7 +168,7 @@ function chainNameConstraints (ca: CertificateFields, intermediates: readonly X5
 }
 
 function subjectKeyIdentifier (parsed: CertificateFields): Uint8Array {
-  const value = parsed.extensions.get(SUBJECT_KEY_IDENTIFIER)
+  const value = parsed.extensions.get(EXTENSION_OID.subjectKeyIdentifier)
   if (value !== undefined) {
     try {
       const identifier = contentOf(expectElement(value, DER_TAG.octetString))
@@ -263,9 +261,6 @@ async function importCaSigningKey (keyObject: KeyObject): Promise<CaSigningKey> 
 }
 
 const COMMON_NAME = '2.5.4.3'
-const UTC_TIME = 0
-const GENERALIZED_TIME = 1
-const UTC_TIME_END = Date.UTC(2050, 0, 1) // RFC 5280 4.1.2.5: UTCTime through 2049
 
 /** A leaf certificate signed by the CA, without its private key. */
 export interface SignedLeaf {
@@ -343,7 +338,3 @@ export async function mintLeaf (ca: CertificateAuthority, host: string, keyPair:
 }
 
 type CryptoKeyOf<F> = F extends (key: infer K, ...rest: never[]) => unknown ? K : never
-
-function x509Time (date: Date): Time {
-  return new (pkiJs().Time)({ type: date.getTime() < UTC_TIME_END ? UTC_TIME : GENERALIZED_TIME, value: date })
-}

@@ -2,7 +2,7 @@
 
 import { createHash, webcrypto, randomBytes, X509Certificate } from 'node:crypto'
 import { hostname as osHostname } from 'node:os'
-import type { Extension, Time } from 'pkijs'
+import type { Extension } from 'pkijs'
 import {
   chmodSync,
   closeSync,
@@ -16,7 +16,7 @@ import {
   writeSync
 } from 'node:fs'
 import { join } from 'node:path'
-import { EXTENSION_OID, randomSerialNumber } from './leaf'
+import { EXTENSION_OID, certificateExtension, randomSerialNumber, x509Time } from './leaf'
 import { asn1Js, nodeCryptoEngine, pkiJs } from './pki-library'
 import { derToPem, KEY_FILE_RULE, octalMode, tooOpenKeyFile } from './pem'
 import type { ForwardProxyCaCertificateProvider } from '../../types/certificates'
@@ -25,7 +25,6 @@ import { ForwardProxyCertificateError } from './errors'
 
 const COMMON_NAME = '2.5.4.3'
 const MINUTE_MS = 60_000
-const UTC_TIME_END = Date.UTC(2050, 0, 1) // RFC 5280 4.1.2.5: UTCTime through 2049
 
 /** Defaults of {@link mintDevelopmentCa}. */
 const DEVELOPMENT_CA_DEFAULTS = {
@@ -111,22 +110,14 @@ function caExtensions (keyIdentifier: Uint8Array): Extension[] {
   const subjectKeyIdentifier = new OctetString({ valueHex: keyIdentifier })
   const authorityKeyIdentifier = new AuthorityKeyIdentifier({ keyIdentifier: new OctetString({ valueHex: keyIdentifier }) })
   return [
-    extension(EXTENSION_OID.basicConstraints, true, basicConstraints.toSchema(), basicConstraints),
-    extension(EXTENSION_OID.keyUsage, true, keyUsage, keyUsage),
-    extension(EXTENSION_OID.subjectKeyIdentifier, false, subjectKeyIdentifier, subjectKeyIdentifier),
-    extension(EXTENSION_OID.authorityKeyIdentifier, false, authorityKeyIdentifier.toSchema(), authorityKeyIdentifier)
+    certificateExtension(EXTENSION_OID.basicConstraints, true, basicConstraints.toSchema(), basicConstraints),
+    certificateExtension(EXTENSION_OID.keyUsage, true, keyUsage, keyUsage),
+    certificateExtension(EXTENSION_OID.subjectKeyIdentifier, false, subjectKeyIdentifier, subjectKeyIdentifier),
+    certificateExtension(EXTENSION_OID.authorityKeyIdentifier, false, authorityKeyIdentifier.toSchema(), authorityKeyIdentifier)
   ]
 }
 
 type CryptoKeyOf<F> = F extends (key: infer K, ...rest: never[]) => unknown ? K : never
-
-function extension (extnID: string, critical: boolean, value: { toBER: (sizeOnly?: boolean) => ArrayBuffer }, parsedValue: unknown): Extension {
-  return new (pkiJs().Extension)({ extnID, critical, extnValue: value.toBER(false), parsedValue })
-}
-
-function x509Time (date: Date): Time {
-  return new (pkiJs().Time)({ type: date.getTime() < UTC_TIME_END ? 0 : 1, value: date })
-}
 
 /** File names of the development CA inside the data directory. */
 const DEVELOPMENT_CA_FILES = { cert: 'ca.pem', key: 'ca.key' } as const

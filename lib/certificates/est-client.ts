@@ -3,9 +3,9 @@
 import { X509Certificate, createPrivateKey, webcrypto } from 'node:crypto'
 import { setTimeout as sleep } from 'node:timers/promises'
 import { Agent, request } from 'undici'
-import type { Certificate, GeneralName } from 'pkijs'
+import type { Certificate } from 'pkijs'
 import { ForwardProxyEstError } from './errors'
-import { EXTENSION_OID, type LeafKeyPair, leafName, type LeafName } from './leaf'
+import { EXTENSION_OID, type LeafKeyPair, leafGeneralName, leafName } from './leaf'
 import { asn1Js, nodeCryptoEngine, pkiJs } from './pki-library'
 
 const EXCERPT_LENGTH = 160
@@ -192,8 +192,6 @@ function describe (error: unknown): string {
 const COMMON_NAME = '2.5.4.3'
 /** PKCS#9 extensionRequest (RFC 2985 5.4.2). */
 export const EXTENSION_REQUEST_OID = '1.2.840.113549.1.9.14'
-const GENERAL_NAME_DNS = 2
-const GENERAL_NAME_IP = 7
 
 /**
  * A PKCS#10 certification request (DER) for `host` over `keyPair`, signed with it (SHA-256):
@@ -205,7 +203,7 @@ export async function certificationRequest (host: string, keyPair: LeafKeyPair):
   const name = leafName(host)
   const { Attribute, AttributeTypeAndValue, CertificationRequest, Extension, Extensions, GeneralNames, PublicKeyInfo, RelativeDistinguishedNames } = pkiJs()
   const { Utf8String } = asn1Js()
-  const subjectAltName = new GeneralNames({ names: [generalName(name)] })
+  const subjectAltName = new GeneralNames({ names: [leafGeneralName(name)] })
   const request = new CertificationRequest({
     version: 0,
     subject: new RelativeDistinguishedNames({
@@ -230,14 +228,6 @@ export async function certificationRequest (host: string, keyPair: LeafKeyPair):
     pkcs8.fill(0)
   }
   return Buffer.from(request.toSchema().toBER(false))
-}
-
-function generalName (name: LeafName): GeneralName {
-  const { GeneralName } = pkiJs()
-  const { OctetString } = asn1Js()
-  return name.type === 'ip'
-    ? new GeneralName({ type: GENERAL_NAME_IP, value: new OctetString({ valueHex: name.bytes }) })
-    : new GeneralName({ type: GENERAL_NAME_DNS, value: name.name })
 }
 
 const SIGNED_DATA = '1.2.840.113549.1.7.2'

@@ -2,7 +2,7 @@
 // Node's WebCrypto.
 
 import { generateKeyPair, createHash, randomFillSync } from 'node:crypto'
-import type { Extension, GeneralName } from 'pkijs'
+import type { Extension, GeneralName, Time } from 'pkijs'
 import { isIPv6 } from 'node:net'
 import { asn1Js, pkiJs } from './pki-library'
 import type { ForwardProxyLeafKeyType } from '../../types/certificates'
@@ -116,20 +116,21 @@ export function leafExtensions (input: LeafExtensionInput): Extension[] {
     ? new BitString({ valueHex: new Uint8Array([0xa0]), unusedBits: 5 })
     : new BitString({ valueHex: new Uint8Array([0x80]), unusedBits: 7 })
   const extKeyUsage = new ExtKeyUsage({ keyPurposes: [SERVER_AUTH_OID] })
-  const subjectAltName = new GeneralNames({ names: [generalName(input.name)] })
+  const subjectAltName = new GeneralNames({ names: [leafGeneralName(input.name)] })
   const authorityKeyIdentifier = new AuthorityKeyIdentifier({ keyIdentifier: new OctetString({ valueHex: input.caKeyIdentifier }) })
   const subjectKeyIdentifier = new OctetString({ valueHex: createHash('sha1').update(input.leafPublicKeyBits).digest() })
   return [
-    extension(EXTENSION_OID.basicConstraints, true, basicConstraints.toSchema(), basicConstraints),
-    extension(EXTENSION_OID.keyUsage, true, keyUsage, keyUsage),
-    extension(EXTENSION_OID.extKeyUsage, false, extKeyUsage.toSchema(), extKeyUsage),
-    extension(EXTENSION_OID.subjectAltName, false, subjectAltName.toSchema(), subjectAltName),
-    extension(EXTENSION_OID.authorityKeyIdentifier, false, authorityKeyIdentifier.toSchema(), authorityKeyIdentifier),
-    extension(EXTENSION_OID.subjectKeyIdentifier, false, subjectKeyIdentifier, subjectKeyIdentifier)
+    certificateExtension(EXTENSION_OID.basicConstraints, true, basicConstraints.toSchema(), basicConstraints),
+    certificateExtension(EXTENSION_OID.keyUsage, true, keyUsage, keyUsage),
+    certificateExtension(EXTENSION_OID.extKeyUsage, false, extKeyUsage.toSchema(), extKeyUsage),
+    certificateExtension(EXTENSION_OID.subjectAltName, false, subjectAltName.toSchema(), subjectAltName),
+    certificateExtension(EXTENSION_OID.authorityKeyIdentifier, false, authorityKeyIdentifier.toSchema(), authorityKeyIdentifier),
+    certificateExtension(EXTENSION_OID.subjectKeyIdentifier, false, subjectKeyIdentifier, subjectKeyIdentifier)
   ]
 }
 
-function generalName (name: LeafName): GeneralName {
+/** The subjectAltName entry for `name`: an iPAddress for an IP name, else a dNSName. */
+export function leafGeneralName (name: LeafName): GeneralName {
   const { GeneralName } = pkiJs()
   const { OctetString } = asn1Js()
   return name.type === 'ip'
@@ -137,8 +138,23 @@ function generalName (name: LeafName): GeneralName {
     : new GeneralName({ type: GENERAL_NAME_DNS, value: name.name })
 }
 
-function extension (extnID: string, critical: boolean, value: { toBER: (sizeOnly?: boolean) => ArrayBuffer }, parsedValue: unknown): Extension {
+/** One certificate extension: `value` DER-encoded as its extnValue, `parsedValue` kept for PKI.js. */
+export function certificateExtension (
+  extnID: string,
+  critical: boolean,
+  value: { toBER: (sizeOnly?: boolean) => ArrayBuffer },
+  parsedValue: unknown
+): Extension {
   return new (pkiJs().Extension)({ extnID, critical, extnValue: value.toBER(false), parsedValue })
+}
+
+const UTC_TIME = 0
+const GENERALIZED_TIME = 1
+const UTC_TIME_END = Date.UTC(2050, 0, 1) // RFC 5280 4.1.2.5: UTCTime through 2049
+
+/** A certificate's notBefore or notAfter: UTCTime through 2049, GeneralizedTime from 2050. */
+export function x509Time (date: Date): Time {
+  return new (pkiJs().Time)({ type: date.getTime() < UTC_TIME_END ? UTC_TIME : GENERALIZED_TIME, value: date })
 }
 
 /** The name a leaf is issued for: an IP address (4 or 16 bytes) or a DNS name. */
