@@ -29,15 +29,15 @@ import { http1TunnelClient, http2TunnelClient, type TunnelClient } from './tunne
  */
 export async function admitConnect (request: FastifyRequest, reply: FastifyReply, target: ConnectRequestTarget, runtime: ProxyRuntime): Promise<void> {
   const client = tunnelClientOf(request)
+  const { destination } = target
   // Only intercepted requests wait for their client's tunnels being set up: without interception
-  // (or with the wait off) nothing is counted.
-  if (runtime.interception !== undefined && runtime.settings.limits.tunnelSetupWait > 0) client.countSetup()
+  // (or with the wait off) nothing is counted. A bad target is refused below, never set up.
+  if (destination !== null && runtime.interception !== undefined && runtime.settings.limits.tunnelSetupWait > 0) client.countSetup(destination)
   await afterNextPoll()
   if (client.gone) {
     dropAbandonedConnect(request, reply)
     return
   }
-  const { destination } = target
   if (destination === null) {
     throw new ProxyError('http_request_error', 'The CONNECT target must be host:port with a port from 1 to 65535.', { details: 'bad CONNECT target' })
   }

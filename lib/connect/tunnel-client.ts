@@ -2,6 +2,7 @@
 // HTTP/2 stream, each answering 200 and relaying in its own way.
 
 import type { Socket } from 'node:net'
+import type { ForwardProxyDestination } from '../../types/destination'
 import type { Duplex } from 'node:stream'
 import { constants, type Http2ServerRequest, type ServerHttp2Stream } from 'node:http2'
 import type { InterceptedClient } from '../core/runtime'
@@ -24,10 +25,10 @@ export interface TunnelClient {
   /** Calls `listener` if the client leaves; returns a function that stops listening. */
   onGone (listener: () => void): () => void
   /**
-   * Counts the tunnel as being set up until it is answered (or, intercepted, until its TLS
-   * handshake is done): see tunnel-setups.ts. Only HTTP/1.1 tunnels are counted.
+   * Counts the tunnel to `destination` as being set up until it is answered (or, intercepted,
+   * until its TLS handshake is done): see tunnel-setups.ts. Only HTTP/1.1 tunnels are counted.
    */
-  countSetup (): void
+  countSetup (destination: ForwardProxyDestination): void
   /** Answers 200 and relays bytes both ways between the client and `upstream` until both end. */
   establish (upstream: Socket, relay: TunnelRelayOptions): void
   /**
@@ -61,7 +62,7 @@ class Http1TunnelClient implements TunnelClient {
 
   onGone (listener: () => void): () => void { return onceClosed(this.closable, listener) }
 
-  countSetup (): void { tunnelSetups.begin(this.#context.socket) }
+  countSetup (destination: ForwardProxyDestination): void { tunnelSetups.begin(this.#context.socket, destination) }
 
   establish (upstream: Socket, relay: TunnelRelayOptions): void {
     const { socket } = this.#context

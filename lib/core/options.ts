@@ -37,7 +37,7 @@ export const DEFAULT_LIMITS = {
   firstByteTimeout: 10_000,
   maxConcurrentRequests: 10_000,
   maxStreamResets: 100,
-  tunnelSetupWait: 5
+  tunnelSetupWait: 100
 } as const
 
 // Every limit but tunnelSetupWait is at least 1.

@@ -308,9 +308,10 @@ function createInTunnelUpgradeListener (fastify: FastifyInstance, pseudonym: str
  * otherwise sent to `https://<host>:<port>` over HTTP/1.1 with validated TLS, Max-Forwards
  * untouched. It was authorized when the tunnel opened and is not authorized again.
  *
- * While one of the client's tunnels is being set up (its CONNECT not yet answered, or its TLS
- * handshake not yet done), the request waits for it, `limits.tunnelSetupWait` at most: a client's new
- * tunnel is set up before more of its requests are answered (see `connect/tunnel-setups.ts`).
+ * While another of the client's tunnels to the same destination is being set up (its CONNECT not
+ * yet answered, or its TLS handshake not yet done), the request waits for it,
+ * `limits.tunnelSetupWait` at most: a client's new tunnel is set up before more of its requests
+ * there are answered (see `connect/tunnel-setups.ts`).
  *
  * An HTTP/1.1 WebSocket upgrade goes to `forwardWebSocketUpgrade` instead (the proxy route
  * tells them apart). Another upgrade (h2c, say) is forwarded here as an ordinary request with
@@ -333,7 +334,7 @@ export function forwardInterceptedRequest (
     pathAndQuery: target.pathAndQuery,
     applyMaxForwards: false
   })
-  // While another tunnel of this client is being set up, it goes first (see tunnel-setups.ts).
-  const setupsFirst = tunnelSetups.waitFor(interceptedTunnelOf(request.raw)?.clientAddress, runtime.settings.limits.tunnelSetupWait)
+  // While another tunnel of this client to this destination is being set up, it goes first (see tunnel-setups.ts).
+  const setupsFirst = tunnelSetups.waitFor(interceptedTunnelOf(request.raw)?.clientAddress, target.destination, runtime.settings.limits.tunnelSetupWait)
   return setupsFirst === null ? forward() : setupsFirst.then(forward)
 }
