@@ -105,13 +105,16 @@ export interface ForwardProxyLimitOptions {
    */
   firstByteTimeout?: number
   /**
-   * While one of a client's HTTP/1.1 tunnels is being set up (its CONNECT not yet answered or,
-   * intercepted, its TLS handshake not yet done), requests from the same client address inside
-   * its other intercepted tunnels wait for it, this many milliseconds at most: the new tunnel
-   * is ready before the client's open ones answer again. Go's HTTP clients before Go 1.23
+   * While one of a client's HTTP/1.1 tunnels to a destination is being set up (its CONNECT not
+   * yet answered or, intercepted, its TLS handshake not yet done), requests from the same client
+   * address inside its other intercepted tunnels to that destination (`host:port`) wait for it,
+   * this many milliseconds at most: the new tunnel is ready before the client's open ones
+   * answer again. Requests to other destinations never wait. Go's HTTP clients before Go 1.23
    * cancel a spare connection they are dialing as soon as a request they dialed it for completes
    * elsewhere; without the wait, under load, such a client opens and abandons thousands of
-   * tunnels. 0 turns the wait off. Default 5.
+   * tunnels. A wait ends as soon as the set-up does, so the bound matters only while set-ups are
+   * slow: on a loaded proxy, or for a client many milliseconds away (whose requests may then wait
+   * up to this long). 0 turns the wait off. Default 100.
    */
   tunnelSetupWait?: number
   /**
