@@ -11,6 +11,7 @@ import { userInfo } from 'node:os'
 import { dirname, join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { TLS_HOST } from './origin.mjs'
+import { makeLeaf } from '../pki.mjs'
 import { freePort, startPortPrinter, startProcess, waitForPort } from './processes.mjs'
 
 const OUR_MAIN = fileURLToPath(new URL('../../dist/lib/cli/main.js', import.meta.url))
@@ -219,6 +220,13 @@ const printer = (file, label) => async () => {
   return { port, started }
 }
 
+/** bench/floor-fastify-intercept.mjs with a leaf for the intercepted host, signed by the operator CA like the proxies' leaves. */
+async function fastifyInterceptFloor ({ directory, pki }) {
+  const leaf = makeLeaf(directory, 'floor-intercept-leaf', pki.operatorCa, [TLS_HOST])
+  const { started, port } = await startPortPrinter(here('../floor-fastify-intercept.mjs'), [leaf.certPath, leaf.keyPath, pki.destinationCa.certPath], 'floor-fastify-intercept')
+  return { port, started }
+}
+
 /**
  * The paths of the per-request suite (`BENCH_SUITE=per-request`): `scenarios` are the ones each
  * takes part in, `auth` whether its clients send the proxy user's credentials.
@@ -231,11 +239,12 @@ export const SUITE_PEERS = [
   { name: 'squid', label: 'Squid, Basic auth, access log, ssl_bump', needs: ['squid', 'certgen', 'ncsaAuth'], scenarios: ['http', 'intercept-hey', 'connect'], auth: true, start: (context) => squid({ ...context, users: { [BENCH_USER.name]: BENCH_USER.password }, interceptHosts: FULL_INTERCEPT_HOSTS }) },
   { name: 'connect-floor', label: "Node HTTP server, 'connect' and relay (bench/floor-connect-proxy.mjs)", needs: [], scenarios: ['connect'], auth: false, start: printer('../floor-connect-proxy.mjs', 'floor-connect-proxy') },
   { name: 'plugin', label: 'ours, the plugin in a minimal Fastify app (bench/proxy-server.mjs)', needs: [], scenarios: ['connect'], auth: false, start: printer('../proxy-server.mjs', 'proxy-server') },
+  { name: 'fastify-intercept-floor', label: 'Fastify route, bare intercepting forward (bench/floor-fastify-intercept.mjs)', needs: [], scenarios: ['intercept-hey'], auth: false, start: fastifyInterceptFloor },
   {
     name: 'fastify-connect-floor',
     label: 'Fastify CONNECT route, dial and relay (bench/floor-fastify-connect.mjs)',
     needs: [],
-    scenarios: [],
+    scenarios: ['connect'],
     auth: false,
     start: printer('../floor-fastify-connect.mjs', 'floor-fastify-connect')
   }

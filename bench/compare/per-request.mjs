@@ -18,17 +18,18 @@
 //   Squid (Basic auth through basic_ncsa_auth, access log on, ssl_bump of the same two hosts).
 //   The bins run at their default log level (`info`: one access line per request) with stdout
 //   into a file (BENCH_ACCESS_LOG=null: /dev/null, Squid's access_log too).
-// - `intercept-hey`: the same client GETs https://127.0.0.2/small, direct and through the full bin
-//   and Squid, both intercepting it (hey does not verify certificates).
+// - `intercept-hey`: the same client GETs https://127.0.0.2/small, direct and through the full bin,
+//   Squid and the bare Fastify intercepting floor (bench/floor-fastify-intercept.mjs), all three
+//   intercepting it (hey does not verify certificates).
 // - `connect`: 32 clients open a connection, send CONNECT to the origin's plain port, read the
 //   answer and close (bench/compare/connect-client.mjs), through the bare Node 'connect' relay
-//   (bench/floor-connect-proxy.mjs), the plugin in a minimal Fastify app (bench/proxy-server.mjs),
-//   the full bin and Squid.
+//   (bench/floor-connect-proxy.mjs), the bare Fastify CONNECT route (bench/floor-fastify-connect.mjs),
+//   the plugin in a minimal Fastify app (bench/proxy-server.mjs), the full bin and Squid.
 // Each run reads the proxy's user + system CPU from /proc/<pid>/stat (with its child processes:
 // Squid's helpers) before and after, and divides by the requests answered (2xx; 200 to CONNECT).
 // Memory: RSS of every proxy at idle (1 s after start) and after each scenario's rounds.
 // BENCH_PEERS narrows the paths (node-floor, fastify-floor, ours-minimal, ours-full, squid,
-// connect-floor, plugin). The JSON goes to bench/results/per-request-latest.json (BENCH_JSON).
+// fastify-intercept-floor, connect-floor, fastify-connect-floor, plugin). The JSON goes to bench/results/per-request-latest.json (BENCH_JSON).
 // Squid needs the squid-openssl build (ssl_bump, security_file_certgen): see BENCH_SQUID_ROOT in
 // bench/compare/tools.mjs when Debian's GnuTLS `squid` is the one installed.
 import { setTimeout as delay } from 'node:timers/promises'

@@ -6,7 +6,7 @@ export const EXTRA_SCENARIOS = ['sse', 'idle', 'idle-intercept', 'h2', 'leaves']
 const PEER_NAMES = ['ours', 'squid', 'mitmproxy', 'chained']
 // BENCH_SUITE=per-request (bench/compare/per-request.mjs): its scenarios and paths.
 export const SUITE_SCENARIOS = ['http', 'intercept-hey', 'connect']
-const SUITE_PEER_NAMES = ['node-floor', 'fastify-floor', 'ours-minimal', 'ours-full', 'squid', 'connect-floor', 'plugin']
+const SUITE_PEER_NAMES = ['node-floor', 'fastify-floor', 'ours-minimal', 'ours-full', 'squid', 'fastify-intercept-floor', 'connect-floor', 'fastify-connect-floor', 'plugin']
 
 function list (name, fallback, allowed) {
   const value = process.env[name]
