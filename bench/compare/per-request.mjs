@@ -29,7 +29,8 @@
 // Squid's helpers) before and after, and divides by the requests answered (2xx; 200 to CONNECT).
 // Memory: RSS of every proxy at idle (1 s after start) and after each scenario's rounds.
 // BENCH_PEERS narrows the paths (node-floor, fastify-floor, ours-minimal, ours-full, squid,
-// fastify-intercept-floor, connect-floor, fastify-connect-floor, plugin). The JSON goes to bench/results/per-request-latest.json (BENCH_JSON).
+// fastify-intercept-floor, connect-floor, fastify-connect-floor, plugin). The JSON goes to
+// bench/results/per-request-latest.json (BENCH_JSON).
 // Squid needs the squid-openssl build (ssl_bump, security_file_certgen): see BENCH_SQUID_ROOT in
 // bench/compare/tools.mjs when Debian's GnuTLS `squid` is the one installed.
 import { setTimeout as delay } from 'node:timers/promises'

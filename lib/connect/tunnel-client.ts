@@ -2,9 +2,9 @@
 // HTTP/2 stream, each answering 200 and relaying in its own way.
 
 import type { Socket } from 'node:net'
-import type { ForwardProxyDestination } from '../../types/destination'
 import type { Duplex } from 'node:stream'
 import { constants, type Http2ServerRequest, type ServerHttp2Stream } from 'node:http2'
+import type { ForwardProxyDestination } from '../../types/destination'
 import type { InterceptedClient } from '../core/runtime'
 import type { Http1ConnectContext } from './listener'
 import { relayTunnel, type TunnelRelayOptions } from './relay'
