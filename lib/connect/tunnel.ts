@@ -108,16 +108,15 @@ export async function openConnectTunnel (request: FastifyRequest, reply: Fastify
     return
   }
   upstream.on('error', () => {})
-  runtime.tunnels.track(upstream)
   const opened = upstream
-  runtime.tunnels.trackRevocable({
+  runtime.tunnels.trackOpaque(upstream, {
     grant,
     destination,
     close () {
       request.log.info({ tunnel: `${destination.host}:${destination.port}` }, 'tunnel closed: its user or destination is no longer allowed')
       opened.destroy()
     }
-  }, upstream)
+  })
   const kind: TunnelKind = client.http2 ? 'http2' : 'opaque'
   countRequestOutcome('connect', 'tunnel')
   const recordClose = recordTunnelOpen(kind, client.http2)

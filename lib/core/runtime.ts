@@ -211,18 +211,23 @@ export class TunnelRegistry {
     this.#slots.setLimit(maxConcurrentTunnels)
   }
 
-  /** Tracks the streams of an open tunnel until they close. */
-  track (...streams: Duplex[]): void {
-    for (const stream of streams) {
-      this.#open.add(stream)
-      stream.once('close', () => this.#open.delete(stream))
-    }
+  /** Tracks a stream of a tunnel (its client's side) until it closes. */
+  track (stream: Duplex): void {
+    this.#open.add(stream)
+    stream.once('close', () => this.#open.delete(stream))
   }
 
-  /** Keeps an open opaque tunnel for {@link TunnelRegistry.revocable} until `closedBy` closes. */
-  trackRevocable (tunnel: RevocableTunnel, closedBy: Duplex): void {
+  /**
+   * Tracks an open opaque tunnel's destination socket until it closes, and keeps the tunnel for
+   * {@link TunnelRegistry.revocable} as long: one listener for both, as every CONNECT pays for it.
+   */
+  trackOpaque (destination: Duplex, tunnel: RevocableTunnel): void {
+    this.#open.add(destination)
     this.#revocable.add(tunnel)
-    closedBy.once('close', () => this.#revocable.delete(tunnel))
+    destination.once('close', () => {
+      this.#open.delete(destination)
+      this.#revocable.delete(tunnel)
+    })
   }
 
   /** The open opaque tunnels, for checking them again after a reconfiguration. */
