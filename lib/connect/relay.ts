@@ -50,10 +50,10 @@ export interface TunnelClientStreams {
 
 /**
  * Relays bytes both ways between a client and a destination socket until both are done.
- * Backpressure holds (pipe pauses the reader while the writer is full), half-close is carried
- * across (an end from one side ends the other side's writable half, traffic the other way goes
- * on), a failure on either side tears both down (the destination with a TCP RST), and the
- * tunnel closes after `idleTimeout` without traffic.
+ * Backpressure holds (neither side is read while the other's writes are over their high-water
+ * mark), half-close is carried across (an end from one side ends the other side's writable
+ * half, traffic the other way goes on), a failure on either side tears both down (the
+ * destination with a TCP RST), and the tunnel closes after `idleTimeout` without traffic.
  */
 export function relayTunnel (client: TunnelClientStreams, destination: Socket, options: TunnelRelayOptions): void {
   const { input, output } = client
