@@ -239,7 +239,7 @@ function watchPendingConnect (socket: Socket, head: Buffer): PendingConnect {
   }
   const onEnd = (): void => { socket.destroy() }
   socket.on('data', onData)
-  socket.once('end', onEnd)
+  socket.on('end', onEnd)
   return {
     takeEarlyBytes () {
       socket.removeListener('data', onData)
@@ -289,7 +289,7 @@ function closeSilentConnections (server: ProxyServer, timeout: number): void {
       if (socket.bytesRead === 0) socket.destroy()
     }, timeout)
     timer.unref()
-    socket.once('close', () => clearTimeout(timer))
+    socket.on('close', () => clearTimeout(timer))
   })
 }
 

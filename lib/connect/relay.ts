@@ -75,7 +75,7 @@ export function relayTunnel (client: TunnelClientStreams, destination: Socket, o
   // the client side was reset in the meantime: Node's HTTP/2 client ends a stream right before it
   // resets it (END_STREAM, then RST_STREAM in the same read), and a destination that got the FIN
   // first takes the upload for complete and stops reading, so it never sees the RST.
-  input.once('end', () => setImmediate(() => { if (!destination.destroyed) destination.end() }))
+  input.on('end', () => setImmediate(() => { if (!destination.destroyed) destination.end() }))
   const countDown = (count: number): void => { bytesDown += count; idleTimer.refresh() }
   const { downstream } = options
   if (downstream !== undefined) {
@@ -111,11 +111,11 @@ export function relayTunnel (client: TunnelClientStreams, destination: Socket, o
   }
   // Once one side is gone the other can only finish if both its halves already ended (a clean
   // double half-close); anything else is an abort and is torn down.
-  output.once('close', () => {
+  output.on('close', () => {
     if (!isFinished(destination)) abort(destination)
     bothClosed()
   })
-  destination.once('close', () => {
+  destination.on('close', () => {
     if (!isFinished(output)) abortClient()
     bothClosed()
   })
@@ -279,8 +279,8 @@ export function createDestinationReader (): DestinationReader {
       onBytes = counter
       const end = (): void => { if (!target.destroyed) target.end() }
       if (socket.readableEnded) end()
-      else socket.once('end', end)
-      socket.once('close', () => release(!ownWritePending))
+      else socket.on('end', end)
+      socket.on('close', () => release(!ownWritePending))
       // Reading stopped at the first early read; it goes on once those bytes are written.
       waiting = true
       for (const chunk of early.splice(0)) {

@@ -144,7 +144,7 @@ class Http2TunnelClient implements TunnelClient {
 
 /** Calls `listener` when `stream` closes; returns a function that stops listening. */
 function onceClosed (stream: Duplex, listener: () => void): () => void {
-  stream.once('close', listener)
+  stream.on('close', listener)
   return () => stream.removeListener('close', listener)
 }
 

@@ -214,7 +214,7 @@ export class TunnelRegistry {
   /** Tracks a stream of a tunnel (its client's side) until it closes. */
   track (stream: Duplex): void {
     this.#open.add(stream)
-    stream.once('close', () => this.#open.delete(stream))
+    stream.on('close', () => this.#open.delete(stream))
   }
 
   /**
@@ -224,7 +224,7 @@ export class TunnelRegistry {
   trackOpaque (destination: Duplex, tunnel: RevocableTunnel): void {
     this.#open.add(destination)
     this.#revocable.add(tunnel)
-    destination.once('close', () => {
+    destination.on('close', () => {
       this.#open.delete(destination)
       this.#revocable.delete(tunnel)
     })

@@ -239,7 +239,7 @@ function dial (target: DialTarget, abort: Cancellation | undefined, deadline: De
         fail(abortedDialError(deadline))
       }, timeout)
     }
-    socket.once('connect', () => {
+    socket.on('connect', () => {
       clearTimeout(timer)
       stopListening()
       socket.removeListener('error', fail)
