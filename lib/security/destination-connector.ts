@@ -239,13 +239,17 @@ function dial (target: DialTarget, abort: Cancellation | undefined, deadline: De
         fail(abortedDialError(deadline))
       }, timeout)
     }
-    socket.on('connect', () => {
+    // on(), removed when it runs: once() would wrap it in two more objects, and left attached it
+    // would keep this dial's closures for the tunnel's whole life.
+    const connected = (): void => {
       clearTimeout(timer)
       stopListening()
       socket.removeListener('error', fail)
+      socket.removeListener('connect', connected)
       rememberDialedAddress(socket, target)
       resolve(socket)
-    })
+    }
+    socket.on('connect', connected)
     socket.once('error', fail)
   })
 }
