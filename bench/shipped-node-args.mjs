@@ -1,10 +1,13 @@
-// The Node options `npm start` runs the server with (package.json `scripts.start`; the test
-// `package-start-node-options` keeps the two equal). The harnesses start ours with them by
-// default, so "the bin as shipped" means what `npm start` runs.
+// The Node options `npm start` runs the server with (package.json `scripts.start`, and the
+// container image's ENTRYPOINT; the tests `package-start-node-options` and
+// `deploy-dockerfile-paths` keep the three equal). The harnesses start ours with them by default,
+// so "the bin as shipped" means what `npm start` runs.
 //
-// None since 25 November 2026. `--max-semi-space-size=4` (V8's young generation capped at 8 MiB)
-// was shipped for a day: it saved about 20 MiB of RSS after loopback runs against nginx, but
-// cost 50 to 90% more CPU per http:// request against a Node destination, answering at once or
-// after 20 ms, and left RSS higher in three of those four cases (`node bench/young-generation.mjs`,
-// docs/benchmarks.md, Memory): objects of requests in flight outlive a small young generation.
-export const SHIPPED_NODE_ARGS = []
+// `--max-semi-space-size=8` since 27 November 2026: V8's young generation stops at 16 MiB, where
+// it grows to 32 MiB on Node 20 and 22 and to 64 MiB on Node 24. `node bench/young-generation.mjs`
+// (destinations answering at once and after 20 ms, 32 and 256 connections) found the same CPU
+// per request with it and without it, and 10 to 16 MiB less RSS on Node 20, 30 to 97 MiB less on
+// Node 24. A smaller cap costs CPU: `=4` (8 MiB) was shipped for a day on 25 November and cost 50
+// to 90% more CPU per request against destinations that take time to answer, whose requests'
+// objects outlive a young generation that small.
+export const SHIPPED_NODE_ARGS = ['--max-semi-space-size=8']

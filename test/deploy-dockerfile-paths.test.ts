@@ -67,7 +67,7 @@ test('deploy/Dockerfile: the image holds only files of the npm package (and the 
     }
   }
 
-  t.same(finalStage.entrypoint, ['node', 'dist/lib/cli/main.js'], 'the entrypoint is the bin, exec form (node is PID 1 and gets the signals)')
+  t.same([finalStage.entrypoint?.[0], finalStage.entrypoint?.at(-1)], ['node', 'dist/lib/cli/main.js'], 'the entrypoint is the bin, exec form (node is PID 1 and gets the signals)')
   t.ok(inPackage('dist/lib/cli/main.js'), 'the entrypoint is a file of the package')
   const user = finalStage.user ?? 'root'
   t.match(user, /^\d+(:\d+)?$/, 'the user is numeric, so runAsNonRoot can check it')
