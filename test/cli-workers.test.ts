@@ -55,6 +55,17 @@ test('bin workers: with "workers": 2 two processes share the listener, both forw
   t.same(workers.filter((pid) => { try { process.kill(pid, 0); return true } catch { return false } }), [], 'no worker is left running')
 })
 
+test('bin workers: each worker runs with the Node options the first process was started with (the young-generation cap `npm start` and the image pass reaches every worker)', async (t) => {
+  const { bin } = await startTwoWorkerBin(t, ['--max-semi-space-size=8'])
+  const workers = childPids(bin.child.pid ?? 0)
+  t.equal(workers.length, 2, 'two worker processes')
+  for (const pid of workers) {
+    t.ok(readFileSync(`/proc/${pid}/cmdline`, 'utf8').split('\0').includes('--max-semi-space-size=8'), `worker ${pid} has the option`)
+  }
+  bin.child.kill('SIGTERM')
+  t.equal(await bin.exited, 0)
+})
+
 test('config: workers must be an integer from 1 to 64, default 1', async (t) => {
   t.equal(parseConfig({}, 'proxy.json', '/srv').workers, 1)
   t.equal(parseConfig({ workers: 4 }, 'proxy.json', '/srv').workers, 4)

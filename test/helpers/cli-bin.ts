@@ -21,8 +21,8 @@ export interface BinProcess {
  * Spawns `lib/cli/main.ts` with `args`; the environment is the test's minus FORWARD_PROXY_CONFIG
  * unless `env` sets it. Killed with SIGKILL at teardown if still running.
  */
-export function runBin (t: Test, args: string[], env: Record<string, string> = {}): BinProcess {
-  return tracked(t, spawn(process.execPath, ['--import', TS_LOADER, join(ROOT, 'lib/cli/main.ts'), ...args], { cwd: ROOT, env: childEnv({ FORWARD_PROXY_CONFIG: undefined, ...env }) }))
+export function runBin (t: Test, args: string[], env: Record<string, string> = {}, nodeArgs: string[] = []): BinProcess {
+  return tracked(t, spawn(process.execPath, [...nodeArgs, '--import', TS_LOADER, join(ROOT, 'lib/cli/main.ts'), ...args], { cwd: ROOT, env: childEnv({ FORWARD_PROXY_CONFIG: undefined, ...env }) }))
 }
 
 /** The built bin, `dist/lib/cli/main.js` (what `npm start` and the package run). */

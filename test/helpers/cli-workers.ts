@@ -11,9 +11,9 @@ export function childPids (pid: number): number[] {
 
 /**
  * Spawns the bin with `"workers": 2` on 127.0.0.1:0, loopback destinations allowed, log level
- * warn; resolves once it names its listener.
+ * warn, started with the Node options `nodeArgs`; resolves once it names its listener.
  */
-export async function startTwoWorkerBin (t: Test): Promise<{ bin: BinProcess, url: string | undefined }> {
+export async function startTwoWorkerBin (t: Test, nodeArgs: string[] = []): Promise<{ bin: BinProcess, url: string | undefined }> {
   const file = join(t.testdir(), 'proxy.json')
   writeFileSync(file, JSON.stringify({
     listen: [{ host: '127.0.0.1', port: 0 }],
@@ -21,7 +21,7 @@ export async function startTwoWorkerBin (t: Test): Promise<{ bin: BinProcess, ur
     destinations: { allowedPorts: '*', allowedNetworks: ['127.0.0.1/32'] },
     log: { level: 'warn' }
   }))
-  const bin = runBin(t, ['--config', file])
+  const bin = runBin(t, ['--config', file], {}, nodeArgs)
   const [url] = await listeningUrls(bin)
   return { bin, url }
 }
