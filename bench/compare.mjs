@@ -39,7 +39,7 @@ async function main () {
   const perRequest = settings.suite === 'per-request'
   print(`# ${perRequest ? 'Per-request cost' : 'Proxy comparison'} (${new Date().toISOString()})\n`)
   print(`machine: ${host.nproc} cores (${host.model}), Node ${host.node}, load average ${host.loadAverage.join(' ')}, ulimit -n ${host.nofile}`)
-  print(`settings: ${settings.rounds} rounds, ${settings.duration} s per run, ${settings.connections} connections${perRequest ? `, access logs ${settings.accessLog === 'null' ? 'to /dev/null' : 'to files'}` : ' (downloads: 1)'}, scenarios ${settings.scenarios.join(',')}, ${perRequest ? 'paths' : 'peers'} ${settings.peers.join(',')}${settings.oursNodeArgs.length === 0 ? '' : `, ours started with node ${settings.oursNodeArgs.join(' ')}`}`)
+  print(`settings: ${settings.rounds} rounds, ${settings.duration} s per run, ${settings.connections} connections${perRequest ? `, access logs ${settings.accessLog === 'null' ? 'to /dev/null' : 'to files'}` : ' (downloads: 1)'}, scenarios ${settings.scenarios.join(',')}, ${perRequest ? 'paths' : 'peers'} ${settings.peers.join(',')}${settings.oursNodeArgs.length === 0 ? '' : `, ${perRequest ? 'ours, the floors and the plugin' : 'ours'} started with node ${settings.oursNodeArgs.join(' ')}`}`)
   if (tools.note !== '') print(tools.note)
   if (tools.missing.length > 0) print(`not installed: ${tools.missing.join(', ')} (install with: ${tools.installHint}); their peers are skipped${tools.found.nginx === undefined ? ', the origin is bench/origin.mjs' : ''}`)
   if (perRequest) return perRequestMain(tools, host)

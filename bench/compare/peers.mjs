@@ -215,15 +215,17 @@ export const PEERS = [
 ]
 
 const here = (file) => fileURLToPath(new URL(file, import.meta.url))
-const printer = (file, label) => async () => {
-  const { started, port } = await startPortPrinter(here(file), [], label)
+// The floors and the plugin run with the Node options ours runs with (`context.nodeArgs`, those
+// `npm start` passes), so that what differs between them and ours is code, not the runtime's set-up.
+const printer = (file, label) => async ({ nodeArgs }) => {
+  const { started, port } = await startPortPrinter(here(file), [], label, undefined, nodeArgs)
   return { port, started }
 }
 
 /** bench/floor-fastify-intercept.mjs with a leaf for the intercepted host, signed by the operator CA like the proxies' leaves. */
-async function fastifyInterceptFloor ({ directory, pki }) {
+async function fastifyInterceptFloor ({ directory, pki, nodeArgs }) {
   const leaf = makeLeaf(directory, 'floor-intercept-leaf', pki.operatorCa, [TLS_HOST])
-  const { started, port } = await startPortPrinter(here('../floor-fastify-intercept.mjs'), [leaf.certPath, leaf.keyPath, pki.destinationCa.certPath], 'floor-fastify-intercept')
+  const { started, port } = await startPortPrinter(here('../floor-fastify-intercept.mjs'), [leaf.certPath, leaf.keyPath, pki.destinationCa.certPath], 'floor-fastify-intercept', undefined, nodeArgs)
   return { port, started }
 }
 

@@ -28,6 +28,8 @@
 // Each run reads the proxy's user + system CPU from /proc/<pid>/stat (with its child processes:
 // Squid's helpers) before and after, and divides by the requests answered (2xx; 200 to CONNECT).
 // Memory: RSS of every proxy at idle (1 s after start) and after each scenario's rounds.
+// Ours, the floors and the plugin all run with the Node options `npm start` passes
+// (BENCH_OURS_NODE_ARGS, default bench/shipped-node-args.mjs), so their differences are code.
 // BENCH_PEERS narrows the paths (node-floor, fastify-floor, ours-minimal, ours-full, squid,
 // fastify-intercept-floor, connect-floor, fastify-connect-floor, plugin). The JSON goes to
 // bench/results/per-request-latest.json (BENCH_JSON).

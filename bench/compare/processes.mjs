@@ -53,11 +53,12 @@ export async function waitForPort (host, port, { child, output, name }, timeoutM
 }
 
 /**
- * Starts `node script ...args` for a script that prints the port it listens on as its first line
- * of output (bench/floor-*.mjs, bench/proxy-server.mjs); resolves with the started process and port.
+ * Starts `node ...nodeArgs script ...args` for a script that prints the port it listens on as its
+ * first line of output (bench/floor-*.mjs, bench/proxy-server.mjs); resolves with the started
+ * process and port.
  */
-export async function startPortPrinter (script, args = [], name = script, timeoutMs = 30_000) {
-  const started = startProcess(process.execPath, [script, ...args])
+export async function startPortPrinter (script, args = [], name = script, timeoutMs = 30_000, nodeArgs = []) {
+  const started = startProcess(process.execPath, [...nodeArgs, script, ...args])
   const port = await new Promise((resolve, reject) => {
     const timer = setTimeout(() => reject(new Error(`${name} printed no port within ${timeoutMs} ms: ${started.output()}`)), timeoutMs)
     started.child.stdout.once('data', (chunk) => { clearTimeout(timer); resolve(Number(String(chunk).trim().split('\n')[0])) })
