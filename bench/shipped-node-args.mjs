@@ -1,7 +1,7 @@
 // The Node options `npm start` runs the server with (package.json `scripts.start`, and the
-// container image's ENTRYPOINT; the tests `package-start-node-options` and
-// `deploy-dockerfile-paths` keep the three equal). The harnesses start ours with them by default,
-// so "the bin as shipped" means what `npm start` runs.
+// container image's ENTRYPOINT; the test `package-start-node-options` keeps the three equal).
+// The harnesses start ours with them by default, so "the bin as shipped" means what `npm start`
+// runs.
 //
 // `--max-semi-space-size=8` since 27 November 2026: V8's young generation stops at 16 MiB, where
 // it grows to 32 MiB on Node 20 and 22 and to 64 MiB on Node 24. `node bench/young-generation.mjs`
