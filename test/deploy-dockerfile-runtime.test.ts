@@ -58,11 +58,11 @@ test('deploy/Dockerfile entrypoint as PID 1: SIGHUP from outside reloads the con
   const file = join(t.testdir(), 'proxy.json')
   const config = (users: Record<string, string>): string => JSON.stringify({ listen: [{ host: '127.0.0.1', port: 0 }], users, destinations: LOOPBACK_ORIGINS, log: { level: 'info' } })
   writeFileSync(file, config({ alice: 'pw-a' }))
-  const [node, ...nodeArgs] = image.entrypoint ?? []
+  const [node, ...entrypointArgs] = image.entrypoint ?? []
   t.equal(node, 'node')
-  t.equal(join(ROOT, nodeArgs.at(-1) ?? ''), BUILT_BIN, 'the entrypoint runs the built bin')
+  t.equal(join(ROOT, entrypointArgs.at(-1) ?? ''), BUILT_BIN, 'the entrypoint runs the built bin')
   // env(1) drops the process-info hook that tap's spawn wrapper puts back into NODE_OPTIONS.
-  const child = spawn('unshare', ['--pid', '--fork', '--kill-child', 'env', '-u', 'NODE_OPTIONS', process.execPath, ...nodeArgs, '--config', file], { cwd: ROOT, env: childEnv({ FORWARD_PROXY_CONFIG: undefined }) })
+  const child = spawn('unshare', ['--pid', '--fork', '--kill-child', 'env', '-u', 'NODE_OPTIONS', process.execPath, ...entrypointArgs, '--config', file], { cwd: ROOT, env: childEnv({ FORWARD_PROXY_CONFIG: undefined }) })
   t.teardown(() => { if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL') })
   const bin: BinProcess = outputOf(child)
   const port = portOf((await listeningUrls(bin))[0] ?? '')
