@@ -7,7 +7,8 @@ import type {
   FastifyReply,
   FastifyRequest,
   HTTPMethods,
-  onRequestHookHandler
+  onRequestHookHandler,
+  onResponseHookHandler
 } from 'fastify'
 import { METHODS } from 'node:http'
 import type { ProxyRuntime } from './core/runtime'
@@ -49,24 +50,42 @@ export function proxyRoutes (runtime: ProxyRuntime) {
         runtime.sharedLimits
       ), runtime)
 
+    const finishProxyRequestHook: onResponseHookHandler = function finishProxyRequestHook (request, reply, done) {
+      finishProxyRequest(request, reply)
+      releaseUnopenedTunnel(request)
+      done()
+    }
+    const constraints = { [PROXY_CONSTRAINT]: PROXY_CONSTRAINT_VALUE }
     instance.route({
-      method: instance.supportedMethods as HTTPMethods[],
+      method: instance.supportedMethods.filter((method) => method !== 'CONNECT') as HTTPMethods[],
       url: '*',
       exposeHeadRoute: false,
-      constraints: { [PROXY_CONSTRAINT]: PROXY_CONSTRAINT_VALUE },
+      constraints,
       onRequest: admitProxyRequest(authenticate, runtime),
       preParsing: hideContentTypeFromFastify,
-      onResponse: function finishProxyRequestHook (request, reply, done) {
-        finishProxyRequest(request, reply)
-        releaseUnopenedTunnel(request)
-        done()
-      },
+      onResponse: finishProxyRequestHook,
       // Route-level hooks run after the application's: this one has the last word on the head.
       onSend: holdForwardedResponseHead,
       // Returning the reply tells Fastify the response is under way (it may still be streaming).
       handler: async (request: FastifyRequest, reply: FastifyReply) => {
         await handleProxyRequest(request, reply, runtime)
         return reply
+      }
+    })
+    // Tunnel requests get a route of their own, with only the hooks a CONNECT reaches: it has no
+    // body to parse, and its answer is either a tunnel (the reply hijacked, no onSend) or a
+    // refusal from the error handler. The handler returns nothing (no promise per CONNECT); a
+    // failure before the 200 is sent through the reply, to the error handler.
+    instance.route({
+      method: 'CONNECT',
+      // Any path: an application's rewriteUrl may have moved it from where the listener routed it.
+      url: '*',
+      exposeHeadRoute: false,
+      constraints,
+      onRequest: admitProxyRequest(authenticate, runtime),
+      onResponse: finishProxyRequestHook,
+      handler: function openTunnel (request: FastifyRequest, reply: FastifyReply) {
+        openConnectTunnel(request, reply, runtime, (error) => reply.send(asError(error)))
       }
     })
   }
@@ -89,7 +108,10 @@ function admitProxyRequest (authenticate: onRequestHookHandler | undefined, runt
       done()
       return
     }
-    admitConnect(request, reply, target, runtime).then(() => decideInterception.call(request.server, request, reply, done), done)
+    admitConnect(request, reply, target, runtime, (error) => {
+      if (error === undefined) decideInterception.call(request.server, request, reply, done)
+      else done(error)
+    })
   }
   return function admitProxyRequestHook (this: FastifyInstance, request, reply, done) {
     beginProxyRequest(request, runtime.capture)
@@ -155,13 +177,18 @@ function handleProxyRequest (request: FastifyRequest, reply: FastifyReply, runti
   restoreContentType(request.raw)
   const target = proxyRequestTargetOf(request.raw)
   if (target === null) throw internalFailure('proxy route reached by a request that is not a proxy request')
-  if (target.kind === 'connect') return openConnectTunnel(request, reply, runtime)
+  if (target.kind === 'connect') throw internalFailure('a CONNECT reached the route of other proxy requests')
   if (target.kind === 'intercepted') {
     const upgrade = inTunnelUpgradeOf(request.raw)
     if (upgrade?.websocket === true && target.problem === null) return forwardWebSocketUpgrade(request, reply, runtime, target, upgrade)
     return forwardInterceptedRequest(request, reply, target, runtime)
   }
   return forwardAbsoluteRequest(request, reply, target.target, runtime)
+}
+
+/** What a handler failed with, as an Error the error handler gets (a thrown non-Error becomes a 500). */
+function asError (error: unknown): Error {
+  return error instanceof Error ? error : new ProxyError('proxy_internal_error', 'The proxy failed to handle the request.', { cause: error })
 }
 
 /**

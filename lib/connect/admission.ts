@@ -24,42 +24,94 @@ import { http1TunnelClient, http2TunnelClient, type TunnelClient } from './tunne
  * application's later hooks run within the limit). What passes reaches the hooks after it
  * (the interception decision among them) and the handler (`openConnectTunnel`); the slot
  * is given back when the client leaves or the CONNECT is answered without a tunnel
- * ({@link releaseUnopenedTunnel}), unless the handler took it over. Every refusal is a thrown
- * ProxyError, answered before any 200.
+ * ({@link releaseUnopenedTunnel}), unless the handler took it over. Every refusal is a
+ * ProxyError given to `done`, answered before any 200. Driven by callbacks: a CONNECT whose
+ * checks answer at once makes no promise here.
  */
-export async function admitConnect (request: FastifyRequest, reply: FastifyReply, target: ConnectRequestTarget, runtime: ProxyRuntime): Promise<void> {
-  const client = tunnelClientOf(request)
+export function admitConnect (request: FastifyRequest, reply: FastifyReply, target: ConnectRequestTarget, runtime: ProxyRuntime, done: AdmissionDone): void {
+  let client: TunnelClient
+  try {
+    client = tunnelClientOf(request)
+  } catch (error) {
+    done(error as Error)
+    return
+  }
   const { destination } = target
   // Only intercepted requests wait for their client's tunnels being set up: without interception
   // (or with the wait off) nothing is counted. A bad target is refused below, never set up.
   if (destination !== null && runtime.interception !== undefined && runtime.settings.limits.tunnelSetupWait > 0) client.countSetup(destination)
-  await afterNextPoll()
-  if (client.gone) {
-    dropAbandonedConnect(request, reply)
+  afterNextPoll(() => {
+    if (client.gone) {
+      dropAbandonedConnect(request, reply)
+      done()
+      return
+    }
+    if (destination === null) {
+      done(new ProxyError('http_request_error', 'The CONNECT target must be host:port with a port from 1 to 65535.', { details: 'bad CONNECT target' }))
+      return
+    }
+    let counted: Promise<void> | null
+    try {
+      // Both run: the user's request is counted against its rate even when the policy reports.
+      const reportedByPolicy = runtime.policy.checkDestination(destination)
+      const reportedByUser = runtime.userPolicy.admitRequest(request.proxyUser, destination)
+      const reported = reportedByPolicy ?? reportedByUser
+      if (reported !== null) noteReportedRefusal(request, reported)
+      // With shared limits the rate and the user's slot are counted in their store.
+      counted = runtime.userPolicy.countInStore(request.proxyUser)
+    } catch (error) {
+      done(error as Error)
+      return
+    }
+    if (counted === null) reserveTunnelSlots(request, reply, client, destination, runtime, done)
+    else counted.then(() => reserveTunnelSlots(request, reply, client, destination, runtime, done), done)
+  })
+}
+
+/** What {@link admitConnect} calls once: with the refusal, or with nothing when the CONNECT goes on (or was dropped). */
+export type AdmissionDone = (error?: Error) => void
+
+/** The user's tunnel slot, then the proxy's; on success the admission is kept for the hooks after it and the handler. */
+function reserveTunnelSlots (
+  request: FastifyRequest,
+  reply: FastifyReply,
+  client: TunnelClient,
+  destination: ForwardProxyDestination,
+  runtime: ProxyRuntime,
+  done: AdmissionDone
+): void {
+  let reserved: ReturnType<ProxyRuntime['userPolicy']['reserveTunnel']>
+  try {
+    reserved = runtime.userPolicy.reserveTunnel(request.proxyUser)
+  } catch (error) {
+    done(error as Error)
     return
   }
-  if (destination === null) {
-    throw new ProxyError('http_request_error', 'The CONNECT target must be host:port with a port from 1 to 65535.', { details: 'bad CONNECT target' })
-  }
-  // Both run: the user's request is counted against its rate even when the policy reports.
-  const reportedByPolicy = runtime.policy.checkDestination(destination)
-  const reportedByUser = runtime.userPolicy.admitRequest(request.proxyUser, destination)
-  const reported = reportedByPolicy ?? reportedByUser
-  if (reported !== null) noteReportedRefusal(request, reported)
-  // With shared limits the rate and the user's slot are counted in their store.
-  const counted = runtime.userPolicy.countInStore(request.proxyUser)
-  if (counted !== null) await counted
-  const reserved = runtime.userPolicy.reserveTunnel(request.proxyUser)
-  const releaseUserTunnel = reserved instanceof Promise ? await reserved : reserved
+  if (reserved instanceof Promise) {
+    reserved.then((releaseUserTunnel) => admitWithSlots(request, reply, client, destination, runtime, releaseUserTunnel, done), done)
+  } else admitWithSlots(request, reply, client, destination, runtime, reserved, done)
+}
+
+function admitWithSlots (
+  request: FastifyRequest,
+  reply: FastifyReply,
+  client: TunnelClient,
+  destination: ForwardProxyDestination,
+  runtime: ProxyRuntime,
+  releaseUserTunnel: () => void,
+  done: AdmissionDone
+): void {
   if (client.gone) {
     releaseUserTunnel()
     dropAbandonedConnect(request, reply)
+    done()
     return
   }
   const releaseTunnel = runtime.tunnels.tryReserve()
   if (releaseTunnel === null) {
     releaseUserTunnel()
-    throw refusedBy('limits.maxConcurrentTunnels', new ProxyError('connection_limit_reached', 'The proxy has reached its tunnel limit; try again later.'))
+    done(refusedBy('limits.maxConcurrentTunnels', new ProxyError('connection_limit_reached', 'The proxy has reached its tunnel limit; try again later.')))
+    return
   }
   let released = false
   const release = (): void => {
@@ -68,14 +120,22 @@ export async function admitConnect (request: FastifyRequest, reply: FastifyReply
     releaseTunnel()
     releaseUserTunnel()
   }
+  let grant: TunnelGrant
+  try {
+    grant = new TunnelGrant(request.proxyUser, runtime.settings, userRecheckOf(request, () => runtime.settings.auth?.check ?? null))
+  } catch (error) {
+    release()
+    done(error as Error)
+    return
+  }
   // Tracked from now on, so closing the server also ends a CONNECT still deciding, resolving or dialing.
   runtime.tunnels.track(client.closable)
-  const grant = new TunnelGrant(request.proxyUser, runtime.settings, userRecheckOf(request, () => runtime.settings.auth?.check ?? null))
   // One listener for the client's leaving, until the tunnel is answered: it gives the slot back
   // until the handler takes it over, and cancels the interception decision and the dial.
   const clientGone = new Cancellation()
   const stopWatchingClient = client.onGone(() => clientGone.abort())
   tunnelAdmissions.set(request.raw, { client, destination, grant, clientGone, stopWatchingClient, release, stopReleasingOnGone: clientGone.onAbort(release) })
+  done()
 }
 
 /**
@@ -93,26 +153,24 @@ export function dropAbandonedConnect (request: FastifyRequest, reply: FastifyRep
 }
 
 /**
- * Resolves after the event loop's next poll phase. A client's FIN or RST that arrived with its
+ * Calls `callback` after the event loop's next poll phase. A client's FIN or RST that arrived with its
  * CONNECT (a spare connection Go's Transport abandoned while it waited in the listen queue) is
  * read there, after the head, so this is the earliest point at which the client is known to be
  * still there. It costs two turns of the loop; the CONNECTs that arrive in one turn wait together,
  * on one pair of immediates.
  */
-function afterNextPoll (): Promise<void> {
-  return new Promise<void>((resolve) => {
-    if (arrivedThisTurn.length === 0) setImmediate(waitOneMoreTurn)
-    arrivedThisTurn.push(resolve)
-  })
+function afterNextPoll (callback: () => void): void {
+  if (arrivedThisTurn.length === 0) setImmediate(waitOneMoreTurn)
+  arrivedThisTurn.push(callback)
 }
 
 let arrivedThisTurn: Array<() => void> = []
 
-/** This turn's check phase: the CONNECTs that arrived in it are released at the next one. */
+/** This turn's check phase: the CONNECTs that arrived in it go on at the next one. */
 function waitOneMoreTurn (): void {
   const batch = arrivedThisTurn
   arrivedThisTurn = []
-  setImmediate(() => { for (const resolve of batch) resolve() })
+  setImmediate(() => { for (const callback of batch) callback() })
 }
 
 /** The HTTP/1.1 connection or HTTP/2 stream the CONNECT came on, with the checks of its kind. */

@@ -7,7 +7,8 @@ import type { Socket } from 'node:net'
 import type { ProxyRuntime, InterceptionRuntime } from '../core/runtime'
 import { InterceptionNotRegisteredError } from '../core/usage-errors'
 import { internalFailure } from '../protocol/errors'
-import { connectToDestination } from '../security/destination-connector'
+import { connectToDestinationThen } from '../security/destination-connector'
+import type { UpstreamProxy } from '../security/upstream-proxy'
 import type { ForwardProxyCertificateProvider } from '../../types/interception'
 import {
   countInterceptedTunnel,
@@ -17,104 +18,169 @@ import {
 } from '../telemetry/metrics'
 import { finishTunnel, forwardNotesOf, noteDialed, tunnelTraceContextOf } from '../telemetry/request-telemetry'
 import { noteDialDurations } from '../security/dialed-address'
-import { createDestinationReader } from './relay'
-import { dropAbandonedConnect, tunnelAdmissionOf } from './admission'
+import { createDestinationReader, type DestinationReader } from './relay'
+import { dropAbandonedConnect, tunnelAdmissionOf, type TunnelAdmission } from './admission'
 
 /**
  * Opens an admitted CONNECT tunnel (`admitConnect`), over HTTP/1.1 or HTTP/2, taking over
  * its slot: a tunnel whose `request.tunnelMode` is `'intercept'` gets 200 with no dial and
  * is handed to the in-memory TLS endpoint; any other has its destination dialed (address
- * checked after DNS) and only then gets 200 and the byte relay. Every refusal is a thrown
- * ProxyError, answered before any 200.
+ * checked after DNS) and only then gets 200 and the byte relay. Every refusal is a ProxyError
+ * given to `fail`, answered before any 200. Driven by callbacks, not promises: an opaque CONNECT
+ * to an address makes none.
  */
-export async function openConnectTunnel (request: FastifyRequest, reply: FastifyReply, runtime: ProxyRuntime): Promise<void> {
+export function openConnectTunnel (request: FastifyRequest, reply: FastifyReply, runtime: ProxyRuntime, fail: (error: unknown) => void): void {
   const admission = tunnelAdmissionOf(request.raw)
-  if (admission === undefined) throw internalFailure('CONNECT handler reached without admission')
+  if (admission === undefined) {
+    fail(internalFailure('CONNECT handler reached without admission'))
+    return
+  }
   // From here the handler gives the slot back: when the tunnel closes, or on a failure.
-  const { client, destination, grant, clientGone, release } = admission
   admission.stopReleasingOnGone()
+  const { client, release } = admission
   if (client.gone) {
-    release()
-    dropAbandonedConnect(request, reply)
-    return
-  }
-  const intercept = request.tunnelMode === 'intercept'
-  if (intercept && runtime.interception === undefined) {
-    release()
-    throw new InterceptionNotRegisteredError()
-  }
-  let provider: ForwardProxyCertificateProvider | null = null
-  let upstream: Socket | undefined
-  let reader: ReturnType<typeof createDestinationReader> | undefined
-  try {
-    if (intercept && runtime.interception !== undefined) provider = certificateProviderFor(request, runtime.interception)
-    if (provider === null && !client.gone) {
-      const { upstreams } = runtime.connector
-      const upstreamProxy = upstreams == null ? null : await upstreams.routeFor(destination, request, 'tunnel')
-      // HTTP/1.1 tunnels read their destination into reused buffers; an HTTP/2 stream's writes
-      // finish only as flow control allows, and a TLS socket to an https:// upstream takes no
-      // onread option: those keep piping.
-      reader = client.http2 || upstreamProxy?.protocol === 'https:' ? undefined : createDestinationReader()
-      const { capture } = forwardNotesOf(request)
-      if (capture !== undefined) capture.dispatchedAt = performance.now()
-      upstream = await connectToDestination(destination, runtime.connector, clientGone, reader?.onread, upstreamProxy)
-      noteDialed(request, upstream)
-      if (capture?.dispatchedAt !== undefined) {
-        // The 200 goes out now: the tunnel's entry times its dial, then its life.
-        capture.headAt = performance.now()
-        noteDialDurations(upstream, { connect: capture.headAt - capture.dispatchedAt, ssl: -1, openedAt: capture.headAt })
-      }
-    }
-  } catch (error) {
-    release()
-    throw error
-  } finally {
     admission.stopWatchingClient()
-  }
-  if (client.gone) {
-    upstream?.destroy()
     release()
     dropAbandonedConnect(request, reply)
     return
   }
-
-  const endpoint = runtime.interception?.endpoint
-  if (upstream === undefined && (provider === null || endpoint === undefined)) {
+  const failBeforeAnswer = (error: unknown): void => {
+    admission.stopWatchingClient()
     release()
-    throw internalFailure('CONNECT flow reached the 200 with neither a destination nor an interception')
+    fail(error)
   }
-
-  reply.hijack()
-  const closed = (kind: TunnelKind, summary: { bytesUp: number, bytesDown: number, reason: string }): void => {
-    release()
-    finishTunnel(request, reply, { kind, ...summary })
-  }
-  if (upstream === undefined) {
-    if (provider === null || endpoint === undefined) return
-    countInterceptedTunnel()
-    countRequestOutcome('connect', 'intercepted')
-    const recordClose = recordTunnelOpen('intercepted', client.http2)
-    endpoint.accept({
-      client: client.intercept(),
-      destination,
-      grant,
-      clientAddress: request.raw.socket?.remoteAddress,
-      traceContext: tunnelTraceContextOf(request),
-      provider,
-      idleTimeout: runtime.settings.limits.tunnelIdleTimeout,
-      log: request.log,
-      onClose: (summary) => { recordClose(summary); closed('intercepted', summary) }
-    })
+  const { interception } = runtime
+  if (request.tunnelMode === 'intercept') {
+    if (interception === undefined) {
+      failBeforeAnswer(new InterceptionNotRegisteredError())
+      return
+    }
+    let provider: ForwardProxyCertificateProvider
+    try {
+      provider = certificateProviderFor(request, interception)
+    } catch (error) {
+      failBeforeAnswer(error)
+      return
+    }
+    admission.stopWatchingClient()
+    if (client.gone) {
+      release()
+      dropAbandonedConnect(request, reply)
+      return
+    }
+    acceptInterceptedTunnel(request, reply, runtime, admission, interception.endpoint, provider)
     return
   }
-  upstream.on('error', () => {})
-  const opened = upstream
+  const { upstreams } = runtime.connector
+  const route = upstreams == null ? null : routeOrFailure(() => upstreams.routeFor(admission.destination, request, 'tunnel'))
+  if (route instanceof Promise) {
+    route.then((upstreamProxy) => dialThenRelay(request, reply, runtime, admission, upstreamProxy, failBeforeAnswer), failBeforeAnswer)
+  } else if (route instanceof Error) failBeforeAnswer(route)
+  else dialThenRelay(request, reply, runtime, admission, route, failBeforeAnswer)
+}
+
+/** The upstream a tunnel goes through, the promise of it, or what the route selector threw. */
+function routeOrFailure (route: () => UpstreamProxy | null | Promise<UpstreamProxy | null>): UpstreamProxy | null | Promise<UpstreamProxy | null> | Error {
+  try {
+    return route()
+  } catch (error) {
+    return error instanceof Error ? error : new Error(String(error))
+  }
+}
+
+/** Dials an opaque tunnel's destination (directly or through `upstreamProxy`), then answers 200 and relays. */
+function dialThenRelay (
+  request: FastifyRequest,
+  reply: FastifyReply,
+  runtime: ProxyRuntime,
+  admission: TunnelAdmission,
+  upstreamProxy: UpstreamProxy | null,
+  failBeforeAnswer: (error: unknown) => void
+): void {
+  const { client, destination, clientGone, release } = admission
+  if (client.gone) {
+    admission.stopWatchingClient()
+    release()
+    dropAbandonedConnect(request, reply)
+    return
+  }
+  // HTTP/1.1 tunnels read their destination into reused buffers; an HTTP/2 stream's writes
+  // finish only as flow control allows, and a TLS socket to an https:// upstream takes no
+  // onread option: those keep piping.
+  const reader = client.http2 || upstreamProxy?.protocol === 'https:' ? undefined : createDestinationReader()
+  const { capture } = forwardNotesOf(request)
+  if (capture !== undefined) capture.dispatchedAt = performance.now()
+  connectToDestinationThen(destination, runtime.connector, (error, upstream) => {
+    if (upstream === undefined) {
+      failBeforeAnswer(error)
+      return
+    }
+    admission.stopWatchingClient()
+    noteDialed(request, upstream)
+    if (capture?.dispatchedAt !== undefined) {
+      // The 200 goes out now: the tunnel's entry times its dial, then its life.
+      capture.headAt = performance.now()
+      noteDialDurations(upstream, { connect: capture.headAt - capture.dispatchedAt, ssl: -1, openedAt: capture.headAt })
+    }
+    if (client.gone) {
+      upstream.destroy()
+      release()
+      dropAbandonedConnect(request, reply)
+      return
+    }
+    relayOpaqueTunnel(request, reply, runtime, admission, upstream, reader)
+  }, clientGone, reader?.onread, upstreamProxy)
+}
+
+/** Answers an intercepted tunnel 200 (nothing dialed) and hands it to the in-memory TLS endpoint. */
+function acceptInterceptedTunnel (
+  request: FastifyRequest,
+  reply: FastifyReply,
+  runtime: ProxyRuntime,
+  admission: TunnelAdmission,
+  endpoint: InterceptionRuntime['endpoint'],
+  provider: ForwardProxyCertificateProvider
+): void {
+  const { client, destination, grant, release } = admission
+  reply.hijack()
+  countInterceptedTunnel()
+  countRequestOutcome('connect', 'intercepted')
+  const recordClose = recordTunnelOpen('intercepted', client.http2)
+  endpoint.accept({
+    client: client.intercept(),
+    destination,
+    grant,
+    clientAddress: request.raw.socket?.remoteAddress,
+    traceContext: tunnelTraceContextOf(request),
+    provider,
+    idleTimeout: runtime.settings.limits.tunnelIdleTimeout,
+    log: request.log,
+    onClose: (summary) => {
+      recordClose(summary)
+      release()
+      finishTunnel(request, reply, { kind: 'intercepted', ...summary })
+    }
+  })
+}
+
+/** Answers an opaque tunnel 200 and relays its bytes, tracked for shutdown and for revocation. */
+function relayOpaqueTunnel (
+  request: FastifyRequest,
+  reply: FastifyReply,
+  runtime: ProxyRuntime,
+  admission: TunnelAdmission,
+  upstream: Socket,
+  reader: DestinationReader | undefined
+): void {
+  const { client, destination, grant, release } = admission
+  reply.hijack()
+  upstream.on('error', noop)
   runtime.tunnels.trackOpaque(upstream, {
     grant,
     destination,
     close () {
       request.log.info({ tunnel: `${destination.host}:${destination.port}` }, 'tunnel closed: its user or destination is no longer allowed')
-      opened.destroy()
+      upstream.destroy()
     }
   })
   const kind: TunnelKind = client.http2 ? 'http2' : 'opaque'
@@ -123,9 +189,15 @@ export async function openConnectTunnel (request: FastifyRequest, reply: Fastify
   client.establish(upstream, {
     idleTimeout: runtime.settings.limits.tunnelIdleTimeout,
     reader,
-    onClose: (summary) => { recordClose(summary); closed(kind, summary) }
+    onClose: (summary) => {
+      recordClose(summary)
+      release()
+      finishTunnel(request, reply, { kind, ...summary })
+    }
   })
 }
+
+function noop (): void {}
 
 /** The certificate provider for an intercepted tunnel: the configured one, or what its factory makes for this request. */
 function certificateProviderFor (request: FastifyRequest, interception: InterceptionRuntime): ForwardProxyCertificateProvider {

@@ -69,8 +69,8 @@ function classify (req: RawRequest): ProxyRequestTarget | null {
  * Fastify's router takes origin-form paths (and, today, absolute `http(s)://` URLs) and answers
  * any other target with its own 400 before a hook or route runs; a CONNECT's target is
  * `host:port`. Routing CONNECT under a fixed path keeps it from depending on how a router version
- * treats other targets: the proxy route (`*`, held by its router constraint) matches it whatever
- * the path.
+ * treats other targets: the proxy's CONNECT route (`*`, held by its router constraint) matches it
+ * whatever the path.
  */
 const CONNECT_ROUTING_PATH = '/'
 

@@ -99,19 +99,50 @@ export function connectToDestination (
   onread?: OnReadOpts,
   upstream?: UpstreamProxy | null
 ): Promise<Socket> {
-  if (upstream !== undefined && upstream !== null) return connectThroughChecked(destination, settings, upstream, cancel, onread)
+  return new Promise((resolve, reject) => {
+    connectToDestinationThen(destination, settings, (error, socket) => {
+      if (socket === undefined) reject(error)
+      else resolve(socket)
+    }, cancel, onread, upstream)
+  })
+}
+
+/** What {@link connectToDestinationThen} calls once: with the connected socket, or with the error alone. */
+export type DialCallback = (error: unknown, socket?: Socket) => void
+
+/**
+ * {@link connectToDestination} with a callback instead of a promise: `callback` runs once, with
+ * the connected socket or with the ProxyError. An IP literal without an upstream, an opaque
+ * CONNECT's usual destination, is checked and dialed with no promise at all.
+ */
+export function connectToDestinationThen (
+  destination: ForwardProxyDestination,
+  settings: DestinationConnectorSettings,
+  callback: DialCallback,
+  cancel?: Cancellation,
+  onread?: OnReadOpts,
+  upstream?: UpstreamProxy | null
+): void {
+  if (upstream !== undefined && upstream !== null) {
+    connectThroughChecked(destination, settings, upstream, cancel, onread).then((socket) => callback(null, socket), callback)
+    return
+  }
   const literalFamily = isIP(destination.host)
-  if (literalFamily !== 4 && literalFamily !== 6) return resolveAndDial(destination, settings, cancel, onread)
+  if (literalFamily !== 4 && literalFamily !== 6) {
+    resolveAndDial(destination, settings, cancel, onread).then((socket) => callback(null, socket), callback)
+    return
+  }
   // An IP literal has nothing to resolve: checked and dialed at once, without the DNS path's
   // promises (an opaque CONNECT to an address pays for one dial, nothing more).
   try {
     settings.policy.checkAddress(destination.host)
     refuseOwnListener(settings, destination.host, destination.port)
   } catch (error) {
-    return Promise.reject(error)
+    callback(error)
+    return
   }
   const target: DialTarget = { host: destination.host, port: destination.port, family: literalFamily === 4 ? 4 : 6, onread }
-  return dial(target, cancel, { aborted: false }, settings.connectTimeout)
+  dialThen(target, cancel, { aborted: false }, settings.connectTimeout, callback)
 }
 
 async function connectThroughChecked (
@@ -212,45 +243,54 @@ interface DialTarget {
 }
 
 /**
- * Dials one checked address. Fails with `connection_terminated` when `abort` fires (the client
- * left) or `connection_timeout` once `deadline` is marked; with `timeout`, the dial marks its own
- * deadline after that many milliseconds (an IP literal's only attempt), without it the caller's
- * timer does (a resolved name's attempts share one). A socket error is turned into its ProxyError.
+ * Dials one checked address and calls `callback` once. Fails with `connection_terminated` when
+ * `abort` fires (the client left) or `connection_timeout` once `deadline` is marked; with
+ * `timeout`, the dial marks its own deadline after that many milliseconds (an IP literal's only
+ * attempt), without it the caller's timer does (a resolved name's attempts share one). A socket
+ * error is turned into its ProxyError.
  */
-function dial (target: DialTarget, abort: Cancellation | undefined, deadline: Deadline, timeout: number | null): Promise<Socket> {
+function dialThen (target: DialTarget, abort: Cancellation | undefined, deadline: Deadline, timeout: number | null, callback: DialCallback): void {
   const { host, port, family, onread } = target
+  if (abort?.aborted === true) {
+    callback(abortedDialError(deadline))
+    return
+  }
+  const socket = connect({ host, port, family, allowHalfOpen: true, noDelay: true, ...(onread === undefined ? {} : { onread }) })
+  let timer: NodeJS.Timeout | undefined
+  const fail = (error: unknown): void => {
+    clearTimeout(timer)
+    stopListening()
+    socket.destroy()
+    callback(proxyErrorFromNetworkError(error))
+  }
+  const stopListening = abort === undefined ? noop : abort.onAbort(() => fail(abortedDialError(deadline)))
+  if (timeout !== null) {
+    timer = setTimeout(() => {
+      deadline.aborted = true
+      fail(abortedDialError(deadline))
+    }, timeout)
+  }
+  // on(), removed when it runs: once() would wrap it in two more objects, and left attached it
+  // would keep this dial's closures for the tunnel's whole life.
+  const connected = (): void => {
+    clearTimeout(timer)
+    stopListening()
+    socket.removeListener('error', fail)
+    socket.removeListener('connect', connected)
+    rememberDialedAddress(socket, target)
+    callback(null, socket)
+  }
+  socket.on('connect', connected)
+  socket.once('error', fail)
+}
+
+/** {@link dialThen} as a promise (each of a resolved name's addresses in turn). */
+function dial (target: DialTarget, abort: Cancellation | undefined, deadline: Deadline, timeout: number | null): Promise<Socket> {
   return new Promise((resolve, reject) => {
-    if (abort?.aborted === true) {
-      reject(abortedDialError(deadline))
-      return
-    }
-    const socket = connect({ host, port, family, allowHalfOpen: true, noDelay: true, ...(onread === undefined ? {} : { onread }) })
-    let timer: NodeJS.Timeout | undefined
-    const fail = (error: unknown): void => {
-      clearTimeout(timer)
-      stopListening()
-      socket.destroy()
-      reject(proxyErrorFromNetworkError(error))
-    }
-    const stopListening = abort === undefined ? noop : abort.onAbort(() => fail(abortedDialError(deadline)))
-    if (timeout !== null) {
-      timer = setTimeout(() => {
-        deadline.aborted = true
-        fail(abortedDialError(deadline))
-      }, timeout)
-    }
-    // on(), removed when it runs: once() would wrap it in two more objects, and left attached it
-    // would keep this dial's closures for the tunnel's whole life.
-    const connected = (): void => {
-      clearTimeout(timer)
-      stopListening()
-      socket.removeListener('error', fail)
-      socket.removeListener('connect', connected)
-      rememberDialedAddress(socket, target)
-      resolve(socket)
-    }
-    socket.on('connect', connected)
-    socket.once('error', fail)
+    dialThen(target, abort, deadline, timeout, (error, socket) => {
+      if (socket === undefined) reject(error)
+      else resolve(socket)
+    })
   })
 }
 
