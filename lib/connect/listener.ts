@@ -104,8 +104,10 @@ function createConnectListener (fastify: FastifyInstance, pseudonym: string) {
  * connection is watched, so a client that leaves first gets nothing dialed for it.
  */
 function createHttp1ConnectListener (fastify: FastifyInstance, pseudonym: string) {
+  // One listener for every CONNECT's socket, not a closure each.
+  const onClientError = (error: Error): void => fastify.log.debug({ err: { code: (error as NodeJS.ErrnoException).code } }, 'CONNECT client socket error')
   return function onConnect (req: IncomingMessage, socket: Socket, head: Buffer): void {
-    socket.on('error', (error) => fastify.log.debug({ err: { code: (error as NodeJS.ErrnoException).code } }, 'CONNECT client socket error'))
+    socket.on('error', onClientError)
     if (connectionWasUsed(socket)) {
       afterEarlierResponses(socket, () => writeRawProxyError(socket, pseudonym, new ProxyError('http_request_error', 'CONNECT must be the first request on a connection.', { status: 501, details: 'CONNECT after another request' })))
       return

@@ -255,7 +255,8 @@ function dialThen (target: DialTarget, abort: Cancellation | undefined, deadline
     callback(abortedDialError(deadline))
     return
   }
-  const socket = connect({ host, port, family, allowHalfOpen: true, noDelay: true, ...(onread === undefined ? {} : { onread }) })
+  // One options object: Node skips an undefined `onread`.
+  const socket = connect({ host, port, family, allowHalfOpen: true, noDelay: true, onread })
   let timer: NodeJS.Timeout | undefined
   const fail = (error: unknown): void => {
     clearTimeout(timer)
