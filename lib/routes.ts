@@ -52,6 +52,10 @@ export function proxyRoutes (runtime: ProxyRuntime) {
 
     const finishProxyRequestHook: onResponseHookHandler = function finishProxyRequestHook (request, reply, done) {
       finishProxyRequest(request, reply)
+      done()
+    }
+    const finishConnectHook: onResponseHookHandler = function finishConnectHook (request, reply, done) {
+      finishProxyRequest(request, reply)
       releaseUnopenedTunnel(request)
       done()
     }
@@ -83,7 +87,7 @@ export function proxyRoutes (runtime: ProxyRuntime) {
       exposeHeadRoute: false,
       constraints,
       onRequest: admitProxyRequest(authenticate, runtime),
-      onResponse: finishProxyRequestHook,
+      onResponse: finishConnectHook,
       handler: function openTunnel (request: FastifyRequest, reply: FastifyReply) {
         openConnectTunnel(request, reply, runtime, (error) => reply.send(asError(error)))
       }

@@ -74,7 +74,13 @@ export function openConnectTunnel (request: FastifyRequest, reply: FastifyReply,
   const { upstreams } = runtime.connector
   const route = upstreams == null ? null : routeOrFailure(() => upstreams.routeFor(admission.destination, request, 'tunnel'))
   if (route instanceof Promise) {
-    route.then((upstreamProxy) => dialThenRelay(request, reply, runtime, admission, upstreamProxy, failBeforeAnswer), failBeforeAnswer)
+    route.then((upstreamProxy) => {
+      try {
+        dialThenRelay(request, reply, runtime, admission, upstreamProxy, failBeforeAnswer)
+      } catch (error) {
+        failBeforeAnswer(error)
+      }
+    }, failBeforeAnswer)
   } else if (route instanceof Error) failBeforeAnswer(route)
   else dialThenRelay(request, reply, runtime, admission, route, failBeforeAnswer)
 }
@@ -115,20 +121,28 @@ function dialThenRelay (
       failBeforeAnswer(error)
       return
     }
-    admission.stopWatchingClient()
-    noteDialed(request, upstream)
-    if (capture?.dispatchedAt !== undefined) {
-      // The 200 goes out now: the tunnel's entry times its dial, then its life.
-      capture.headAt = performance.now()
-      noteDialDurations(upstream, { connect: capture.headAt - capture.dispatchedAt, ssl: -1, openedAt: capture.headAt })
-    }
-    if (client.gone) {
+    // Runs from the destination socket's 'connect' event: a failure of ours must reach the error
+    // handler (as it did from an async handler), not the process.
+    try {
+      admission.stopWatchingClient()
+      noteDialed(request, upstream)
+      if (capture?.dispatchedAt !== undefined) {
+        // The 200 goes out now: the tunnel's entry times its dial, then its life.
+        capture.headAt = performance.now()
+        noteDialDurations(upstream, { connect: capture.headAt - capture.dispatchedAt, ssl: -1, openedAt: capture.headAt })
+      }
+      if (client.gone) {
+        upstream.destroy()
+        release()
+        dropAbandonedConnect(request, reply)
+        return
+      }
+      relayOpaqueTunnel(request, reply, runtime, admission, upstream, reader)
+    } catch (failure) {
       upstream.destroy()
-      release()
-      dropAbandonedConnect(request, reply)
-      return
+      if (reply.sent) client.closable.destroy()
+      failBeforeAnswer(failure)
     }
-    relayOpaqueTunnel(request, reply, runtime, admission, upstream, reader)
   }, clientGone, reader?.onread, upstreamProxy)
 }
 
