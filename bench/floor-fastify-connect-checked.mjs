@@ -10,7 +10,7 @@
 // left with its CONNECT. Not part of the suite; run it beside the floors with a harness that
 // alternates them. `node floor-fastify-connect-checked.mjs` prints its port.
 import Fastify from 'fastify'
-import { ServerResponse } from 'node:http'
+import { routeConnectsThroughFastify } from './fastify-connect-routing.mjs'
 import { connect, isIP } from 'node:net'
 
 const MAX_TUNNELS = 10_000
@@ -106,15 +106,7 @@ app.route({
 })
 
 await app.ready()
-app.server.on('connect', (req, socket, head) => {
-  socket.on('error', () => {})
-  pendingConnects.set(req, { target: req.url, socket, head })
-  req.url = '/'
-  const response = new ServerResponse(req)
-  response.shouldKeepAlive = false
-  response.assignSocket(socket)
-  app.routing(req, response)
-})
+routeConnectsThroughFastify(app, (req, pending) => pendingConnects.set(req, pending))
 await app.listen({ host: '127.0.0.1', port: 0 })
 process.stdout.write(`${app.server.address().port}\n`)
 process.on('SIGTERM', () => {

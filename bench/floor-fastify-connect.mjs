@@ -5,7 +5,7 @@
 // and relays with pipe(). Beside bench/floor-connect-proxy.mjs (no Fastify) in
 // bench/connect-cost.mjs. `node floor-fastify-connect.mjs` prints its port.
 import Fastify from 'fastify'
-import { ServerResponse } from 'node:http'
+import { routeConnectsThroughFastify } from './fastify-connect-routing.mjs'
 import { connect } from 'node:net'
 
 const targets = new WeakMap()
@@ -36,14 +36,6 @@ app.route({
 })
 
 await app.ready()
-app.server.on('connect', (req, socket, head) => {
-  socket.on('error', () => {})
-  targets.set(req, { target: req.url, socket, head })
-  req.url = '/'
-  const response = new ServerResponse(req)
-  response.shouldKeepAlive = false
-  response.assignSocket(socket)
-  app.routing(req, response)
-})
+routeConnectsThroughFastify(app, (req, pending) => targets.set(req, pending))
 await app.listen({ host: '127.0.0.1', port: 0 })
 process.stdout.write(`${app.server.address().port}\n`)
