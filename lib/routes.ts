@@ -86,7 +86,7 @@ export function proxyRoutes (runtime: ProxyRuntime) {
       url: '*',
       exposeHeadRoute: false,
       constraints,
-      onRequest: admitProxyRequest(authenticate, runtime),
+      onRequest: admitProxyRequest(authenticate, runtime, admitTunnel(runtime)),
       onResponse: finishConnectHook,
       handler: function openTunnel (request: FastifyRequest, reply: FastifyReply) {
         openConnectTunnel(request, reply, runtime, (error) => reply.send(asError(error)))
@@ -96,27 +96,16 @@ export function proxyRoutes (runtime: ProxyRuntime) {
 }
 
 /**
- * The proxy route's one onRequest hook (after the application's own), in this order:
+ * A proxy route's one onRequest hook (after the application's own), in this order:
  * the request's telemetry starts (so refused requests are logged and traced too), a head too
  * large to forward faithfully is refused (`oversizedHeadError`), the client is
- * authenticated, and a CONNECT is admitted (its slot taken, see `admitConnect`) and, with
- * tlsInterception, its interception decided: every later hook sees the decision. One hook, not
- * four: each hook Fastify runs costs a call through its runner, and the usual request passes
- * every step without a promise or a turn of the event loop.
+ * authenticated, and then `admit` runs when given: on the CONNECT route the CONNECT is admitted
+ * there (see {@link admitTunnel}). One hook, not several: each hook Fastify runs costs a call
+ * through its runner, and the usual request passes every step without a promise or a turn of
+ * the event loop.
  */
-function admitProxyRequest (authenticate: onRequestHookHandler | undefined, runtime: ProxyRuntime): onRequestHookHandler {
-  const decideInterception = decideTunnelInterception(runtime)
-  const admit = (request: FastifyRequest, reply: FastifyReply, done: HookDone): void => {
-    const target = proxyRequestTargetOf(request.raw)
-    if (target?.kind !== 'connect') {
-      done()
-      return
-    }
-    admitConnect(request, reply, target, runtime, (error) => {
-      if (error === undefined) decideInterception.call(request.server, request, reply, done)
-      else done(error)
-    })
-  }
+function admitProxyRequest (authenticate: onRequestHookHandler | undefined, runtime: ProxyRuntime, admit?: AdmissionStep): onRequestHookHandler {
+  const next: AdmissionStep = admit ?? ((_request, _reply, done) => { done() })
   return function admitProxyRequestHook (this: FastifyInstance, request, reply, done) {
     beginProxyRequest(request, runtime.capture)
     const oversized = oversizedHeadError(request.raw)
@@ -125,12 +114,35 @@ function admitProxyRequest (authenticate: onRequestHookHandler | undefined, runt
       return
     }
     if (authenticate === undefined) {
-      admit(request, reply, done)
+      next(request, reply, done)
       return
     }
     authenticate.call(this, request, reply, (error?: Error) => {
       if (error !== undefined && error !== null) done(error)
-      else admit(request, reply, done)
+      else next(request, reply, done)
+    })
+  }
+}
+
+/** The last step of a proxy route's onRequest hook, after authentication. */
+type AdmissionStep = (request: FastifyRequest, reply: FastifyReply, done: HookDone) => void
+
+/**
+ * The CONNECT route's admission step: the CONNECT is admitted (its slot taken, see
+ * `admitConnect`) and, with tlsInterception, its interception decided, so every later hook
+ * sees the decision.
+ */
+function admitTunnel (runtime: ProxyRuntime): AdmissionStep {
+  const decideInterception = decideTunnelInterception(runtime)
+  return (request, reply, done) => {
+    const target = proxyRequestTargetOf(request.raw)
+    if (target?.kind !== 'connect') {
+      done()
+      return
+    }
+    admitConnect(request, reply, target, runtime, (error) => {
+      if (error === undefined) decideInterception.call(request.server, request, reply, done)
+      else done(error)
     })
   }
 }

@@ -39,9 +39,7 @@ export function openConnectTunnel (request: FastifyRequest, reply: FastifyReply,
   admission.stopReleasingOnGone()
   const { client, release } = admission
   if (client.gone) {
-    admission.stopWatchingClient()
-    release()
-    dropAbandonedConnect(request, reply)
+    dropAbandonedTunnel(request, reply, admission)
     return
   }
   const failBeforeAnswer = (error: unknown): void => {
@@ -64,15 +62,20 @@ export function openConnectTunnel (request: FastifyRequest, reply: FastifyReply,
     }
     admission.stopWatchingClient()
     if (client.gone) {
-      release()
-      dropAbandonedConnect(request, reply)
+      dropAbandonedTunnel(request, reply, admission)
       return
     }
     acceptInterceptedTunnel(request, reply, runtime, admission, interception.endpoint, provider)
     return
   }
   const { upstreams } = runtime.connector
-  const route = upstreams == null ? null : routeOrFailure(() => upstreams.routeFor(admission.destination, request, 'tunnel'))
+  let route: UpstreamProxy | null | Promise<UpstreamProxy | null>
+  try {
+    route = upstreams == null ? null : upstreams.routeFor(admission.destination, request, 'tunnel')
+  } catch (error) {
+    failBeforeAnswer(error)
+    return
+  }
   if (route instanceof Promise) {
     route.then((upstreamProxy) => {
       try {
@@ -81,17 +84,7 @@ export function openConnectTunnel (request: FastifyRequest, reply: FastifyReply,
         failBeforeAnswer(error)
       }
     }, failBeforeAnswer)
-  } else if (route instanceof Error) failBeforeAnswer(route)
-  else dialThenRelay(request, reply, runtime, admission, route, failBeforeAnswer)
-}
-
-/** The upstream a tunnel goes through, the promise of it, or what the route selector threw. */
-function routeOrFailure (route: () => UpstreamProxy | null | Promise<UpstreamProxy | null>): UpstreamProxy | null | Promise<UpstreamProxy | null> | Error {
-  try {
-    return route()
-  } catch (error) {
-    return error instanceof Error ? error : new Error(String(error))
-  }
+  } else dialThenRelay(request, reply, runtime, admission, route, failBeforeAnswer)
 }
 
 /** Dials an opaque tunnel's destination (directly or through `upstreamProxy`), then answers 200 and relays. */
@@ -103,11 +96,9 @@ function dialThenRelay (
   upstreamProxy: UpstreamProxy | null,
   failBeforeAnswer: (error: unknown) => void
 ): void {
-  const { client, destination, clientGone, release } = admission
+  const { client, destination, clientGone } = admission
   if (client.gone) {
-    admission.stopWatchingClient()
-    release()
-    dropAbandonedConnect(request, reply)
+    dropAbandonedTunnel(request, reply, admission)
     return
   }
   // HTTP/1.1 tunnels read their destination into reused buffers; an HTTP/2 stream's writes
@@ -133,8 +124,7 @@ function dialThenRelay (
       }
       if (client.gone) {
         upstream.destroy()
-        release()
-        dropAbandonedConnect(request, reply)
+        dropAbandonedTunnel(request, reply, admission)
         return
       }
       relayOpaqueTunnel(request, reply, runtime, admission, upstream, reader)
@@ -209,6 +199,13 @@ function relayOpaqueTunnel (
       finishTunnel(request, reply, { kind, ...summary })
     }
   })
+}
+
+/** Ends a CONNECT whose client left before its answer: the watch stopped, its slot given back, nothing written. */
+function dropAbandonedTunnel (request: FastifyRequest, reply: FastifyReply, admission: TunnelAdmission): void {
+  admission.stopWatchingClient()
+  admission.release()
+  dropAbandonedConnect(request, reply)
 }
 
 function noop (): void {}
