@@ -1,7 +1,7 @@
 // Relays an opaque tunnel's bytes both ways and tears it down, reading the destination through
 // shared and borrowed buffers.
 
-import type { Socket, OnReadOpts } from 'node:net'
+import { Socket, type OnReadOpts } from 'node:net'
 import type { Duplex, Readable, Writable } from 'node:stream'
 
 /** Byte counts and outcome of a finished tunnel, for logs and metrics. */
@@ -107,6 +107,8 @@ export function relayTunnel (client: TunnelClientStreams, destination: Socket, o
     if (closedSides === 2) {
       clearTimeout(idleTimer)
       options.onClose({ bytesUp, bytesDown, reason })
+      letGoOfSocket(destination)
+      letGoOfSocket(output)
     }
   }
   // Once one side is gone the other can only finish if both its halves already ended (a clean
@@ -144,6 +146,25 @@ function forwardWithBackpressure (input: Readable, destination: Writable, onByte
   if (destination.writableNeedDrain) waitForDrain()
   else input.resume()
 }
+
+/**
+ * Drops every listener of a finished tunnel's socket (a net.Socket, TLS included; an HTTP/2
+ * stream is left alone), leaving one that ignores errors. Node keeps a closed socket's object
+ * until the next full garbage collection, its native handle holding it through the young
+ * collections in between, and with it everything its listeners reach: the relay, the request and
+ * its reply, the tunnel's admission. Each young collection then copied all of that for every
+ * tunnel closed since the last full one. Called from the last 'close' listener of the relay: the
+ * listeners of that event still run, Node calls a copy of the list.
+ */
+function letGoOfSocket (stream: Duplex): void {
+  if (!(stream instanceof Socket)) return
+  stream.removeAllListeners()
+  stream.on('error', ignoreError)
+}
+
+function ignoreError (): void {}
+
+function ignoreCount (): void {}
 
 function isFinished (stream: Duplex): boolean {
   return stream.destroyed || (stream.readableEnded && stream.writableEnded)
@@ -212,7 +233,7 @@ export function createDestinationReader (): DestinationReader {
   let waiting = false
   let destination: Socket | undefined
   let output: Writable | undefined
-  let onBytes: (count: number) => void = () => {}
+  let onBytes: (count: number) => void = ignoreCount
   // Bytes read before the relay started, copied out of the shared buffer.
   const early: Buffer[] = []
 
@@ -280,7 +301,14 @@ export function createDestinationReader (): DestinationReader {
       const end = (): void => { if (!target.destroyed) target.end() }
       if (socket.readableEnded) end()
       else socket.on('end', end)
-      socket.on('close', () => release(!ownWritePending))
+      socket.on('close', () => {
+        release(!ownWritePending)
+        // The socket keeps these read callbacks as long as it lives (see letGoOfSocket): without
+        // the relay's streams and counter they hold nothing of the tunnel.
+        destination = undefined
+        output = undefined
+        onBytes = ignoreCount
+      })
       // Reading stopped at the first early read; it goes on once those bytes are written.
       waiting = true
       for (const chunk of early.splice(0)) {

@@ -22,7 +22,10 @@ export interface DialDurations {
 
 // Kept off the sockets themselves; the entry goes with the socket. `text` is the formatted
 // address, made by the first log line that asks (a pooled connection serves many requests).
-const dialedAddresses = new WeakMap<object, { readonly target: DialedAddress, text?: string }>()
+// An entry holds its own copy of the host and port, never the caller's object: what the dial was
+// given (its onread reader, and through it the tunnel's relay) would otherwise live as long as the
+// socket, and a closed socket outlives its tunnel (see relay.ts, letGoOfSocket).
+const dialedAddresses = new WeakMap<object, { readonly host: string, readonly port: number, text?: string }>()
 
 const dialDurations = new WeakMap<object, DialDurations>()
 
@@ -31,7 +34,7 @@ const dialDurations = new WeakMap<object, DialDurations>()
  * string is built until {@link dialedAddressOf} is called.
  */
 export function rememberDialedAddress (socket: object, target: DialedAddress): void {
-  dialedAddresses.set(socket, { target })
+  dialedAddresses.set(socket, { host: target.host, port: target.port })
 }
 
 /** Gives `outer` (a TLS socket layered on `inner`) the address `inner` was dialed to, if any. */
@@ -48,13 +51,13 @@ export function carryDialedAddress (outer: object, inner: object): void {
 export function dialedAddressOf (socket: object | undefined): string | undefined {
   const dialed = socket === undefined ? undefined : dialedAddresses.get(socket)
   if (dialed === undefined) return undefined
-  dialed.text ??= formatAuthority(dialed.target.host, dialed.target.port)
+  dialed.text ??= formatAuthority(dialed.host, dialed.port)
   return dialed.text
 }
 
 /** The IP address `socket` was dialed to, without its port (undefined as for {@link dialedAddressOf}). */
 export function dialedHostOf (socket: object | undefined): string | undefined {
-  return socket === undefined ? undefined : dialedAddresses.get(socket)?.target.host
+  return socket === undefined ? undefined : dialedAddresses.get(socket)?.host
 }
 
 /** Notes how long `socket` took to open, for the first request sent on it. */
