@@ -9,9 +9,8 @@ import { startTcpDestination, once } from './helpers/tcp-destination'
 import { capturedLog } from './helpers/captured-log'
 import { eventually } from './helpers/eventually'
 
-// Node keeps a closed socket's object until a full garbage collection (its native handle holds it
-// through the young-generation collections before that), and everything the socket still
-// reaches survives those collections with it. So once a tunnel is over, neither of its sockets
+// A closed socket's object lives on through young-generation collections until a full one, and
+// everything the socket still reaches survives those collections with it. So once a tunnel is over, neither of its sockets
 // may reach the tunnel's request, reply, relay or admission.
 
 setFlagsFromString('--expose-gc')
