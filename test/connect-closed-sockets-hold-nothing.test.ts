@@ -10,8 +10,8 @@ import { capturedLog } from './helpers/captured-log'
 import { eventually } from './helpers/eventually'
 
 // A closed socket's object lives on through young-generation collections until a full one, and
-// everything the socket still reaches survives those collections with it. So once a tunnel is over, neither of its sockets
-// may reach the tunnel's request, reply, relay or admission.
+// everything the socket still reaches survives those collections with it. So once a tunnel is
+// over, neither of its sockets may reach the tunnel's request, reply, relay or admission.
 
 setFlagsFromString('--expose-gc')
 const collectGarbage = runInNewContext('gc') as () => void
