@@ -9,9 +9,9 @@ import { startTcpDestination, once } from './helpers/tcp-destination'
 import { capturedLog } from './helpers/captured-log'
 import { eventually } from './helpers/eventually'
 
-// A closed socket's object lives on through young-generation collections until a full one, and
-// everything the socket still reaches survives those collections with it. So once a tunnel is
-// over, neither of its sockets may reach the tunnel's request, reply, relay or admission.
+// Whatever still holds a closed socket (an application's list of its connections, say) holds
+// everything the socket reaches. So once a tunnel is over, neither of its sockets may reach the
+// tunnel's request, reply, relay or admission.
 
 setFlagsFromString('--expose-gc')
 const collectGarbage = runInNewContext('gc') as () => void

@@ -149,12 +149,13 @@ function forwardWithBackpressure (input: Readable, destination: Writable, onByte
 
 /**
  * Drops every listener of a finished tunnel's socket (a net.Socket, TLS included; an HTTP/2
- * stream is left alone), leaving one that ignores errors. A closed socket's object lives on
- * through young-generation collections until a full one, and with it everything its listeners
- * reach: the relay, the request and its reply, the tunnel's admission. Each young collection
- * copied all of that for every tunnel closed since the last full one (bench/NOTES.md, thirteenth
- * session). Called from the last 'close' listener of the relay: the listeners of that event still
- * run, Node calls a copy of the list.
+ * stream is left alone), leaving one that ignores errors. Whatever still holds a closed socket
+ * (an application's list of its connections, say) would otherwise hold everything its listeners
+ * reach: the relay, the request and its reply, the tunnel's admission. When the tunnel registry
+ * kept its sockets in Sets, each young-generation collection copied all of that for the tunnels
+ * closed since the last full one (bench/NOTES.md, thirteenth session). Called from the last
+ * 'close' listener of the relay: the listeners of that event still run, Node calls a copy of the
+ * list.
  */
 function letGoOfSocket (stream: Duplex): void {
   if (!(stream instanceof Socket)) return

@@ -25,6 +25,7 @@ import type { ForwardProxyControl } from '../../types/control'
 import type { ForwardProxyDestination } from '../../types/destination'
 import type { TunnelGrant } from '../security/tunnel-grant'
 import type { TrafficCapture } from '../capture/traffic-capture'
+import { OpenList } from './open-list'
 
 /** Everything one registration of the proxy shares between its parts. */
 export interface ProxyRuntime {
@@ -187,8 +188,8 @@ export interface ClientTransport {
  */
 export class TunnelRegistry {
   readonly #slots: ConcurrencyLimit
-  readonly #open = new Set<Duplex>()
-  readonly #revocable = new Set<RevocableTunnel>()
+  readonly #open = new OpenList<Duplex>()
+  readonly #revocable = new OpenList<RevocableTunnel>()
 
   constructor (maxConcurrentTunnels: number) {
     this.#slots = new ConcurrencyLimit(maxConcurrentTunnels)
@@ -213,8 +214,8 @@ export class TunnelRegistry {
 
   /** Tracks a stream of a tunnel (its client's side) until it closes. */
   track (stream: Duplex): void {
-    this.#open.add(stream)
-    stream.on('close', () => this.#open.delete(stream))
+    const entry = this.#open.add(stream)
+    stream.on('close', () => this.#open.delete(entry))
   }
 
   /**
@@ -222,17 +223,17 @@ export class TunnelRegistry {
    * {@link TunnelRegistry.revocable} as long: one listener for both, as every CONNECT pays for it.
    */
   trackOpaque (destination: Duplex, tunnel: RevocableTunnel): void {
-    this.#open.add(destination)
-    this.#revocable.add(tunnel)
+    const open = this.#open.add(destination)
+    const revocable = this.#revocable.add(tunnel)
     destination.on('close', () => {
-      this.#open.delete(destination)
-      this.#revocable.delete(tunnel)
+      this.#open.delete(open)
+      this.#revocable.delete(revocable)
     })
   }
 
   /** The open opaque tunnels, for checking them again after a reconfiguration. */
   get revocable (): Iterable<RevocableTunnel> {
-    return [...this.#revocable]
+    return this.#revocable.toArray()
   }
 
   /**
@@ -245,13 +246,12 @@ export class TunnelRegistry {
    */
   async destroyAll (wait = 1_000): Promise<void> {
     const closed: Array<Promise<unknown>> = []
-    for (const stream of this.#open) {
+    for (const stream of this.#open.toArray()) {
       const { session } = stream as Partial<Http2Stream>
       if (!stream.closed) closed.push(new Promise((resolve) => stream.once('close', resolve)))
       stream.destroy()
       if (session !== undefined && !session.closed) session.close()
     }
-    this.#open.clear()
     if (closed.length === 0) return
     let timer: NodeJS.Timeout | undefined
     await Promise.race([Promise.all(closed), new Promise((resolve) => { timer = setTimeout(resolve, wait) })])

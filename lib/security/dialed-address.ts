@@ -24,7 +24,7 @@ export interface DialDurations {
 // address, made by the first log line that asks (a pooled connection serves many requests).
 // An entry holds its own copy of the host and port, never the caller's object: what the dial was
 // given (its onread reader, and through it the tunnel's relay) would otherwise live as long as the
-// socket, and a closed socket outlives its tunnel (see relay.ts, letGoOfSocket).
+// socket, and whatever holds a closed socket would hold the tunnel (see relay.ts, letGoOfSocket).
 const dialedAddresses = new WeakMap<object, { readonly host: string, readonly port: number, text?: string }>()
 
 const dialDurations = new WeakMap<object, DialDurations>()

@@ -25,6 +25,7 @@ export { borrowedRelayBuffers, borrowRelayBuffer, createDestinationReader, RELAY
 export { resolveProxySettings } from '../../lib/core/options'
 export { resolveDestinationTlsSettings } from '../../lib/core/interception-options'
 export { parseConnectTarget } from '../../lib/core/proxy-request'
+export { OpenList } from '../../lib/core/open-list'
 export { receivedHeaderObject } from '../../lib/forward/outgoing-head'
 export { handOverTlsConnection, startConnectionChecks } from '../../lib/interception/node-server-internals'
 export { formatProxyStatus } from '../../lib/protocol/proxy-status'
