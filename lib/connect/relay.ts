@@ -1,6 +1,7 @@
 // Relays an opaque tunnel's bytes both ways and tears it down, reading the destination through
 // shared and borrowed buffers.
 
+import { EventEmitter } from 'node:events'
 import { Socket, type OnReadOpts } from 'node:net'
 import type { Duplex, Readable, Writable } from 'node:stream'
 
@@ -159,7 +160,9 @@ function forwardWithBackpressure (input: Readable, destination: Writable, onByte
  */
 function letGoOfSocket (stream: Duplex): void {
   if (!(stream instanceof Socket)) return
-  stream.removeAllListeners()
+  // EventEmitter's own method: a Readable's override also queues a tick to recompute its reading
+  // state, which a closed socket has no use for.
+  EventEmitter.prototype.removeAllListeners.call(stream)
   stream.on('error', ignoreError)
 }
 
