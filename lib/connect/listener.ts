@@ -21,6 +21,7 @@ import { interceptedTunnelOf, inTunnelProblemError, routeUnderConnectPath } from
 import { ProxyError } from '../protocol/errors'
 import { ObjectSlot } from '../protocol/object-slot'
 import { tunnelSetups } from './tunnel-setups'
+import type { ClientReading } from './relay'
 
 /** How a server is joined to the proxy. */
 export interface AttachOptions {
@@ -211,7 +212,7 @@ export function afterEarlierResponses (socket: Socket, callback: () => void): vo
 const MAX_EARLY_BYTES = 64 * 1024
 
 /** An HTTP/1.1 CONNECT's connection between its head and the proxy's answer. */
-interface PendingConnect {
+interface PendingConnect extends ClientReading {
   /**
    * Stops watching, pauses the socket for whoever reads it next and returns every byte the
    * client sent after its CONNECT head: Node's own `head` first, then what was read meanwhile.
@@ -230,24 +231,48 @@ interface PendingConnect {
  *
  * Without this, Node leaves the socket unread after its `'connect'` event and the FIN waits in
  * the socket's buffer, unseen, until the tunnel starts reading.
+ *
+ * An opaque tunnel's relay takes these listeners over (`handOver`) rather than adding its own:
+ * the socket is read from the head to the tunnel's end without being paused, resumed or having
+ * its listeners changed in between, which every CONNECT paid for.
  */
 function watchPendingConnect (socket: Socket, head: Buffer): PendingConnect {
-  const early: Buffer[] = head.length > 0 ? [head] : []
+  let early: Buffer[] = head.length > 0 ? [head] : []
   let earlyLength = head.length
+  let relayChunk: ((chunk: Buffer) => void) | null = null
+  let relayEnd: (() => void) | null = null
   const onData = (chunk: Buffer): void => {
+    if (relayChunk !== null) {
+      relayChunk(chunk)
+      return
+    }
     early.push(chunk)
     earlyLength += chunk.length
     if (earlyLength >= MAX_EARLY_BYTES) socket.pause()
   }
-  const onEnd = (): void => { socket.destroy() }
+  const onEnd = (): void => {
+    if (relayEnd !== null) relayEnd()
+    else socket.destroy()
+  }
   socket.on('data', onData)
   socket.on('end', onEnd)
+  const takeAll = (): Buffer => {
+    const bytes = early.length === 1 ? early[0] as Buffer : Buffer.concat(early, earlyLength)
+    early = []
+    earlyLength = 0
+    return bytes
+  }
   return {
     takeEarlyBytes () {
       socket.removeListener('data', onData)
       socket.removeListener('end', onEnd)
       socket.pause()
-      return early.length === 1 ? early[0] as Buffer : Buffer.concat(early, earlyLength)
+      return takeAll()
+    },
+    handOver (onChunk, onClientEnd) {
+      relayChunk = onChunk
+      relayEnd = onClientEnd
+      return takeAll()
     }
   }
 }

@@ -47,6 +47,22 @@ export interface TunnelClientStreams {
   readonly input: Readable
   /** Where bytes for the client are written; its `'close'` ends the client side. */
   readonly output: Duplex
+  /**
+   * The listeners already reading `input`, when something read it before the relay (an
+   * HTTP/1.1 CONNECT's connection is watched until its answer): the relay takes them over
+   * instead of adding its own.
+   */
+  readonly reading?: ClientReading
+}
+
+/** Listeners already reading a tunnel's client, which a relay can take over. */
+export interface ClientReading {
+  /**
+   * From now on sends each chunk read to `onData` and the end of the input to `onEnd`, and
+   * returns the bytes read before (possibly none), which the caller forwards first. The input
+   * is neither paused nor resumed here.
+   */
+  handOver (onData: (chunk: Buffer) => void, onEnd: () => void): Buffer
 }
 
 /**
@@ -57,7 +73,7 @@ export interface TunnelClientStreams {
  * destination with a TCP RST), and the tunnel closes after `idleTimeout` without traffic.
  */
 export function relayTunnel (client: TunnelClientStreams, destination: Socket, options: TunnelRelayOptions): void {
-  const { input, output } = client
+  const { output } = client
   const abortClient = options.abortClient ?? (() => abort(output))
   let bytesUp = 0
   let bytesDown = 0
@@ -71,12 +87,12 @@ export function relayTunnel (client: TunnelClientStreams, destination: Socket, o
   }, options.idleTimeout)
   idleTimer.unref()
 
-  forwardWithBackpressure(input, destination, (count) => { bytesUp += count; idleTimer.refresh() })
   // The client's end reaches the destination as a FIN one turn of the event loop later, unless
   // the client side was reset in the meantime: Node's HTTP/2 client ends a stream right before it
   // resets it (END_STREAM, then RST_STREAM in the same read), and a destination that got the FIN
   // first takes the upload for complete and stops reading, so it never sees the RST.
-  input.on('end', () => setImmediate(() => { if (!destination.destroyed) destination.end() }))
+  const endUpload = (): void => { setImmediate(() => { if (!destination.destroyed) destination.end() }) }
+  forwardWithBackpressure(client, destination, (count) => { bytesUp += count; idleTimer.refresh() }, endUpload)
   const countDown = (count: number): void => { bytesDown += count; idleTimer.refresh() }
   const { downstream } = options
   if (downstream !== undefined) {
@@ -125,27 +141,41 @@ export function relayTunnel (client: TunnelClientStreams, destination: Socket, o
 }
 
 /**
- * Writes everything `input` reads to `destination`, calling `onBytes` with each chunk's size;
- * while the destination's buffer is over its high-water mark the input is paused, and it
- * resumes on `'drain'`. What `pipe(destination, { end: false })` does for one destination, with
- * one listener instead of pipe's half a dozen listeners and closures, which every CONNECT paid
- * for. Ending and errors are the relay's: nothing is written to a destroyed destination.
+ * Writes everything the client's `input` reads to `destination`, calling `onBytes` with each
+ * chunk's size, and `onEnd` when the input ends; while the destination's buffer is over its
+ * high-water mark the input is paused, and it resumes on `'drain'`. What
+ * `pipe(destination, { end: false })` does for one destination, with one listener instead of
+ * pipe's half a dozen listeners and closures, which every CONNECT paid for. Listeners already
+ * reading the input (`client.reading`) are taken over, and what they read before goes first.
+ * Ending and errors are the relay's: nothing is written to a destroyed destination.
  */
-function forwardWithBackpressure (input: Readable, destination: Writable, onBytes: (count: number) => void): void {
+function forwardWithBackpressure (client: TunnelClientStreams, destination: Writable, onBytes: (count: number) => void, onEnd: () => void): void {
+  const { input, reading } = client
   const resumeInput = (): void => { input.resume() }
-  const waitForDrain = (): void => {
-    input.pause()
-    destination.once('drain', resumeInput)
-  }
-  input.on('data', (chunk: Buffer) => {
+  const onData = (chunk: Buffer): void => {
     onBytes(chunk.length)
     if (destination.destroyed) return
-    if (!destination.write(chunk)) waitForDrain()
-  })
+    if (!destination.write(chunk)) {
+      input.pause()
+      destination.once('drain', resumeInput)
+    }
+  }
+  if (reading === undefined) {
+    input.on('data', onData)
+    input.on('end', onEnd)
+  } else {
+    const early = reading.handOver(onData, onEnd)
+    if (early.length > 0) {
+      onBytes(early.length)
+      destination.write(early)
+    }
+  }
   // A 'data' listener does not restart a stream paused on purpose (the client's socket is paused
-  // until its CONNECT is answered).
-  if (destination.writableNeedDrain) waitForDrain()
-  else input.resume()
+  // when it sent too much before its CONNECT was answered).
+  if (destination.writableNeedDrain) {
+    input.pause()
+    destination.once('drain', resumeInput)
+  } else input.resume()
 }
 
 /**

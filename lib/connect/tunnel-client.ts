@@ -65,22 +65,23 @@ class Http1TunnelClient implements TunnelClient {
   countSetup (destination: ForwardProxyDestination): void { tunnelSetups.begin(this.#context.socket, destination) }
 
   establish (upstream: Socket, relay: TunnelRelayOptions): void {
-    const { socket } = this.#context
-    const early = this.#answer()
+    const { socket, pending } = this.#context
+    this.#answer()
     tunnelSetups.end(socket)
-    if (early.length > 0) upstream.write(early)
-    relayTunnel({ input: socket, output: socket }, upstream, relay)
+    // The relay takes over the listeners that watched the connection: the bytes the client sent
+    // early go first.
+    relayTunnel({ input: socket, output: socket, reading: pending }, upstream, relay)
   }
 
   intercept (): InterceptedClient {
-    const head = this.#answer()
+    const head = this.#context.pending.takeEarlyBytes()
+    this.#answer()
     return { kind: 'connection', socket: this.#context.socket, head }
   }
 
-  /** Takes the socket from Node's HTTP response, writes the 200 and returns the client's early bytes. */
-  #answer (): Buffer {
-    const { socket, pending, response } = this.#context
-    const early = pending.takeEarlyBytes()
+  /** Takes the socket from Node's HTTP response and writes the 200. */
+  #answer (): void {
+    const { socket, response } = this.#context
     response.detachSocket(socket)
     // The server's socket inactivity timeout (Fastify connectionTimeout) is for HTTP; the tunnel has its own.
     socket.setTimeout(0)
@@ -89,7 +90,6 @@ class Http1TunnelClient implements TunnelClient {
     // destination's answer after the client's FIN still reaches the client.
     socket.allowHalfOpen = true
     socket.write('HTTP/1.1 200 Connection Established\r\n\r\n')
-    return early
   }
 }
 
