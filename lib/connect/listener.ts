@@ -192,7 +192,7 @@ function markConnectionUsed (socket: Socket, response: ServerResponse): void {
 
 /** True when an earlier request was already served on this connection. */
 function connectionWasUsed (socket: Socket): boolean {
-  return usedConnections.has(socket)
+  return usedConnections.get(socket) !== undefined
 }
 
 /**

@@ -135,6 +135,7 @@ export function relayTunnel (client: TunnelClientStreams, destination: Socket, o
     bothClosed()
   })
   destination.on('close', () => {
+    options.reader?.stop()
     if (!isFinished(output)) abortClient()
     bothClosed()
   })
@@ -256,6 +257,11 @@ export interface DestinationReader {
    * read while a write to `output` is unfinished.
    */
   start (destination: Socket, output: Writable, onBytes: (count: number) => void): void
+  /**
+   * The destination has closed (the relay's `'close'` listener calls this): gives back the
+   * buffer the reader borrowed and lets go of the relay's streams and counter.
+   */
+  stop (): void
 }
 
 /** A reader for one destination socket (see DestinationReader). */
@@ -335,14 +341,6 @@ export function createDestinationReader (): DestinationReader {
       const end = (): void => { if (!target.destroyed) target.end() }
       if (socket.readableEnded) end()
       else socket.on('end', end)
-      socket.on('close', () => {
-        release(!ownWritePending)
-        // The socket keeps these read callbacks as long as it lives (see letGoOfSocket): without
-        // the relay's streams and counter they hold nothing of the tunnel.
-        destination = undefined
-        output = undefined
-        onBytes = ignoreCount
-      })
       // Reading stopped at the first early read; it goes on once those bytes are written.
       waiting = true
       for (const chunk of early.splice(0)) {
@@ -350,6 +348,14 @@ export function createDestinationReader (): DestinationReader {
         target.write(chunk, afterWrite)
       }
       resume()
+    },
+    stop () {
+      release(!ownWritePending)
+      // The socket keeps these read callbacks as long as it lives (see letGoOfSocket): without
+      // the relay's streams and counter they hold nothing of the tunnel.
+      destination = undefined
+      output = undefined
+      onBytes = ignoreCount
     }
   }
 }

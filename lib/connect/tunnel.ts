@@ -178,7 +178,6 @@ function relayOpaqueTunnel (
 ): void {
   const { client, destination, grant, release } = admission
   reply.hijack()
-  upstream.on('error', noop)
   runtime.tunnels.trackOpaque(upstream, {
     grant,
     destination,
@@ -207,8 +206,6 @@ function dropAbandonedTunnel (request: FastifyRequest, reply: FastifyReply, admi
   admission.release()
   dropAbandonedConnect(request, reply)
 }
-
-function noop (): void {}
 
 /** The certificate provider for an intercepted tunnel: the configured one, or what its factory makes for this request. */
 function certificateProviderFor (request: FastifyRequest, interception: InterceptionRuntime): ForwardProxyCertificateProvider {

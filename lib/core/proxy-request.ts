@@ -87,8 +87,15 @@ export function routeUnderConnectPath (req: RawRequest): void {
   const received = req.url ?? ''
   proxyRequestTargetOf(req)
   connectTargets.set(req, received)
-  Object.defineProperty(req, 'originalUrl', ownField(received))
-  Object.defineProperty(req, 'url', ownField(CONNECT_ROUTING_PATH))
+  if (req.httpVersionMajor === 2) {
+    Object.defineProperty(req, 'originalUrl', ownField(received))
+    Object.defineProperty(req, 'url', ownField(CONNECT_ROUTING_PATH))
+    return
+  }
+  // An HTTP/1.1 request's url is a plain field: assigned, without a property descriptor each.
+  const http1 = req as IncomingMessage & { originalUrl?: string }
+  http1.originalUrl = received
+  http1.url = CONNECT_ROUTING_PATH
 }
 
 function ownField (value: string): PropertyDescriptor {
@@ -176,11 +183,14 @@ const assigned = new ObjectSlot<ForwardProxyUser | null>('proxyUser')
 export function decorateProxyUser (fastify: FastifyInstance): void {
   fastify.decorateRequest('proxyUser', {
     getter (this: { raw: object }): ForwardProxyUser | null {
-      if (assigned.has(this)) return assigned.get(this) ?? null
+      const user = assigned.get(this)
+      if (user !== undefined) return user
       return interceptedTunnelOf(this.raw)?.grant.user ?? null
     },
-    setter (this: object, user: ForwardProxyUser | null) {
-      assigned.set(this, user)
+    setter (this: object, user: ForwardProxyUser | null | undefined) {
+      // Kept as null when cleared, so a value is there once set: the getter needs no second
+      // lookup (an `in` test on a request object is a slow lookup through its prototypes).
+      assigned.set(this, user ?? null)
     }
   })
 }

@@ -2,7 +2,7 @@
 
 /**
  * A value kept on an object (a raw request, its socket, a reply) under a private symbol, with a
- * WeakMap's get/set/has. For objects that live as long as one request it replaces a WeakMap:
+ * WeakMap's get and set. For objects that live as long as one request it replaces a WeakMap:
  * every WeakMap entry whose key is young is an ephemeron the garbage collector must revisit at
  * each young-generation collection, a cost paid per request; a property is traced like any
  * other. The symbol is not enumerable through `Object.keys` or JSON, and only this module's
@@ -24,10 +24,5 @@ export class ObjectSlot<T> {
   /** Keeps `value` on `holder`. */
   set (holder: object, value: T): void {
     (holder as Record<symbol, T>)[this.key] = value
-  }
-
-  /** True when a value was kept on `holder` (undefined included). */
-  has (holder: object): boolean {
-    return this.key in holder
   }
 }

@@ -301,9 +301,13 @@ function attributes (kind: TunnelKind, version: '1.1' | '2'): Attributes {
  * carried each way. `http2` says whether the CONNECT came on an HTTP/2 stream.
  */
 export function recordTunnelOpen (kind: TunnelKind, http2: boolean): (outcome: TunnelOutcome) => void {
+  const openedOn = proxyInstruments()
+  // Recorded nowhere (no MeterProvider): nothing to keep for the close either, which then
+  // records nothing even if a provider was installed meanwhile (its gauge never saw the +1).
+  if (!openedOn.enabled) return ignoreTunnelOutcome
   const base = KIND_ATTRIBUTES[`${kind}/${http2 ? '2' : '1.1'}`] ?? attributes(kind, http2 ? '2' : '1.1')
   const opened = performance.now()
-  proxyInstruments().activeTunnels.add(1, base)
+  openedOn.activeTunnels.add(1, base)
   let closed = false
   return (outcome) => {
     if (closed) return
@@ -316,6 +320,8 @@ export function recordTunnelOpen (kind: TunnelKind, http2: boolean): (outcome: T
     instruments.tunnelDownload.record(outcome.bytesDown, base)
   }
 }
+
+function ignoreTunnelOutcome (): void {}
 
 /** The attribute of `forward_proxy.limit_store.transitions`: `lost` or `back`. */
 const LIMIT_STORE_STATE_ATTRIBUTE = 'forward_proxy.limit_store.state'

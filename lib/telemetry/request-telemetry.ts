@@ -4,7 +4,7 @@
 import type { Context, Span } from '@opentelemetry/api'
 import type { FastifyBaseLogger, FastifyReply, FastifyRequest } from 'fastify'
 import type { ForwardProxyDestination } from '../../types/destination'
-import { proxyRequestTargetOf, type ProxyRequestTarget, interceptedTunnelOf } from '../core/proxy-request'
+import { proxyRequestTargetOf, type ProxyRequestTarget, interceptedTunnelOf, type InterceptedTunnel } from '../core/proxy-request'
 import {
   type TunnelKind,
   countForwardRequest,
@@ -27,7 +27,8 @@ import { finishedExchange } from './capture-exchange'
  */
 interface RequestTelemetry extends ForwardNotes {
   readonly kind: 'connect' | 'forward' | 'intercepted'
-  readonly destination: string | undefined
+  /** The destination as parsed; formatted `host:port` only for the access line. */
+  readonly destination: ForwardProxyDestination | undefined
   readonly clientAddress: string | undefined
   /**
    * Inside an intercepted tunnel, the user who opened it, read at arrival: an HTTP/2 request
@@ -66,23 +67,12 @@ export function beginProxyRequest (request: FastifyRequest, capture: TrafficCapt
   const clientAddress = tunnel !== undefined
     ? tunnel.clientAddress
     : (logsInfo(request.log) || tracing()) ? request.raw.socket?.remoteAddress : undefined
-  const { headers } = request.raw
-  const span = startProxySpan({
-    kind: target.kind,
-    method: request.method,
-    host: destination?.host ?? '',
-    port: destination?.port ?? 0,
-    clientAddress,
-    traceparent: headers.traceparent,
-    tracestate: headers.tracestate,
-    fallbackParent: tunnel?.traceContext
-  })
   telemetry.set(request.raw, {
     kind: target.kind,
-    destination: destination === undefined ? undefined : `${destination.host}:${destination.port}`,
+    destination,
     clientAddress,
     tunnelUser: tunnel === undefined ? undefined : (tunnel.grant.user?.name ?? null),
-    span,
+    span: tracing() ? startRequestSpan(request, target.kind, destination, clientAddress, tunnel) : undefined,
     error: undefined,
     reported: undefined,
     bytesIn: 0,
@@ -93,6 +83,27 @@ export function beginProxyRequest (request: FastifyRequest, capture: TrafficCapt
     scrubbed: undefined,
     passthrough: false,
     capture: destination === undefined || capture === null || capture.settings === null ? undefined : capture.begin(destination.host)
+  })
+}
+
+/** The span of a proxy request, with what its client sent of a trace (tracing is on). */
+function startRequestSpan (
+  request: FastifyRequest,
+  kind: ProxyRequestTarget['kind'],
+  destination: ForwardProxyDestination | undefined,
+  clientAddress: string | undefined,
+  tunnel: InterceptedTunnel | undefined
+): Span | undefined {
+  const { headers } = request.raw
+  return startProxySpan({
+    kind,
+    method: request.method,
+    host: destination?.host ?? '',
+    port: destination?.port ?? 0,
+    clientAddress,
+    traceparent: headers.traceparent,
+    tracestate: headers.tracestate,
+    fallbackParent: tunnel?.traceContext
   })
 }
 
@@ -331,7 +342,7 @@ function logAccess (request: FastifyRequest, reply: FastifyReply, state: Request
       user: userOf(request, state),
       client: state?.clientAddress ?? null,
       method: request.method,
-      destination: state?.destination ?? null,
+      destination: state?.destination === undefined ? null : `${state.destination.host}:${state.destination.port}`,
       address: dialedAddressOf(state?.dialed),
       intercepted: outcome.kind === 'intercepted' || outcome.tunnel === 'intercepted',
       decision: decisionOf(refusedBy, reported),
@@ -378,12 +389,20 @@ function finishCapture (request: FastifyRequest, reply: FastifyReply, state: Req
 /** The status logged for a request whose client left before any answer (nginx's convention). */
 const ABANDONED_STATUS = 499
 
+/** The no-op of Fastify's logger under `logger: false`, once seen: its requests log nothing. */
+let silentInfo: unknown
+
 /** True when `log` writes info lines: the access log line is not even built otherwise. */
 function logsInfo (log: FastifyBaseLogger): boolean {
+  const { info } = log
+  if (info === silentInfo) return false
   const { isLevelEnabled } = log as Partial<{ isLevelEnabled: (level: string) => boolean }>
   if (typeof isLevelEnabled === 'function') return isLevelEnabled.call(log, 'info')
   const { level } = log as Partial<FastifyBaseLogger>
   if (level !== undefined) return level !== 'silent'
   // Fastify's logger under `logger: false`: no level, one no-op named `noop` for every level.
-  return !(log.info === log.fatal && log.info.name === 'noop')
+  // Its name is read once: reading a function's name is a call into the engine.
+  if (info !== log.fatal || info.name !== 'noop') return true
+  silentInfo = info
+  return false
 }
