@@ -21,6 +21,16 @@ async function load (): Promise<Bench> {
   return { ...hey, ...report }
 }
 
+interface Path { name: string }
+interface PerRequestSuite {
+  roundOrder: (paths: Path[], round: number, adjacent?: string[]) => Path[]
+  ratiosToRelay: (byPath: Record<string, Array<{ round: number, cpuMicrosPerRequest: number }>>) => Record<string, number>
+  CONNECT_PAIR: string[]
+}
+async function loadPerRequest (): Promise<PerRequestSuite> {
+  return await import(pathToFileURL(join(__dirname, '..', 'bench', 'compare', 'per-request.mjs')).href) as PerRequestSuite
+}
+
 // The layout hey 0.1.4 (Debian) prints; histogram and details shortened.
 const HEY_OUTPUT = `
 Summary:
@@ -76,4 +86,32 @@ test('bench compare: ratios are the median of per-round proxy / direct, and a fa
   t.equal(summary.http?.ratios.ours, 0.7, 'median of 0.5 and 0.9; the failed third round is left out')
   t.equal(summary.http?.paths.ours?.errors, 1)
   t.equal(summary.http?.paths.direct?.rate, 1000)
+})
+
+test('bench compare: in the CONNECT rounds the relay and the plugin run one right after the other, their order swapping each round, every path once per round', async (t) => {
+  const { roundOrder, CONNECT_PAIR } = await loadPerRequest()
+  const paths = ['connect-floor', 'fastify-connect-floor', 'plugin', 'ours-full', 'squid'].map((name) => ({ name }))
+  const firsts = new Set<string>()
+  for (let round = 0; round < 6; round++) {
+    const names = roundOrder(paths, round, CONNECT_PAIR).map((p) => p.name)
+    t.same([...names].sort(), paths.map((p) => p.name).sort(), `round ${round}: every path once`)
+    const relay = names.indexOf('connect-floor')
+    const plugin = names.indexOf('plugin')
+    t.equal(Math.abs(relay - plugin), 1, `round ${round}: ${names.join(', ')}`)
+    t.equal(relay < plugin, round % 2 === 0, `round ${round}: the relay first in even rounds`)
+    firsts.add(names[0] ?? '')
+  }
+  t.ok(firsts.size > 1, 'the order still rotates')
+  const rotated = roundOrder(paths, 1).map((p) => p.name)
+  t.same(rotated, ['fastify-connect-floor', 'plugin', 'ours-full', 'squid', 'connect-floor'], 'without a pair, a plain rotation')
+})
+
+test('bench compare: each path against the relay is the median of the ratios within each round, a round without the relay left out', async (t) => {
+  const { ratiosToRelay } = await loadPerRequest()
+  const ratios = ratiosToRelay({
+    'connect-floor': [{ round: 0, cpuMicrosPerRequest: 100 }, { round: 1, cpuMicrosPerRequest: 200 }, { round: 2, cpuMicrosPerRequest: 400 }],
+    plugin: [{ round: 0, cpuMicrosPerRequest: 120 }, { round: 1, cpuMicrosPerRequest: 300 }, { round: 2, cpuMicrosPerRequest: 440 }, { round: 3, cpuMicrosPerRequest: 999 }]
+  })
+  t.equal(ratios['connect-floor'], 1)
+  t.equal(ratios.plugin, 1.2, 'ratios 1.2, 1.5 and 1.1; the ratio of the medians (370 / 200) would say 1.85')
 })

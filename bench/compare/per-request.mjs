@@ -8,7 +8,8 @@
 //   (memory is read in every run: idle, then after each scenario's rounds)
 //
 // Scenarios (BENCH_SCENARIOS, default all three), each with its own rounds (BENCH_ROUNDS, 5),
-// the paths' order rotating from round to round; medians over the rounds:
+// the paths' order rotating from round to round (the CONNECT relay and the plugin one right after
+// the other, their order swapping each round); medians over the rounds:
 // - `http`: hey (BENCH_CONNECTIONS, 32 connections, keep-alive, BENCH_DURATION s per run) GETs
 //   13 B from the origin's http:// port on 127.0.0.1, direct and through the bare Node floor
 //   (bench/floor-node-proxy.mjs), the bare Fastify floor (bench/floor-fastify-proxy.mjs), the bin
@@ -25,6 +26,8 @@
 //   answer and close (bench/compare/connect-client.mjs), through the bare Node 'connect' relay
 //   (bench/floor-connect-proxy.mjs), the bare Fastify CONNECT route (bench/floor-fastify-connect.mjs),
 //   the plugin in a minimal Fastify app (bench/proxy-server.mjs), the full bin and Squid.
+// The CONNECT table also gives each path's CPU over the relay's as the median of the rounds'
+// ratios: the plugin and the relay ran in the same seconds, so this is the figure of its target.
 // Each run reads the proxy's user + system CPU from /proc/<pid>/stat (with its child processes:
 // Squid's helpers) before and after, and divides by the requests answered (2xx; 200 to CONNECT).
 // Memory: RSS of every proxy at idle (1 s after start) and after each scenario's rounds.
@@ -77,8 +80,26 @@ function connectRun (origin, settings, path, seconds) {
   return connectLoad({ proxyPort: path.port, target: `${PLAIN_HOST}:${origin.httpPort}`, seconds, parallel: settings.connections, authorization: path.peer.auth ? BASIC : undefined })
 }
 
+/**
+ * The paths of one round. The order rotates from round to round; the paths named in `adjacent`
+ * (the CONNECT scenario's relay and plugin, whose ratio is a target) run one right after the
+ * other, first one then the other, so their ratio compares the same minute of a machine whose
+ * speed moves by half from one minute to the next.
+ */
+export function roundOrder (paths, round, adjacent = []) {
+  const pair = adjacent.map((name) => paths.find((p) => p.name === name)).filter(Boolean)
+  if (pair.length < 2) return paths.map((_, i) => paths[(i + round) % paths.length])
+  const rest = paths.filter((p) => !pair.includes(p))
+  const rotated = rest.map((_, i) => rest[(i + round) % rest.length])
+  const at = round % (rotated.length + 1)
+  return [...rotated.slice(0, at), ...(round % 2 === 0 ? pair : [...pair].reverse()), ...rotated.slice(at)]
+}
+
+/** The paths whose CONNECT ratio is a target: the bare Node relay, then the plugin. */
+export const CONNECT_PAIR = ['connect-floor', 'plugin']
+
 /** Runs `measure(path)` through every path, `settings.rounds` times, the order rotating; a warm-up first. */
-async function rounds ({ settings, problems, print }, scenario, paths, measure) {
+async function rounds ({ settings, problems, print }, scenario, paths, measure, adjacent = []) {
   const byPath = Object.fromEntries(paths.map((p) => [p.name, []]))
   if (settings.warmupMs >= 100) {
     for (const path of paths) {
@@ -86,8 +107,7 @@ async function rounds ({ settings, problems, print }, scenario, paths, measure) 
     }
   }
   for (let round = 0; round < settings.rounds; round++) {
-    const order = paths.map((_, i) => paths[(i + round) % paths.length])
-    for (const path of order) {
+    for (const path of roundOrder(paths, round, adjacent)) {
       const before = path.pid === undefined ? NaN : cpuSeconds(path.pid)
       const acceptedBefore = tcpPassiveOpens()
       let result
@@ -106,9 +126,23 @@ async function rounds ({ settings, problems, print }, scenario, paths, measure) 
   return byPath
 }
 
+/**
+ * Each path's CPU per request over the relay's in the same round, as the median of the rounds'
+ * ratios (the CONNECT scenario; NaN without the relay).
+ */
+export function ratiosToRelay (byPath) {
+  const relay = byPath[CONNECT_PAIR[0]] ?? []
+  return Object.fromEntries(Object.entries(byPath).map(([name, runs]) => [name, median(runs.map((r) => {
+    const base = relay.find((b) => b.round === r.round)?.cpuMicrosPerRequest
+    return base === undefined ? NaN : r.cpuMicrosPerRequest / base
+  }).filter(Number.isFinite))]))
+}
+
 /** Medians of one scenario's runs per path. */
 function summarizeScenario (byPath) {
+  const toRelay = ratiosToRelay(byPath)
   return Object.fromEntries(Object.entries(byPath).map(([name, runs]) => [name, {
+    cpuToRelay: toRelay[name],
     rate: median(runs.map((r) => r.reqPerSec)),
     cpuMicrosPerRequest: median(runs.map((r) => r.cpuMicrosPerRequest)),
     p50: median(runs.map((r) => r.p50)),
@@ -148,7 +182,7 @@ export async function runPerRequestSuite (run, { origin, context, tools }) {
           refused: r.refused,
           firstError: r.firstError
         }
-      })
+      }, CONNECT_PAIR)
     } else {
       runs[scenario] = await rounds(run, scenario, [direct, ...through], (path, seconds) => heyRun(scenario, origin, settings, path, seconds))
     }
@@ -167,13 +201,13 @@ export function suiteTables ({ labels, runs, summary, memory, participants }, se
     const connect = scenario === 'connect'
     out.push(`### ${SUITE_LABELS[scenario]}\n`)
     out.push(connect
-      ? '| path | answered CONNECT/s | proxy CPU µs per answered CONNECT | each round (µs) | errors |\n|---|---|---|---|---|'
+      ? '| path | answered CONNECT/s | proxy CPU µs per answered CONNECT | against the relay (median of the rounds\' ratios) | each round (µs) | errors |\n|---|---|---|---|---|---|'
       : '| path | req/s | proxy CPU µs per request | each round (µs) | p50 ms | p99 ms | errors | TCP connections accepted per run |\n|---|---|---|---|---|---|---|---|')
     for (const [name, s] of Object.entries(byPath)) {
       const each = name === 'direct' ? '-' : runs[scenario][name].map((r) => fixed(r.cpuMicrosPerRequest, 1)).join(' / ')
       const cpu = name === 'direct' ? '-' : fixed(s.cpuMicrosPerRequest, 1)
       out.push(connect
-        ? `| ${labels[name]} | ${thousands(s.rate)} | ${cpu} | ${each} | ${s.errors} |`
+        ? `| ${labels[name]} | ${thousands(s.rate)} | ${cpu} | ${fixed(s.cpuToRelay, 2)}x | ${each} | ${s.errors} |`
         : `| ${labels[name]} | ${thousands(s.rate)} | ${cpu} | ${each} | ${fixed(s.p50, 1)} | ${fixed(s.p99, 1)} | ${s.errors} | ${thousands(s.accepted)} |`)
     }
     out.push('')
