@@ -110,7 +110,12 @@ test('bench compare: each path against the relay is the median of the ratios wit
   const { ratiosToRelay } = await loadPerRequest()
   const ratios = ratiosToRelay({
     'connect-floor': [{ round: 0, cpuMicrosPerRequest: 100 }, { round: 1, cpuMicrosPerRequest: 200 }, { round: 2, cpuMicrosPerRequest: 400 }],
-    plugin: [{ round: 0, cpuMicrosPerRequest: 120 }, { round: 1, cpuMicrosPerRequest: 300 }, { round: 2, cpuMicrosPerRequest: 440 }, { round: 3, cpuMicrosPerRequest: 999 }]
+    plugin: [
+      { round: 0, cpuMicrosPerRequest: 120 },
+      { round: 1, cpuMicrosPerRequest: 300 },
+      { round: 2, cpuMicrosPerRequest: 440 },
+      { round: 3, cpuMicrosPerRequest: 999 }
+    ]
   })
   t.equal(ratios['connect-floor'], 1)
   t.equal(ratios.plugin, 1.2, 'ratios 1.2, 1.5 and 1.1; the ratio of the medians (370 / 200) would say 1.85')
