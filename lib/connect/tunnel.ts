@@ -18,7 +18,7 @@ import {
 } from '../telemetry/metrics'
 import { finishTunnel, forwardNotesOf, noteDialed, tunnelTraceContextOf } from '../telemetry/request-telemetry'
 import { noteDialDurations } from '../security/dialed-address'
-import { createDestinationReader, type DestinationReader } from './relay'
+import { createDestinationReader, type DestinationReader } from './destination-reader'
 import { dropAbandonedConnect, tunnelAdmissionOf, type TunnelAdmission } from './admission'
 
 /**
