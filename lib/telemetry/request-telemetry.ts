@@ -2,7 +2,7 @@
 // ./traces) and its outcome.
 
 import type { Context, Span } from '@opentelemetry/api'
-import type { FastifyBaseLogger, FastifyReply, FastifyRequest } from 'fastify'
+import type { FastifyReply, FastifyRequest } from 'fastify'
 import type { ForwardProxyDestination } from '../../types/destination'
 import { proxyRequestTargetOf, type ProxyRequestTarget, interceptedTunnelOf, type InterceptedTunnel } from '../core/proxy-request'
 import {
@@ -16,34 +16,18 @@ import { startProxySpan, endProxySpan, endAbandonedProxySpan, contextWithSpan, t
 import { type ProxyError } from '../protocol/errors'
 import { refusalRuleOf } from '../protocol/refusals'
 import type { ReportedRefusal } from '../security/report-mode'
-import { dialedAddressOf } from '../security/dialed-address'
 import type { CaptureRecord, FinishedExchange } from '../capture/capture-record'
 import type { TrafficCapture } from '../capture/traffic-capture'
 import { finishedExchange } from './capture-exchange'
+import { type AccessLineNotes, decisionOf, logAccess, logsInfo, userOf } from './access-line'
 
 /**
  * What the access log and the span of one proxy request collect while it runs (a forwarded
  * request's transport fills its {@link ForwardNotes}; a CONNECT or upgrade sets `dialed` itself).
  */
-interface RequestTelemetry extends ForwardNotes {
+interface RequestTelemetry extends ForwardNotes, AccessLineNotes {
   readonly kind: 'connect' | 'forward' | 'intercepted'
-  /** The destination as parsed; formatted `host:port` only for the access line. */
-  readonly destination: ForwardProxyDestination | undefined
-  readonly clientAddress: string | undefined
-  /**
-   * Inside an intercepted tunnel, the user who opened it, read at arrival: an HTTP/2 request
-   * loses the link to its tunnel (its stream's session) once the stream has closed.
-   */
-  readonly tunnelUser: string | null | undefined
   readonly span: Span | undefined
-  /** The error the proxy answered with, if it answered with one. */
-  error: ProxyError | undefined
-  /** What a host list in report mode would have refused (the request went on). */
-  reported: ReportedRefusal | undefined
-  /** Names of the secrets the request used or was refused for (never their values). */
-  secrets: readonly string[] | undefined
-  /** Names of the secrets whose values were found in the response and replaced. */
-  scrubbed: Set<string> | undefined
   /** Set when a CONNECT is relayed opaquely because its clients refused the proxy's certificate. */
   passthrough: boolean
 }
@@ -305,71 +289,6 @@ export function finishAbandonedConnect (request: FastifyRequest, reply: FastifyR
   logAccess(request, reply, state, { kind: 'connect', status: ABANDONED_STATUS, closeReason: 'client-gone', bytesIn: 0, bytesOut: 0 }, 'proxy access')
 }
 
-/** What differs between the access log lines of a request, a tunnel, an upgrade and an abandoned CONNECT. */
-interface AccessOutcome {
-  readonly kind: string
-  /** A tunnel's kind (`opaque`, `intercepted`, ...), on tunnel lines only. */
-  readonly tunnel?: TunnelKind
-  readonly status: number
-  readonly errorType?: string | undefined
-  /** Why a tunnel or relay closed, on the lines of connections that outlived their answer. */
-  readonly closeReason?: string
-  readonly bytesIn: number
-  readonly bytesOut: number
-}
-
-/**
- * Writes one access log line (`access`): the outcome, with who (the tunnel's user inside an
- * intercepted tunnel, else the proxy user), from where, what, to where (the destination and the
- * address dialed for it), whether it was intercepted, the decision and the rule that made it,
- * the secrets used and the duration since the request arrived. Fields left undefined are not
- * written.
- *
- * The decision: `deny` when the proxy refused the request (its error names a rule, see
- * `refusalRuleOf`), else `would-deny` when a host list in report mode would have refused it (the
- * rule and reason it would have been refused with), else `allow` (the proxy's rules let it
- * through; it may still have failed, see `errorType`). Every answer that is one of the proxy's
- * own errors carries a reason: the error's `details`, as in `Proxy-Status`, or its message.
- */
-function logAccess (request: FastifyRequest, reply: FastifyReply, state: RequestTelemetry | undefined, outcome: AccessOutcome, message: string): void {
-  const error = state?.error
-  const refusedBy = error === undefined ? undefined : refusalRuleOf(error)
-  const reported = refusedBy === undefined ? state?.reported : undefined
-  request.log.info({
-    access: {
-      kind: outcome.kind,
-      tunnel: outcome.tunnel,
-      user: userOf(request, state),
-      client: state?.clientAddress ?? null,
-      method: request.method,
-      destination: state?.destination === undefined ? null : `${state.destination.host}:${state.destination.port}`,
-      address: dialedAddressOf(state?.dialed),
-      intercepted: outcome.kind === 'intercepted' || outcome.tunnel === 'intercepted',
-      decision: decisionOf(refusedBy, reported),
-      reason: reported !== undefined ? reported.reason : (error?.details ?? error?.message),
-      rule: refusedBy ?? reported?.rule,
-      status: outcome.status,
-      errorType: outcome.errorType ?? null,
-      closeReason: outcome.closeReason,
-      bytesIn: outcome.bytesIn,
-      bytesOut: outcome.bytesOut,
-      secrets: state?.secrets,
-      scrubbed: state?.scrubbed === undefined || state.scrubbed.size === 0 ? undefined : [...state.scrubbed],
-      durationMs: Math.round(reply.elapsedTime * 1000) / 1000
-    }
-  }, message)
-}
-
-/** Who made the request: inside an intercepted tunnel its user (read at arrival), else the proxy user; null without one. */
-function userOf (request: FastifyRequest, state: RequestTelemetry | undefined): string | null {
-  return state?.tunnelUser === undefined ? (request.proxyUser?.name ?? null) : state.tunnelUser
-}
-
-/** `deny` when the proxy refused the request, `would-deny` when report mode let it through, else `allow`. */
-function decisionOf (refusedBy: string | undefined, reported: ReportedRefusal | undefined): 'allow' | 'deny' | 'would-deny' {
-  return refusedBy !== undefined ? 'deny' : reported !== undefined ? 'would-deny' : 'allow'
-}
-
 /**
  * Hands a recorded request that has ended to its capture (which builds its entry later, off the
  * request path): the response head as written to the client, and what the access line knows.
@@ -388,21 +307,3 @@ function finishCapture (request: FastifyRequest, reply: FastifyReply, state: Req
 
 /** The status logged for a request whose client left before any answer (nginx's convention). */
 const ABANDONED_STATUS = 499
-
-/** The no-op of Fastify's logger under `logger: false`, once seen: its requests log nothing. */
-let silentInfo: unknown
-
-/** True when `log` writes info lines: the access log line is not even built otherwise. */
-function logsInfo (log: FastifyBaseLogger): boolean {
-  const { info } = log
-  if (info === silentInfo) return false
-  const { isLevelEnabled } = log as Partial<{ isLevelEnabled: (level: string) => boolean }>
-  if (typeof isLevelEnabled === 'function') return isLevelEnabled.call(log, 'info')
-  const { level } = log as Partial<FastifyBaseLogger>
-  if (level !== undefined) return level !== 'silent'
-  // Fastify's logger under `logger: false`: no level, one no-op named `noop` for every level.
-  // Its name is read once: reading a function's name is a call into the engine.
-  if (info !== log.fatal || info.name !== 'noop') return true
-  silentInfo = info
-  return false
-}
