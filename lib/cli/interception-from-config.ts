@@ -4,7 +4,7 @@
 import type { FastifyInstance, FastifyBaseLogger } from 'fastify'
 import { createSecureContext } from 'node:tls'
 import { tlsInterception } from '../plugin'
-import { createHostListSelector } from '../interception/host-list-selector'
+import { createReplaceableHostListSelector } from '../interception/host-list-selector'
 import { createCaCertificateProvider } from '../certificates/ca-certificate-provider'
 import { ForwardProxyCertificateError, ForwardProxyEstError } from '../certificates/errors'
 import { openDevelopmentCa, type DevelopmentCa } from '../certificates/development-ca'
@@ -55,10 +55,10 @@ export async function registerInterceptionFromConfig (
   } else {
     certificateProvider = loadCaProvider(ca as { cert: string, key: string })
   }
-  let hostList = createHostListSelector(interception.hosts)
-  const setHosts = (hosts: readonly string[]): void => { hostList = createHostListSelector(hosts) }
+  const hostList = createReplaceableHostListSelector(interception.hosts)
+  const setHosts = (hosts: readonly string[]): void => { hostList.setHosts(hosts) }
   const options: TlsInterceptionOptions = {
-    selector: { shouldIntercept: (request, destination, signal) => hostList.shouldIntercept(request, destination, signal) },
+    selector: hostList.selector,
     certificateProvider,
     ...(interception.trustedDestinationCa === undefined ? {} : { trustedDestinationCa: readConfigFile(interception.trustedDestinationCa, '/interception/trustedDestinationCa') }),
     ...(interception.clientProtocols === undefined ? {} : { clientProtocols: interception.clientProtocols }),

@@ -8,6 +8,10 @@ import { policyRefusal, refusedBy } from '../protocol/refusals'
 import type { SecretSet } from '../security/secrets'
 import { tunnelAdmissionOf, type TunnelAdmission } from '../connect/admission'
 import { notePassthrough } from '../telemetry/request-telemetry'
+import { ignoresSignal } from './host-list-selector'
+
+// Given to the built-in selectors, which never read it.
+const UNREAD_SIGNAL = new AbortController().signal
 
 /**
  * Decides whether an admitted CONNECT's tunnel is intercepted, in the proxy route's onRequest
@@ -97,6 +101,6 @@ function selectInterception (
   const { selector: selectorSource } = interception
   if (selectorSource === null) return false
   const selector = typeof selectorSource === 'function' ? selectorSource(request) : selectorSource
-  const verdict = selector.shouldIntercept(request, destination, clientGone.signal)
+  const verdict = selector.shouldIntercept(request, destination, ignoresSignal(selector) ? UNREAD_SIGNAL : clientGone.signal)
   return typeof verdict === 'boolean' ? verdict : Promise.resolve(verdict).then((intercept) => intercept === true)
 }

@@ -156,8 +156,24 @@ function matchesPrefix (address: Uint8Array, network: Uint8Array, prefixLength: 
  * The bytes of `text` as the address the kernel dials: an IPv4-mapped IPv6 address
  * (`::ffff:127.0.0.1`, `::ffff:7f00:1`) as the 4 bytes of the IPv4 address it maps to, others as
  * parsed. Null when `text` is not an IP address. Two spellings of one address give equal bytes.
+ * The bytes are shared between calls with the same text: read them, never write them.
  */
 export function dialedAddressBytes (text: string): Uint8Array | null {
+  const known = dialedAddresses.get(text)
+  if (known !== undefined) return known
+  const bytes = parseDialedAddress(text)
+  // The same few hosts are matched over and over; a client that sprays names only empties the memo.
+  if (dialedAddresses.size >= DIALED_ADDRESSES_REMEMBERED) dialedAddresses.clear()
+  dialedAddresses.set(text, bytes)
+  return bytes
+}
+
+// Every IP-literal or CIDR host pattern (interception hosts, header rules, host lists) parses the
+// host it is matched against: a few microseconds per pattern and request, for the same few hosts.
+const dialedAddresses = new Map<string, Uint8Array | null>()
+const DIALED_ADDRESSES_REMEMBERED = 1024
+
+function parseDialedAddress (text: string): Uint8Array | null {
   const bytes = parseIP(text)
   if (bytes === null || bytes.length === 4) return bytes
   for (let i = 0; i < 10; i++) if (bytes[i] !== 0) return bytes
