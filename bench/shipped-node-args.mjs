@@ -10,4 +10,18 @@
 // Node 24. A smaller cap costs CPU: `=4` (8 MiB) was shipped for a day on 25 November and cost 50
 // to 90% more CPU per request against destinations that take time to answer, whose requests'
 // objects outlive a young generation that small.
-export const SHIPPED_NODE_ARGS = ['--max-semi-space-size=8']
+//
+// `--no-allocation-site-pretenuring` since 27 November 2026 (evening): V8 watches object
+// literals whose objects outlive young collections and from then on allocates that literal's
+// objects in the old generation. Keep-alive load (every connection lives for the whole run)
+// teaches it that a connection's objects live long; then every short CONNECT's objects went to
+// the old generation, and each young collection cost 3.6 times as much (8.4 ms against 2.3).
+// The bin with the full configuration, after 15 s of intercepted keep-alive load, then
+// alternating CONNECT rounds against a fresh twin (8 rounds of 2 s): 743 µs per CONNECT and a
+// 169 MiB peak without the option, 623 µs and 132 MiB with it (the fresh twins 601 and 599);
+// on Node 24, 557 µs and 205 MiB RSS against 474 and 163. In the per-request suite's
+// intercepted-then-CONNECT scenarios: 628 µs per CONNECT and a 134 MiB peak with it, 686 and
+// 172 without (the relay moved too, 359 against 422). http:// under hey and bench:memory's
+// scenarios: the same CPU within the noise. Node refuses it in NODE_OPTIONS: it has to be on
+// the command line.
+export const SHIPPED_NODE_ARGS = ['--max-semi-space-size=8', '--no-allocation-site-pretenuring']
