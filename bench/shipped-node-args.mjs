@@ -16,10 +16,10 @@
 // objects in the old generation. Keep-alive load (every connection lives for the whole run)
 // teaches it that a connection's objects live long; then every short CONNECT's objects went to
 // the old generation, and each young collection cost 3.6 times as much (8.4 ms against 2.3).
-// The bin with the full configuration, after 15 s of intercepted keep-alive load, then
-// alternating CONNECT rounds against a fresh twin (8 rounds of 2 s): 743 µs per CONNECT and a
-// 169 MiB peak without the option, 623 µs and 132 MiB with it (the fresh twins 601 and 599);
-// on Node 24, 557 µs and 205 MiB RSS against 474 and 163. In the per-request suite's
+// `node bench/after-load.mjs` (the full bin after 15 s of intercepted keep-alive load, then
+// alternating CONNECT rounds against a fresh twin, 8 rounds of 2 s): 651 µs per CONNECT and a
+// 169 MiB peak without the option, 569 µs and 134 MiB with it (the fresh twins 550 and 587); a
+// scratch run of the same on Node 24: 557 µs and 205 MiB RSS against 474 and 163. In the per-request suite's
 // intercepted-then-CONNECT scenarios: 628 µs per CONNECT and a 134 MiB peak with it, 686 and
 // 172 without (the relay moved too, 359 against 422). http:// under hey and bench:memory's
 // scenarios: the same CPU within the noise. Node refuses it in NODE_OPTIONS: it has to be on
