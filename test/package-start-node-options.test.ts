@@ -26,7 +26,7 @@ test('npm start and the container image run the server with the Node options the
   // CPU once destinations take any time to answer (bench/young-generation.mjs).
   t.same(shipped.filter((option) => option.startsWith('--max-semi-space-size')), ['--max-semi-space-size=8'])
   // After keep-alive load V8 would allocate every new connection's objects in the old
-  // generation: later CONNECTs cost about a fifth more CPU and the peak memory 40 MiB more.
+  // generation: later CONNECTs cost about a seventh more CPU and the peak memory 35 MiB more.
   t.ok(shipped.includes('--no-allocation-site-pretenuring'), 'pretenuring is off')
 })
 
