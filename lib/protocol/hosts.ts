@@ -31,18 +31,29 @@ const REG_NAME = /^[A-Za-z0-9._~-]+$/
  * other characters a host cannot hold. Policy is always applied to this canonical form.
  */
 export function canonicalHost (rawHost: string): string | null {
-  const known = canonicalHosts.get(rawHost)
-  if (known !== undefined) return known
-  const host = canonicalizeHost(rawHost)
-  // Clients name few hosts over and over; a client that sprays names only empties the memo.
-  if (canonicalHosts.size >= CANONICAL_HOSTS_REMEMBERED) canonicalHosts.clear()
-  canonicalHosts.set(rawHost, host)
-  return host
+  return canonicalHosts(rawHost)
 }
 
+/**
+ * `compute`, remembered per text. Clients name few hosts over and over; a client that sprays
+ * names only empties the memo, which is cleared whole once it holds {@link HOSTS_REMEMBERED}.
+ */
+function rememberedPerHost<T> (compute: (text: string) => T): (text: string) => T {
+  const known = new Map<string, T>()
+  return (text) => {
+    const remembered = known.get(text)
+    if (remembered !== undefined) return remembered
+    const value = compute(text)
+    if (known.size >= HOSTS_REMEMBERED) known.clear()
+    known.set(text, value)
+    return value
+  }
+}
+
+const HOSTS_REMEMBERED = 1024
+
 // Canonicalizing a host parses a URL: about a microsecond per request, for the same few hosts.
-const canonicalHosts = new Map<string, string | null>()
-const CANONICAL_HOSTS_REMEMBERED = 1024
+const canonicalHosts = rememberedPerHost(canonicalizeHost)
 
 function canonicalizeHost (rawHost: string): string | null {
   if (rawHost.startsWith('[') && rawHost.endsWith(']')) {
@@ -159,19 +170,12 @@ function matchesPrefix (address: Uint8Array, network: Uint8Array, prefixLength: 
  * The bytes are shared between calls with the same text: read them, never write them.
  */
 export function dialedAddressBytes (text: string): Uint8Array | null {
-  const known = dialedAddresses.get(text)
-  if (known !== undefined) return known
-  const bytes = parseDialedAddress(text)
-  // The same few hosts are matched over and over; a client that sprays names only empties the memo.
-  if (dialedAddresses.size >= DIALED_ADDRESSES_REMEMBERED) dialedAddresses.clear()
-  dialedAddresses.set(text, bytes)
-  return bytes
+  return dialedAddresses(text)
 }
 
 // Every IP-literal or CIDR host pattern (interception hosts, header rules, host lists) parses the
 // host it is matched against: a few microseconds per pattern and request, for the same few hosts.
-const dialedAddresses = new Map<string, Uint8Array | null>()
-const DIALED_ADDRESSES_REMEMBERED = 1024
+const dialedAddresses = rememberedPerHost(parseDialedAddress)
 
 function parseDialedAddress (text: string): Uint8Array | null {
   const bytes = parseIP(text)
