@@ -58,7 +58,7 @@ try {
       proxies.push({ name: `${variant}, ${loaded ? `after ${load} load` : 'fresh'}`, loaded, proxy, runs: [] })
     }
   }
-  console.log(`# CONNECTs after ${load} load (${new Date().toISOString()}): origin ${origin.kind}, ${loadRuns} hey runs of 3 s, then ${rounds} alternating rounds of ${seconds} s\n`)
+  console.log(`# CONNECTs after ${load} load (${new Date().toISOString()}): Node ${process.version}, origin ${origin.kind}, ${loadRuns} hey runs of 3 s, then ${rounds} alternating rounds of ${seconds} s\n`)
   const url = load === 'intercept' ? `https://${TLS_HOST}:${origin.httpsPort}/small` : `http://${PLAIN_HOST}:${origin.httpPort}/small`
   const loadedOnes = proxies.filter((p) => p.loaded)
   for (let run = 0; run < loadRuns; run++) {

@@ -18,8 +18,9 @@
 // the old generation, and each young collection cost 3.6 times as much (8.4 ms against 2.3).
 // `node bench/after-load.mjs` (the full bin after 15 s of intercepted keep-alive load, then
 // alternating CONNECT rounds against a fresh twin, 8 rounds of 2 s): 651 µs per CONNECT and a
-// 169 MiB peak without the option, 569 µs and 134 MiB with it (the fresh twins 550 and 587); a
-// scratch run of the same on Node 24: 557 µs and 205 MiB RSS against 474 and 163. In the per-request suite's
+// 169 MiB peak without the option, 569 µs and 134 MiB with it (the fresh twins 550 and 587:
+// a process that only ever answered CONNECTs costs about 7% more with it on Node 20); after
+// http:// load 676 against 584 µs; on Node 24 548 µs and 174 MiB against 463 and 152. In the per-request suite's
 // intercepted-then-CONNECT scenarios: 628 µs per CONNECT and a 134 MiB peak with it, 686 and
 // 172 without (the relay moved too, 359 against 422). http:// under hey and bench:memory's
 // scenarios: the same CPU within the noise. Node refuses it in NODE_OPTIONS: it has to be on
