@@ -55,10 +55,9 @@ export async function registerInterceptionFromConfig (
   } else {
     certificateProvider = loadCaProvider(ca as { cert: string, key: string })
   }
-  const hostList = createReplaceableHostListSelector(interception.hosts)
-  const setHosts = (hosts: readonly string[]): void => { hostList.setHosts(hosts) }
+  const { selector, setHosts } = createReplaceableHostListSelector(interception.hosts)
   const options: TlsInterceptionOptions = {
-    selector: hostList.selector,
+    selector,
     certificateProvider,
     ...(interception.trustedDestinationCa === undefined ? {} : { trustedDestinationCa: readConfigFile(interception.trustedDestinationCa, '/interception/trustedDestinationCa') }),
     ...(interception.clientProtocols === undefined ? {} : { clientProtocols: interception.clientProtocols }),

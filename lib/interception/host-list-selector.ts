@@ -1,7 +1,7 @@
 // The built-in interception selector: intercept the tunnels whose host matches a list of patterns.
 
 import type { ForwardProxyInterceptionSelector } from '../../types/interception'
-import { matchesAny, compileHostPatterns, type HostPattern } from '../protocol/hosts'
+import { matchesAny, compileHostPatterns } from '../protocol/hosts'
 
 /** The selectors made here: they decide from the destination's host alone and never read the signal. */
 const decidingFromHostAlone = new WeakSet<ForwardProxyInterceptionSelector>()
@@ -13,8 +13,7 @@ const decidingFromHostAlone = new WeakSet<ForwardProxyInterceptionSelector>()
  * @throws ForwardProxyRuleError naming an unusable pattern.
  */
 export function createHostListSelector (hosts: readonly string[]): ForwardProxyInterceptionSelector {
-  const patterns = compileHostPatterns(hosts, 'interception hosts')
-  return hostSelector(() => patterns)
+  return createReplaceableHostListSelector(hosts).selector
 }
 
 /** A host-list selector whose list can be replaced (the bin's reload), and how to replace it. */
@@ -24,15 +23,19 @@ export interface ReplaceableHostListSelector {
    * Replaces the list; the tunnels opened from then on are decided by it.
    * @throws ForwardProxyRuleError naming an unusable pattern (the list in force stays).
    */
-  setHosts (hosts: readonly string[]): void
+  readonly setHosts: (hosts: readonly string[]) => void
 }
 
 /** {@link createHostListSelector}, with a list that {@link ReplaceableHostListSelector.setHosts} replaces. */
 export function createReplaceableHostListSelector (hosts: readonly string[]): ReplaceableHostListSelector {
   let patterns = compileHostPatterns(hosts, 'interception hosts')
+  const selector: ForwardProxyInterceptionSelector = {
+    shouldIntercept: (_request, destination) => matchesAny(patterns, destination.host)
+  }
+  decidingFromHostAlone.add(selector)
   return {
-    selector: hostSelector(() => patterns),
-    setHosts (next) { patterns = compileHostPatterns(next, 'interception hosts') }
+    selector,
+    setHosts: (next) => { patterns = compileHostPatterns(next, 'interception hosts') }
   }
 }
 
@@ -43,12 +46,4 @@ export function createReplaceableHostListSelector (hosts: readonly string[]): Re
  */
 export function ignoresSignal (selector: ForwardProxyInterceptionSelector): boolean {
   return decidingFromHostAlone.has(selector)
-}
-
-function hostSelector (patterns: () => readonly HostPattern[]): ForwardProxyInterceptionSelector {
-  const selector: ForwardProxyInterceptionSelector = {
-    shouldIntercept: (_request, destination) => matchesAny(patterns(), destination.host)
-  }
-  decidingFromHostAlone.add(selector)
-  return selector
 }
