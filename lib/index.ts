@@ -18,7 +18,7 @@ export { proxyClientErrorHandler, createProxyClientErrorHandler } from './protoc
 export { proxyFrameworkErrors, createProxyFrameworkErrors, type ProxyFrameworkErrorHandler } from './framework-errors'
 export { createHostListSelector } from './interception/host-list-selector'
 export { ForwardProxyRuleError } from './protocol/errors'
-export { createHeaderRulesTransform } from './forward/transforms'
+export { createHeaderRulesTransform } from './forward/header-rules'
 export { createCaCertificateProvider, CA_PROVIDER_DEFAULTS } from './certificates/ca-certificate-provider'
 export { ForwardProxyCertificateError } from './certificates/errors'
 export { type ForwardProxyCertificateErrorReason } from './certificates/errors'

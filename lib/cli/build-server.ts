@@ -37,10 +37,11 @@ import {
 import type { DevelopmentCaInUse } from './interception-from-config'
 import type { ReloadTarget } from './reload'
 import { createHostListSelector } from '../interception/host-list-selector'
-import { createHeaderRulesTransform } from '../forward/transforms'
+import { createHeaderRulesTransform } from '../forward/header-rules'
 import { loadSecrets, resolveSecretReferences, secretsOption } from './secrets'
 import type { MetricsEndpoint } from './metrics'
 import { proxyLoggerOptions } from './logging'
+import { writeAccessLinesWith } from '../telemetry/access-line'
 import { parseIP } from '../protocol/hosts'
 
 /** A running proxy server. */
@@ -250,7 +251,8 @@ function listenerUrl (listener: ListenerConfig, address: AddressInfo): string {
  * objects at run time, though the returned type keeps Fastify's HTTP/1.1 defaults.
  */
 function createProxyApp (first: ListenerConfig, files: ListenerTlsFiles | undefined, config: Pick<ProxyServerConfig, 'log' | 'headers'>): FastifyInstance {
-  const common = { ...proxyLoggerOptions(config.log, config.headers), clientErrorHandler: proxyClientErrorHandler }
+  const { accessLineWriter, ...loggerOptions } = proxyLoggerOptions(config.log, config.headers)
+  const common = { ...loggerOptions, clientErrorHandler: proxyClientErrorHandler }
   const http2 = first.http2 === true && files !== undefined
   const app = http2
     ? Fastify({ ...common, frameworkErrors: proxyFrameworkErrors as unknown as FastifyServerOptions<Http2SecureServer>['frameworkErrors'], http2: true, https: http2ServerOptions(files), http2SessionTimeout: HTTP2_SESSION_TIMEOUT }) as unknown as FastifyInstance
@@ -263,6 +265,7 @@ function createProxyApp (first: ListenerConfig, files: ListenerTlsFiles | undefi
         ? { http: { headersTimeout: SERVER_TIMEOUTS.headersTimeout } }
         : { https: { ...files, headersTimeout: SERVER_TIMEOUTS.headersTimeout, handshakeTimeout: TLS_HANDSHAKE_TIMEOUT } })
     })
+  writeAccessLinesWith(app.log, accessLineWriter)
   if (http2) prepareHttp2Server(app.server as unknown as Http2SecureServer)
   // Fastify gives clientErrorHandler to its main server only, not to the servers it binds for
   // the other addresses of a name such as `localhost`; nor are those HTTP/2 servers configured.

@@ -4,8 +4,10 @@
 import { LogController } from 'fastify'
 import type { PinoLoggerOptions } from 'fastify/types/logger'
 import { randomBytes } from 'node:crypto'
+import { hostname } from 'node:os'
 import { Writable } from 'node:stream'
 import type { ForwardProxyHeaderRule } from '../../types/header-rules'
+import type { AccessLineWriter } from '../telemetry/access-line'
 
 /** The `log` key of the configuration file, defaults applied. */
 export interface LogConfig {
@@ -128,22 +130,44 @@ function serializeRequest (request: {
  * The bin's Fastify logger: the configured level and format, redaction of secret headers and of
  * the headers the header rules inject ({@link redactSecretHeaders}), and a request serializer
  * without userinfo. Fastify's own per-request lines are turned off: the proxy's access log is
- * the one line per request and per tunnel. Request ids come from {@link createRequestIdGenerator}.
+ * the one line per request and per tunnel, written by `accessLineWriter` (to be installed on
+ * the app's logger with `writeAccessLinesWith`). Request ids come from
+ * {@link createRequestIdGenerator}.
  */
 export function proxyLoggerOptions (
   log: LogConfig,
-  headerRules?: readonly ForwardProxyHeaderRule[]
-): { logController: LogController, logger: PinoLoggerOptions, genReqId: () => string } {
+  headerRules?: readonly ForwardProxyHeaderRule[],
+  target: LogTarget & NodeJS.WritableStream = process.stdout
+): { logController: LogController, logger: PinoLoggerOptions, genReqId: () => string, accessLineWriter: AccessLineWriter } {
+  const stream = log.format === 'pretty' ? createPrettyLogStream(target) : createBatchedLogStream(target)
+  const base = { pid: process.pid, hostname: hostname() }
   return {
     genReqId: createRequestIdGenerator(),
     logController: new LogController({ disableRequestLogging: true }),
     logger: {
       level: log.level,
+      base,
       formatters: { log: redactSecretHeaders(redactedHeaderNames(headerRules)) },
       serializers: { req: serializeRequest },
       // Fastify hands `stream` to pino, though its type for these options does not list it.
-      ...{ stream: log.format === 'pretty' ? createPrettyLogStream(process.stdout) : createBatchedLogStream(process.stdout) }
-    }
+      ...{ stream }
+    },
+    accessLineWriter: createAccessLineWriter(stream, base)
+  }
+}
+
+/**
+ * The line pino writes for `request.log.info({ access }, message)` under the options above, as
+ * one JSON.stringify of the whole line (one string, where pino concatenates a dozen pieces):
+ * level 30, pino's `time` (milliseconds since the epoch), the base bindings, Fastify's `reqId`
+ * binding, then `access` and `msg`, in pino's order. The formatters have nothing to do on it
+ * (an access line carries no headers). It goes to the same stream as pino's lines, so the
+ * order of lines is kept. test/cli-access-line-as-pino-writes-it.test.ts compares the two.
+ */
+function createAccessLineWriter (stream: LogTarget, base: { pid: number, hostname: string }): AccessLineWriter {
+  const { pid, hostname } = base
+  return (request, access, msg) => {
+    stream.write(`${JSON.stringify({ level: 30, time: Date.now(), pid, hostname, reqId: request.id, access, msg })}\n`)
   }
 }
 

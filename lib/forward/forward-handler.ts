@@ -16,7 +16,7 @@ import { exchangeWithDestination } from './destination-exchange'
 import { scrubbedBody } from './scrubbed-response'
 import { buildClientResponseHeaders, type ReceivedHeaders } from './outgoing-head'
 import { placeSecrets, prepareOutgoingRequest, type ForwardTarget } from './outgoing-request'
-import { editsRequests, transformOutgoingRequest, type HeaderRecord } from './transforms'
+import { transformOutgoingRequest, type HeaderRecord } from './transforms'
 import type { UpstreamProxy } from '../security/upstream-proxy'
 import { Cancellation } from '../security/destination-connector'
 import { forwardNotesOf, scrubbedSecretsOf } from '../telemetry/request-telemetry'
@@ -87,8 +87,10 @@ export async function forwardRequest (
   if (clientGone(reply)) throw clientLeft()
   const departure = watchClientDeparture(reply.raw, takeRequestSlot(runtime))
 
-  // Without request transforms nothing is awaited: one turn of the loop less per request.
-  const transformed = editsRequests(transforms) ? await transformOutgoingRequest(transforms, request, destination, prepared, departure) : prepared.headers
+  // Without request transforms, or with header rules only, nothing is awaited: one turn of the
+  // loop less per request.
+  const edited = transformOutgoingRequest(transforms, request, destination, prepared, departure)
+  const transformed = edited instanceof Promise ? await edited : edited
   if (departure.aborted) throw clientLeft()
   const placed = placeSecrets(request, prepared, transformed, target)
   // Without secrets nothing is awaited: one turn of the loop less per request.

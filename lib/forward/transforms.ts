@@ -1,5 +1,5 @@
-// Request and response transforms: how they run on a copy of the head and what they may not change,
-// and the built-in header-rules transform.
+// Request and response transforms: how they run on a copy of the head and what they may not
+// change (the header rules, checked when compiled, edit the flat head instead).
 
 import type { FastifyRequest } from 'fastify'
 import type { ForwardProxyDestination } from '../../types/destination'
@@ -8,11 +8,11 @@ import type {
   ForwardProxyOutgoingRequest,
   ForwardProxyRequestTransform
 } from '../../types/interception'
-import { isProxyError, ProxyError, ForwardProxyRuleError } from '../protocol/errors'
+import { isProxyError, ProxyError } from '../protocol/errors'
 import { isMarkedRefusal, refusedBy } from '../protocol/refusals'
-import { isEquivalentAuthority, matchesAny, type HostPattern, compileHostPatterns } from '../protocol/hosts'
-import { HOP_BY_HOP, TOKEN, UNSAFE_VALUE } from './outgoing-head'
-import type { ForwardProxyHeaderRule } from '../../types/header-rules'
+import { isEquivalentAuthority } from '../protocol/hosts'
+import { HOP_BY_HOP, UNSAFE_VALUE, TOKEN } from './outgoing-head'
+import { editsCheckedAtStart, headEditsOf } from './header-rules'
 
 /** Header field values as the transform contracts hold them. */
 export type HeaderRecord = Record<string, string | string[]>
@@ -73,34 +73,44 @@ export function transformsFor (
 }
 
 /** True when one of `transforms` edits requests (has a `transformRequest`). */
-export function editsRequests (transforms: readonly ForwardProxyRequestTransform[]): boolean {
+function editsRequests (transforms: readonly ForwardProxyRequestTransform[]): boolean {
   return transforms.some((transform) => transform.transformRequest !== undefined)
 }
 
 /**
  * Runs every `transformRequest` in registration order on a copy of the built request (hop-by-hop
- * headers removed, Via added) and returns the headers to send: the built list untouched when no transform edits
- * requests (callers that check {@link editsRequests} first need not wait for it). A transform that throws a `ProxyError`
- * refuses the request with that error's status
- * and `Proxy-Status`. Throws 500 `proxy_internal_error` when a transform throws anything else,
- * changes the method or the path, sets a `Host` for another authority, adds a framing header,
- * changes `Content-Length`, or leaves a header that is not a valid field.
+ * headers removed, Via added) and returns the headers to send: the built list untouched when no
+ * transform edits requests, and an edited list when only header rules edit it (see
+ * {@link createHeaderRulesTransform}), both at once, without a promise. A transform that throws a `ProxyError` refuses the
+ * request with that error's status and `Proxy-Status`. Throws (or rejects with) 500
+ * `proxy_internal_error` when a transform throws anything else, changes the method or the path,
+ * sets a `Host` for another authority, adds a framing header, changes `Content-Length`, or
+ * leaves a header that is not a valid field.
  */
-export async function transformOutgoingRequest (
+export function transformOutgoingRequest (
   transforms: readonly ForwardProxyRequestTransform[],
   request: FastifyRequest,
   destination: ForwardProxyDestination,
   built: BuiltRequest,
   cancellation: TransformCancellation
-): Promise<string[] | HeaderRecord> {
+): string[] | HeaderRecord | Promise<HeaderRecord> {
   if (!editsRequests(transforms)) return built.headers
-  if (transforms.every(editsCheckedAtStart)) {
-    // Their edits were checked when the rules were compiled and they never read the signal:
-    // the head is edited in place, with no copy to compare, no checks and no AbortController.
-    const outgoing: ForwardProxyOutgoingRequest = { method: request.method, path: built.path, headers: headerRecordOf(built.headers) }
-    for (const transform of transforms) await transform.transformRequest?.(request, destination, outgoing, NEVER_ABORTED)
-    return outgoing.headers
-  }
+  const headEdits = headEditsOf(transforms)
+  if (headEdits === null) return transformThroughCopy(transforms, request, destination, built, cancellation)
+  // Their edits were checked when the rules were compiled and they never read the signal: the
+  // flat head is edited as it is, with no header object, no copy to compare and no promise.
+  let headers = built.headers
+  for (const edit of headEdits) headers = edit(request, destination, headers)
+  return headers
+}
+
+async function transformThroughCopy (
+  transforms: readonly ForwardProxyRequestTransform[],
+  request: FastifyRequest,
+  destination: ForwardProxyDestination,
+  built: BuiltRequest,
+  cancellation: TransformCancellation
+): Promise<HeaderRecord> {
   const original = headerRecordOf(built.headers)
   const outgoing: ForwardProxyOutgoingRequest = { method: request.method, path: built.path, headers: copyHeaderRecord(original) }
   for (const transform of transforms) {
@@ -214,144 +224,5 @@ function copyHeaderRecord (headers: Readonly<Record<string, string | string[] | 
   return copy
 }
 
-// Rule values become header field values as given, so they are checked against what Node accepts
-// in one (UNSAFE_VALUE) at start-up, instead of failing every matching request.
-
-// Framing and routing are the proxy's: a rule changing them would break or re-route the message.
-const REQUEST_NAMES_REFUSED: ReadonlySet<string> = new Set([...HOP_BY_HOP, 'host', 'content-length'])
-const RESPONSE_NAMES_REFUSED: ReadonlySet<string> = new Set([...HOP_BY_HOP, 'content-length'])
-
-interface CompiledRule {
-  readonly hosts: HostPattern[]
-  readonly set: ReadonlyArray<readonly [string, string]>
-  readonly remove: readonly string[]
-  readonly setResponse: ReadonlyArray<readonly [string, string]>
-  readonly removeResponse: readonly string[]
-  readonly tlsOnly: boolean
-}
-
-/**
- * The built-in header transform (the configuration file's `headers` rules): for every rule
- * whose hosts match the destination, in rule order, request headers are removed then set
- * before the request leaves, and response headers removed then set before the head reaches
- * the client. Header names are matched case-insensitively. Given to forwardProxy (as the bundled
- * server does) it applies to intercepted requests and to `http://` forwarding alike (where a
- * `tlsOnly` rule that sets headers answers 403), except that `set` headers are never added to a
- * TRACE, whose response echoes the request.
- * @throws ForwardProxyRuleError naming the first unusable rule entry.
- */
-export function createHeaderRulesTransform (rules: readonly ForwardProxyHeaderRule[]): ForwardProxyRequestTransform {
-  if (!Array.isArray(rules)) throw new ForwardProxyRuleError('header rules must be an array')
-  const compiled = rules.map((rule, index) => compileRule(rule, `headers[${index}]`))
-  const matching = rulesByHost(compiled)
-  const transform: ForwardProxyRequestTransform & { [NAMES_HOST]: (host: string) => boolean, [CHECKED_AT_START]: true } = {
-    [NAMES_HOST]: (host: string) => matching(host).length > 0,
-    [CHECKED_AT_START]: true,
-    appliesTo: (_request, destination) => matching(destination.host).length > 0
-  }
-  // Each side is there only when a rule edits it: rules that only inject request headers (most
-  // of them) leave the response head untouched, with no copy and no turn of the loop.
-  if (compiled.some((rule) => rule.set.length > 0 || rule.remove.length > 0)) transform.transformRequest = editRequest
-  if (compiled.some((rule) => rule.setResponse.length > 0 || rule.removeResponse.length > 0)) transform.transformResponse = editResponse
-  return transform
-
-  function editRequest (request: FastifyRequest, destination: ForwardProxyDestination, outgoing: ForwardProxyOutgoingRequest): void {
-    // A TRACE is answered with the request it received: a header set here (an injected
-    // credential) would come back to the client in the body.
-    const echoed = outgoing.method === 'TRACE'
-    const rules = matching(destination.host)
-    if (!echoed && request.interception === null && rules.some((rule) => rule.tlsOnly && rule.set.length > 0)) {
-      throw refusedBy('headers[].tlsOnly', new ProxyError('http_request_denied', 'The proxy sends the credentials for this destination over TLS only: use https://.', { status: 403, details: 'credentials are not sent over plain http' }))
-    }
-    for (const rule of rules) {
-      for (const name of rule.remove) Reflect.deleteProperty(outgoing.headers, name)
-      if (!echoed) for (const [name, value] of rule.set) outgoing.headers[name] = value
-    }
-  }
-
-  function editResponse (_request: FastifyRequest, destination: ForwardProxyDestination, response: ForwardProxyIncomingResponse): void {
-    for (const rule of matching(destination.host)) {
-      for (const name of rule.removeResponse) Reflect.deleteProperty(response.headers, name)
-      for (const [name, value] of rule.setResponse) response.headers[name] = value
-    }
-  }
-}
-
-// Marks a transform whose edits are checked when it is built (the header rules: names that are
-// not the proxy's, values Node accepts) and that never reads its AbortSignal.
-const CHECKED_AT_START = Symbol('edits checked at start')
-
-/** True when `transform`'s edits were checked when it was built (a header-rules transform). */
-function editsCheckedAtStart (transform: ForwardProxyRequestTransform): boolean {
-  return (transform as { [CHECKED_AT_START]?: true })[CHECKED_AT_START] === true
-}
-
 // What transforms whose edits were checked at start get for a signal: they never read it.
 const NEVER_ABORTED = new AbortController().signal
-
-// Where a header-rules transform says which hosts its rules name, kept off the public type.
-const NAMES_HOST = Symbol('header rules name host')
-
-/** True when `transform` is a header-rules transform with a rule for `host`. */
-export function headerRulesName (transform: ForwardProxyRequestTransform, host: string): boolean {
-  const namesHost = (transform as { [NAMES_HOST]?: (host: string) => boolean })[NAMES_HOST]
-  return namesHost?.(host) === true
-}
-
-// Hosts whose matching rules are kept; past it the cache starts again (a client can name any host).
-const MAX_CACHED_HOSTS = 1024
-
-/** The rules that match a host, in rule order, each host's list computed once. */
-function rulesByHost (rules: readonly CompiledRule[]): (host: string) => readonly CompiledRule[] {
-  const cache = new Map<string, readonly CompiledRule[]>()
-  return (host) => {
-    let matching = cache.get(host)
-    if (matching === undefined) {
-      matching = rules.filter((rule) => matchesAny(rule.hosts, host))
-      if (cache.size >= MAX_CACHED_HOSTS) cache.clear()
-      cache.set(host, matching)
-    }
-    return matching
-  }
-}
-
-function compileRule (rule: ForwardProxyHeaderRule, path: string): CompiledRule {
-  if (typeof rule !== 'object' || rule === null) throw new ForwardProxyRuleError(`${path} must be an object`)
-  return {
-    hosts: compileHostPatterns(rule.hosts, `${path}.hosts`),
-    set: compileSet(rule.set, `${path}.set`, REQUEST_NAMES_REFUSED),
-    remove: compileNames(rule.remove, `${path}.remove`, REQUEST_NAMES_REFUSED),
-    setResponse: compileSet(rule.setResponse, `${path}.setResponse`, RESPONSE_NAMES_REFUSED),
-    removeResponse: compileNames(rule.removeResponse, `${path}.removeResponse`, RESPONSE_NAMES_REFUSED),
-    tlsOnly: compileTlsOnly(rule.tlsOnly, `${path}.tlsOnly`)
-  }
-}
-
-function compileTlsOnly (value: unknown, path: string): boolean {
-  if (value !== undefined && typeof value !== 'boolean') throw new ForwardProxyRuleError(`${path} must be a boolean`)
-  return value === true
-}
-
-function compileNames (names: readonly string[] | undefined, path: string, refused: ReadonlySet<string>): string[] {
-  if (names === undefined) return []
-  if (!Array.isArray(names)) throw new ForwardProxyRuleError(`${path} must be an array of header names`)
-  return names.map((name, index) => headerName(name, `${path}[${index}]`, refused))
-}
-
-function compileSet (values: Readonly<Record<string, string>> | undefined, path: string, refused: ReadonlySet<string>): Array<[string, string]> {
-  if (values === undefined) return []
-  if (typeof values !== 'object' || values === null || Array.isArray(values)) throw new ForwardProxyRuleError(`${path} must map header names to values`)
-  return Object.entries(values).map(([name, value]) => {
-    const lower = headerName(name, `${path}.${name}`, refused)
-    // The value may be a secret (an injected credential): never quote it in the message.
-    if (typeof value !== 'string' || UNSAFE_VALUE.test(value)) throw new ForwardProxyRuleError(`${path}.${lower} must be a string of characters allowed in a header value (tab, visible ASCII, space, U+0080 to U+00FF): no line breaks, controls, DEL or characters past U+00FF`)
-    return [lower, value]
-  })
-}
-
-function headerName (name: unknown, path: string, refused: ReadonlySet<string>): string {
-  if (typeof name !== 'string' || !TOKEN.test(name)) throw new ForwardProxyRuleError(`${path} is not a valid header name`)
-  const lower = name.toLowerCase()
-  if (refused.has(lower)) throw new ForwardProxyRuleError(`${path}: the proxy manages "${lower}" itself; a rule cannot change it`)
-  return lower
-}

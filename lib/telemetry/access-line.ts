@@ -44,6 +44,32 @@ export interface AccessOutcome {
 }
 
 /**
+ * The `access` object of one access log line, field by field in the order they are written.
+ * Fields left undefined are not written.
+ */
+interface AccessRecord {
+  readonly kind: string
+  readonly tunnel: TunnelKind | undefined
+  readonly user: string | null
+  readonly client: string | null
+  readonly method: string
+  readonly destination: string | null
+  readonly address: string | undefined
+  readonly intercepted: boolean
+  readonly decision: 'allow' | 'deny' | 'would-deny'
+  readonly reason: string | undefined
+  readonly rule: string | undefined
+  readonly status: number
+  readonly errorType: string | null
+  readonly closeReason: string | undefined
+  readonly bytesIn: number
+  readonly bytesOut: number
+  readonly secrets: readonly string[] | undefined
+  readonly scrubbed: readonly string[] | undefined
+  readonly durationMs: number
+}
+
+/**
  * Writes one access log line (`access`): the outcome, with who (the tunnel's user inside an
  * intercepted tunnel, else the proxy user), from where, what, to where (the destination and the
  * address dialed for it), whether it was intercepted, the decision and the rule that made it,
@@ -60,29 +86,53 @@ export function logAccess (request: FastifyRequest, reply: FastifyReply, state: 
   const error = state?.error
   const refusedBy = error === undefined ? undefined : refusalRuleOf(error)
   const reported = refusedBy === undefined ? state?.reported : undefined
-  request.log.info({
-    access: {
-      kind: outcome.kind,
-      tunnel: outcome.tunnel,
-      user: userOf(request, state),
-      client: state?.clientAddress ?? null,
-      method: request.method,
-      destination: state?.destination === undefined ? null : `${state.destination.host}:${state.destination.port}`,
-      address: dialedAddressOf(state?.dialed),
-      intercepted: outcome.kind === 'intercepted' || outcome.tunnel === 'intercepted',
-      decision: decisionOf(refusedBy, reported),
-      reason: reported !== undefined ? reported.reason : (error?.details ?? error?.message),
-      rule: refusedBy ?? reported?.rule,
-      status: outcome.status,
-      errorType: outcome.errorType ?? null,
-      closeReason: outcome.closeReason,
-      bytesIn: outcome.bytesIn,
-      bytesOut: outcome.bytesOut,
-      secrets: state?.secrets,
-      scrubbed: state?.scrubbed === undefined || state.scrubbed.size === 0 ? undefined : [...state.scrubbed],
-      durationMs: Math.round(reply.elapsedTime * 1000) / 1000
-    }
-  }, message)
+  const access: AccessRecord = {
+    kind: outcome.kind,
+    tunnel: outcome.tunnel,
+    user: userOf(request, state),
+    client: state?.clientAddress ?? null,
+    method: request.method,
+    destination: state?.destination === undefined ? null : `${state.destination.host}:${state.destination.port}`,
+    address: dialedAddressOf(state?.dialed),
+    intercepted: outcome.kind === 'intercepted' || outcome.tunnel === 'intercepted',
+    decision: decisionOf(refusedBy, reported),
+    reason: reported !== undefined ? reported.reason : (error?.details ?? error?.message),
+    rule: refusedBy ?? reported?.rule,
+    status: outcome.status,
+    errorType: outcome.errorType ?? null,
+    closeReason: outcome.closeReason,
+    bytesIn: outcome.bytesIn,
+    bytesOut: outcome.bytesOut,
+    secrets: state?.secrets,
+    scrubbed: state?.scrubbed === undefined || state.scrubbed.size === 0 ? undefined : [...state.scrubbed],
+    durationMs: Math.round(reply.elapsedTime * 1000) / 1000
+  }
+  const write = (request.log as WithAccessLineWriter)[ACCESS_LINE_WRITER]
+  if (write === undefined) request.log.info({ access }, message)
+  else write(request, access, message)
+}
+
+/**
+ * Writes one info-level access line for `request` itself, with `access` as its `access` field
+ * and `message` as its message, exactly as the logger would have written
+ * `request.log.info({ access }, message)`.
+ */
+export type AccessLineWriter = (request: FastifyRequest, access: AccessRecord, message: string) => void
+
+const ACCESS_LINE_WRITER = Symbol('fastify-forward-proxy.accessLineWriter')
+
+type WithAccessLineWriter = FastifyBaseLogger & { readonly [ACCESS_LINE_WRITER]?: AccessLineWriter }
+
+/**
+ * Has `logger`, and every child logger made from it from now on (pino's children inherit its
+ * properties: each request's `request.log` is one), write access lines through `write` instead
+ * of its own serialization of `{ access }`. For a logger whose lines are known, such as the
+ * bundled server's: the line is put together from text, without the logger's walk of the
+ * object (its formatters, serializers and JSON.stringify), which cost about 5% of the server's
+ * CPU per forwarded request.
+ */
+export function writeAccessLinesWith (logger: FastifyBaseLogger, write: AccessLineWriter): void {
+  Object.defineProperty(logger, ACCESS_LINE_WRITER, { value: write, configurable: true })
 }
 
 /** Who made the request: inside an intercepted tunnel its user (read at arrival), else the proxy user; null without one. */
