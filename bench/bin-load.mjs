@@ -4,6 +4,7 @@ import { execFileSync, spawn } from 'node:child_process'
 import { readFileSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { Pool } from 'undici'
+import { SHIPPED_NODE_ARGS } from './shipped-node-args.mjs'
 
 /** Connections of both clients. */
 export const CONNECTIONS = 32
@@ -18,15 +19,15 @@ export function cpuMicros (pid) {
 }
 
 /**
- * Starts `<tree>/dist/lib/cli/main.js` (NODE_ENV=production) on `config(port)`, written in
- * `dir`, and resolves once it answers; the caller kills it.
+ * Starts `<tree>/dist/lib/cli/main.js` (NODE_ENV=production, with the Node options `npm start`
+ * passes) on `config(port)`, written in `dir`, and resolves once it answers; the caller kills it.
  */
 export async function startBin (tree, dir, config) {
   // Below the ephemeral range (32768 and up), where a client connection may hold the port.
   const port = 20_000 + Math.floor(Math.random() * 12_000)
   const file = join(dir, `proxy-${port}.json`)
   writeFileSync(file, JSON.stringify(config(port)))
-  const bin = spawn(process.execPath, [join(tree, 'dist', 'lib', 'cli', 'main.js'), '--config', file], { env: { ...process.env, NODE_ENV: 'production' }, stdio: ['ignore', 'pipe', 'inherit'] })
+  const bin = spawn(process.execPath, [...SHIPPED_NODE_ARGS, join(tree, 'dist', 'lib', 'cli', 'main.js'), '--config', file], { env: { ...process.env, NODE_ENV: 'production' }, stdio: ['ignore', 'pipe', 'inherit'] })
   bin.stdout.resume()
   // Listening once a plain request gets the proxy's 407.
   for (let tries = 0; tries < 100; tries++) {
