@@ -1,0 +1,93 @@
+// Bytes allocated per request: the bin with the per-request suite's full configuration (and
+// its variants), or a floor script, under hey (32 keep-alive connections) through http:// or
+// intercepted requests, sampled by V8's heap profiler (bench/allocation-sampler.cjs) over
+// ALLOCATION_SECONDS after a 2 s warm-up. Allocation moves by well under 1% between runs of one
+// build where CPU per request moves by a third on a shared machine, so small cuts are measured
+// by it (CPU checked afterwards). Each path is a work tree with dist/ built (`.`, or
+// `../before`), `TREE@warn` for that tree's bin at log level warn, or a bench/floor-*.mjs script.
+//
+//   npm run build && node bench/allocation.mjs . ../before bench/floor-fastify-proxy.mjs
+//   ALLOCATION_MODE=intercept ALLOCATION_TOP=25 npm run bench:allocation -- . bench/floor-fastify-intercept.mjs
+//
+// Knobs: ALLOCATION_MODE (http, or intercept), ALLOCATION_RUNS (2; the order of the paths swaps
+// every run), ALLOCATION_SECONDS (4), ALLOCATION_TOP (0: the functions that allocated most, per
+// request). Needs hey; nginx is the origin when installed, bench/origin.mjs otherwise.
+import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join, resolve } from 'node:path'
+import { execFileSync } from 'node:child_process'
+import { setTimeout as sleep } from 'node:timers/promises'
+import { makeCa, makeLeaf } from './pki.mjs'
+import { PLAIN_HOST, startOrigin, TLS_HOST } from './compare/origin.mjs'
+import { runHey } from './compare/hey.mjs'
+import { BENCH_USER, FULL_INTERCEPT_HOSTS } from './compare/peers.mjs'
+import { freePort, startPortPrinter, startProcess, stopProcess, waitForPort } from './compare/processes.mjs'
+import { SHIPPED_NODE_ARGS } from './shipped-node-args.mjs'
+
+const paths = process.argv.slice(2)
+if (paths.length === 0) throw new Error('usage: node bench/allocation.mjs <tree[@level] | bench/floor-*.mjs> ...')
+const MODE = process.env.ALLOCATION_MODE ?? 'http'
+const RUNS = Number(process.env.ALLOCATION_RUNS ?? 2)
+const SECONDS = Number(process.env.ALLOCATION_SECONDS ?? 4)
+const TOP = Number(process.env.ALLOCATION_TOP ?? 0)
+const found = (program) => { try { return execFileSync('sh', ['-c', `command -v ${program}`], { encoding: 'utf8' }).trim() || undefined } catch { return undefined } }
+const hey = found('hey')
+if (hey === undefined) throw new Error('hey is not installed (apt-get install hey)')
+
+const directory = mkdtempSync(join(tmpdir(), 'ffp-allocation-'))
+const destinationCa = makeCa(directory, 'destination-ca')
+const operatorCa = makeCa(directory, 'operator-ca')
+const origin = await startOrigin(found('nginx'), directory, makeLeaf(directory, 'origin', destinationCa, [TLS_HOST, PLAIN_HOST]))
+const floorLeaf = makeLeaf(directory, 'floor-intercept-leaf', operatorCa, [TLS_HOST])
+const url = MODE === 'http' ? `http://${PLAIN_HOST}:${origin.httpPort}/small` : `https://${TLS_HOST}:${origin.httpsPort}/small`
+const sampler = ['--require', resolve(import.meta.dirname, 'allocation-sampler.cjs')]
+
+/** The per-request suite's full configuration (bench/compare/peers.mjs), at `level`. */
+function fullConfig (port, level) {
+  return {
+    listen: [{ host: '127.0.0.1', port }],
+    users: { [BENCH_USER.name]: BENCH_USER.password },
+    destinations: { allowedPorts: '*', allowedNetworks: ['127.0.0.0/8'] },
+    interception: { hosts: FULL_INTERCEPT_HOSTS, ca: { cert: operatorCa.certPath, key: operatorCa.keyPath }, trustedDestinationCa: destinationCa.certPath },
+    headers: [{ hosts: FULL_INTERCEPT_HOSTS, set: { 'X-Bench-Rule': 'full-config' }, remove: ['Cookie'] }],
+    log: { level }
+  }
+}
+
+/** Starts `path` with the sampler loaded; resolves its process, port and whether it asks for the bench user. */
+async function start (path) {
+  if (path.endsWith('.mjs')) {
+    const args = path.includes('intercept') ? [floorLeaf.certPath, floorLeaf.keyPath, destinationCa.certPath] : []
+    const { started, port } = await startPortPrinter(resolve(path), args, path, undefined, [...SHIPPED_NODE_ARGS, ...sampler])
+    return { started, port, user: undefined }
+  }
+  const [tree, level = 'info'] = path.split('@')
+  const port = await freePort()
+  const configPath = join(directory, `bin-${port}.json`)
+  writeFileSync(configPath, JSON.stringify(fullConfig(port, level)))
+  const started = startProcess(process.execPath, [...SHIPPED_NODE_ARGS, ...sampler, join(resolve(tree), 'dist', 'lib', 'cli', 'main.js'), '--config', configPath], { env: { ...process.env, NODE_ENV: 'production' }, stdoutPath: join(directory, `bin-${port}.log`) })
+  await waitForPort('127.0.0.1', port, { ...started, name: path }, 60_000)
+  return { started, port, user: BENCH_USER }
+}
+
+console.log(`bytes allocated per ${MODE === 'http' ? 'http://' : 'intercepted'} request (hey, 32 connections, ${SECONDS} s sampled), Node ${process.version}`)
+for (let run = 0; run < RUNS; run++) {
+  for (const path of run % 2 === 0 ? paths : [...paths].reverse()) {
+    const { started, port, user } = await start(path)
+    await runHey(hey, url, port, 2, 32, true, user)
+    const { pid } = started.child
+    process.kill(pid, 'SIGUSR2')
+    const { requests } = await runHey(hey, url, port, SECONDS, 32, true, user)
+    process.kill(pid, 'SIGUSR2')
+    const file = `/tmp/ffp-allocation-${pid}.json`
+    while (!existsSync(file)) await sleep(100)
+    await sleep(100)
+    const { total, top } = JSON.parse(readFileSync(file, 'utf8'))
+    rmSync(file)
+    console.log(`${path} (run ${run + 1}): ${Math.round(total / requests)} bytes per request (${requests} requests)`)
+    for (const [name, bytes] of top.slice(0, TOP)) console.log(`  ${String(Math.round(bytes / requests)).padStart(6)}  ${name}`)
+    await stopProcess(started)
+  }
+}
+for (const child of origin.processes) await stopProcess(child)
+rmSync(directory, { recursive: true, force: true })
