@@ -81,6 +81,8 @@ interface AccessRecord {
  * rule and reason it would have been refused with), else `allow` (the proxy's rules let it
  * through; it may still have failed, see `errorType`). Every answer that is one of the proxy's
  * own errors carries a reason: the error's `details`, as in `Proxy-Status`, or its message.
+ * The line goes through the logger's access line writer when it has one
+ * ({@link writeAccessLinesWith}), else through `request.log.info`.
  */
 export function logAccess (request: FastifyRequest, reply: FastifyReply, state: AccessLineNotes | undefined, outcome: AccessOutcome, message: string): void {
   const error = state?.error
@@ -127,9 +129,9 @@ type WithAccessLineWriter = FastifyBaseLogger & { readonly [ACCESS_LINE_WRITER]?
  * Has `logger`, and every child logger made from it from now on (pino's children inherit its
  * properties: each request's `request.log` is one), write access lines through `write` instead
  * of its own serialization of `{ access }`. For a logger whose lines are known, such as the
- * bundled server's: the line is put together from text, without the logger's walk of the
- * object (its formatters, serializers and JSON.stringify), which cost about 5% of the server's
- * CPU per forwarded request.
+ * bundled server's: the writer makes the line in one go, without the logger's walk of the entry
+ * (its formatters, serializers and a dozen concatenations), which allocated about 0.4 KB more per
+ * forwarded request.
  */
 export function writeAccessLinesWith (logger: FastifyBaseLogger, write: AccessLineWriter): void {
   Object.defineProperty(logger, ACCESS_LINE_WRITER, { value: write, configurable: true })
