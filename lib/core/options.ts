@@ -11,11 +11,8 @@ import type {
 import type { ForwardProxyCredentialCheck } from '../../types/user'
 import type { ForwardProxyRequestTransform } from '../../types/interception'
 import { parseCidr, compileHostPattern, type HostPattern } from '../protocol/hosts'
-import {
-  credentialCheckFromUsers,
-  DEFAULT_AUTH_FAILURE_LIMIT,
-  type AuthFailureLimitSettings
-} from '../security/proxy-auth'
+import { DEFAULT_AUTH_FAILURE_LIMIT, type AuthFailureLimitSettings } from '../security/proxy-auth'
+import { credentialCheckFromUsers } from '../security/users-table'
 import { systemResolver, type DestinationPolicySettings } from '../security/destination-policy'
 import type { SecretSet } from '../security/secrets'
 import { compileSecrets } from '../security/secret-options'

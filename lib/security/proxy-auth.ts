@@ -4,13 +4,14 @@
 import basicAuth from '@fastify/basic-auth'
 import type { FastifyInstance, FastifyRequest, onRequestHookHandler } from 'fastify'
 import { createHash, timingSafeEqual } from 'node:crypto'
-import type { ForwardProxyCredentialCheck, ForwardProxyUser, ForwardProxyUserEntry } from '../../types/user'
+import type { ForwardProxyCredentialCheck, ForwardProxyUser } from '../../types/user'
 import { ProxyError } from '../protocol/errors'
 import { AUTH_LOCKOUT_DETAILS, refusedBy } from '../protocol/refusals'
 import type { UserRecheck } from './tunnel-grant'
 import { ObjectSlot } from '../protocol/object-slot'
 import type { AuthFailureCount } from './limit-store'
 import type { SharedLimits } from './shared-limits'
+import { passedAuthorizationsOf, userFromEntry } from './users-table'
 
 /** The `Proxy-Authenticate` challenge for a realm. */
 export function proxyAuthenticateChallenge (realm: string): string {
@@ -19,8 +20,9 @@ export function proxyAuthenticateChallenge (realm: string): string {
 
 /**
  * Registers @fastify/basic-auth in proxy mode (`Proxy-Authorization`, 407) on `instance` and
- * returns its hook. Each attempt is checked with `currentCheck()` (the users or `validate` in
- * force, which a reconfiguration replaces). A passing check sets `request.proxyUser`; any failure, including a
+ * returns the hook that authenticates. Each attempt is checked with `currentCheck()` (the users or `validate` in
+ * force, which a reconfiguration replaces), except a header value that a users table passed
+ * before, which is admitted by a lookup (see `credentialCheckFromUsers`). A passing check sets `request.proxyUser`; any failure, including a
  * malformed header or a check that throws, ends in a 407 answered by the proxy error handler.
  * With a `failureLimit`, a client address that sent too many wrong credentials gets 429 for
  * the rest of its window, without its credentials being checked; its checks wait their turn so
@@ -41,12 +43,12 @@ export async function registerProxyAuthentication (
   // plugin's `done` is called before validate returns. A failure counted in a shared store is
   // answered once counted there, so the next attempt, on any process, finds it counted.
   const decide = (
-    username: string,
-    password: string,
+    attempt: Attempt,
     request: FastifyRequest,
     client: string,
     verdict: boolean | ForwardProxyUser
   ): Promise<void> | undefined => {
+    const { username, password } = attempt
     limiter?.settle(client, verdict === false)
     if (verdict === false) {
       const refusal = new ProxyError('http_request_denied', 'Proxy authentication failed.', { status: 407, details: 'invalid credentials' })
@@ -57,23 +59,23 @@ export async function registerProxyAuthentication (
         throw refusal
       })
     }
-    request.proxyUser = verdict === true ? { name: username } : verdict
-    // Only a CONNECT opens a tunnel whose user is checked again after a reconfiguration.
-    if (request.raw.method === 'CONNECT') credentialsOf.set(request, { username, password })
+    admitUser(request, username, password, verdict)
+    // The header that carried credentials a users table passed admits its later requests at once.
+    if (attempt.authorization !== undefined) passedAuthorizationsOf(attempt.check)?.remember(attempt.authorization, username, password)
     return undefined
   }
   // Resolves once decided, or returns undefined when decided already; throws a refusal.
-  const check = (username: string, password: string, request: FastifyRequest, client: string): Promise<void> | undefined => {
+  const check = (attempt: Attempt, request: FastifyRequest, client: string): Promise<void> | undefined => {
     let verdict: ReturnType<ForwardProxyCredentialCheck>
     try {
-      verdict = currentCheck()(username, password, request)
+      verdict = attempt.check(attempt.username, attempt.password, request)
     } catch (error) {
       // Answered with 407 but, as an error of the check rather than a guess, not counted.
       limiter?.settle(client, false)
       throw error
     }
-    if (!isThenable(verdict)) return decide(username, password, request, client, verdict)
-    return Promise.resolve(verdict).then((settled) => decide(username, password, request, client, settled), (error: unknown) => {
+    if (!isThenable(verdict)) return decide(attempt, request, client, verdict)
+    return Promise.resolve(verdict).then((settled) => decide(attempt, request, client, settled), (error: unknown) => {
       limiter?.settle(client, false)
       throw error
     })
@@ -83,17 +85,19 @@ export async function registerProxyAuthentication (
     authenticate: { realm },
     // Every failure goes through the plugin's `done`, which makes it a 407 unless it carries a status.
     validate (username, password, request, _reply, done) {
-      // The TCP peer, never a forwarded-for header the client could write itself.
-      const client = request.raw.socket.remoteAddress ?? ''
+      const client = clientAddressOf(request)
+      // The header basic-auth has just parsed these credentials from.
+      const authorization = request.headers['proxy-authorization']
+      const attempt: Attempt = { username, password, authorization: typeof authorization === 'string' ? authorization : undefined, check: currentCheck() }
       let pending: Promise<void> | undefined
       try {
         const admitted = limiter === null ? true : limiter.admitNow(client)
         if (admitted === false) throw lockedOut()
         pending = admitted === true
-          ? check(username, password, request, client)
+          ? check(attempt, request, client)
           : limiter?.admit(client).then((waited) => {
             if (!waited) throw lockedOut()
-            return check(username, password, request, client)
+            return check(attempt, request, client)
           })
       } catch (error) {
         done(error as Error)
@@ -104,7 +108,39 @@ export async function registerProxyAuthentication (
       done()
     }
   })
-  return instance.basicAuth
+  const parseAndCheck = instance.basicAuth
+  // A header whose credentials a users table passed before is admitted without parsing it or
+  // checking its credentials again, unless the client is locked out or has checks waiting.
+  return function authenticateProxyClient (this: FastifyInstance, request, reply, done) {
+    const authorization = request.headers['proxy-authorization']
+    const passed = typeof authorization === 'string' ? passedAuthorizationsOf(currentCheck())?.lookup(authorization) : undefined
+    if (passed !== undefined && (limiter === null || limiter.admitsUnchecked(clientAddressOf(request)))) {
+      admitUser(request, passed.username, passed.password, userFromEntry(passed.entry))
+      done()
+      return
+    }
+    parseAndCheck.call(this, request, reply, done)
+  }
+}
+
+/** One set of credentials being checked: as parsed, the header they came in, and the check in force. */
+interface Attempt {
+  readonly username: string
+  readonly password: string
+  readonly authorization: string | undefined
+  readonly check: ForwardProxyCredentialCheck
+}
+
+// The TCP peer, never a forwarded-for header the client could write itself.
+function clientAddressOf (request: FastifyRequest): string {
+  return request.raw.socket.remoteAddress ?? ''
+}
+
+/** Sets `request.proxyUser` for credentials that passed; a CONNECT keeps them for the tunnel's later rechecks. */
+function admitUser (request: FastifyRequest, username: string, password: string, verdict: true | ForwardProxyUser): void {
+  request.proxyUser = verdict === true ? { name: username } : verdict
+  // Only a CONNECT opens a tunnel whose user is checked again after a reconfiguration.
+  if (request.raw.method === 'CONNECT') credentialsOf.set(request, { username, password })
 }
 
 function isThenable<T> (value: T | PromiseLike<T>): value is PromiseLike<T> {
@@ -134,46 +170,6 @@ export function userRecheckOf (request: FastifyRequest, currentCheck: () => Forw
     const verdict = await check(username, password, request)
     return verdict === false ? false : verdict === true ? { name: username } : verdict
   }
-}
-
-// Compared against when the user name is unknown, so an unknown name costs the same as a wrong password.
-const ABSENT_PASSWORD = '\u0000fastify-forward-proxy-absent-user\u0000'
-
-/**
- * Builds a credential check from fixed users: name to password, or to an entry with the
- * password and the user's own policy (returned as the user, so `request.proxyUser` carries
- * it). Both the name lookup and the password comparison take the same time whether or not
- * the user exists. Credentials that passed once are remembered (by their exact text: a hit
- * reveals nothing the 200 does not), so a client's later requests cost a map lookup, not two
- * hashes; the table and what it remembers go with the check, which a reconfiguration replaces.
- */
-export function credentialCheckFromUsers (users: Readonly<Record<string, string | ForwardProxyUserEntry>>): ForwardProxyCredentialCheck {
-  const table = new Map<string, { digest: Buffer, user: true | ForwardProxyUser }>(Object.entries(users).map(([name, entry]) => {
-    if (typeof entry === 'string') return [name, { digest: digestOf(entry), user: true }]
-    const { password, ...policy } = entry
-    return [name, { digest: digestOf(password), user: { ...policy, name } as ForwardProxyUser }]
-  }))
-  const absent = digestOf(ABSENT_PASSWORD)
-  // Holds at most one entry per user: only credentials that passed are kept.
-  const passed = new Map<string, true | ForwardProxyUser>()
-  return (username, password) => {
-    // The name's length first: no two pairs make the same key, whatever characters they hold.
-    const key = `${username.length}:${username}${password}`
-    let user = passed.get(key)
-    if (user === undefined) {
-      const expected = table.get(username)
-      const matches = timingSafeEqual(digestOf(password), expected?.digest ?? absent)
-      if (!matches || expected === undefined) return false
-      user = expected.user
-      passed.set(key, user)
-    }
-    // A copy per request: an application hook may change request.proxyUser's fields.
-    return user === true ? true : { ...user }
-  }
-}
-
-function digestOf (text: string): Buffer {
-  return createHash('sha256').update(text, 'utf8').digest()
 }
 
 /**
@@ -261,6 +257,14 @@ export class AuthFailureLimiter {
     if (checks.waiting.length > 0 || !this.#hasRoom(client, checks)) return null
     checks.running += 1
     return true
+  }
+
+  /**
+   * True when `client` may be admitted with credentials that passed before, without a check:
+   * it is not locked out and has no check waiting its turn (one of those may still lock it out).
+   */
+  admitsUnchecked (client: string): boolean {
+    return !this.isLocked(client) && (this.#inFlight.get(client)?.waiting.length ?? 0) === 0
   }
 
   #checksOf (client: string): ChecksInFlight {
