@@ -4,7 +4,9 @@
 // ALLOCATION_SECONDS after a 2 s warm-up. Allocation moves by well under 1% between runs of one
 // build where CPU per request moves by a third on a shared machine, so small cuts are measured
 // by it (CPU checked afterwards). Each path is a work tree with dist/ built (`.`, or
-// `../before`), `TREE@warn` for that tree's bin at log level warn, or a bench/floor-*.mjs script.
+// `../before`), `TREE@warn` for that tree's bin at log level warn, `TREE@minimal` for it with
+// the suite's minimal configuration (no interception, no header rule; `TREE@minimal,warn` for
+// both), or a bench/floor-*.mjs script.
 //
 //   npm run build && node bench/allocation.mjs . ../before bench/floor-fastify-proxy.mjs
 //   ALLOCATION_MODE=intercept ALLOCATION_TOP=25 npm run bench:allocation -- . bench/floor-fastify-intercept.mjs
@@ -42,9 +44,9 @@ const floorLeaf = makeLeaf(directory, 'floor-intercept-leaf', operatorCa, [TLS_H
 const url = MODE === 'http' ? `http://${PLAIN_HOST}:${origin.httpPort}/small` : `https://${TLS_HOST}:${origin.httpsPort}/small`
 const sampler = ['--require', resolve(import.meta.dirname, 'allocation-sampler.cjs')]
 
-/** The per-request suite's full configuration (bench/compare/peers.mjs), at `level`. */
-function fullConfig (port, level) {
-  return {
+/** The per-request suite's full configuration (bench/compare/peers.mjs), at `level`; the minimal one without interception and the header rule. */
+function binConfig (port, level, minimal) {
+  const full = {
     listen: [{ host: '127.0.0.1', port }],
     users: { [BENCH_USER.name]: BENCH_USER.password },
     destinations: { allowedPorts: '*', allowedNetworks: ['127.0.0.0/8'] },
@@ -52,6 +54,11 @@ function fullConfig (port, level) {
     headers: [{ hosts: FULL_INTERCEPT_HOSTS, set: { 'X-Bench-Rule': 'full-config' }, remove: ['Cookie'] }],
     log: { level }
   }
+  if (minimal) {
+    delete full.interception
+    delete full.headers
+  }
+  return full
 }
 
 /** Starts `path` with the sampler loaded; resolves its process, port and whether it asks for the bench user. */
@@ -61,10 +68,13 @@ async function start (path) {
     const { started, port } = await startPortPrinter(resolve(path), args, path, undefined, [...SHIPPED_NODE_ARGS, ...sampler])
     return { started, port, user: undefined }
   }
-  const [tree, level = 'info'] = path.split('@')
+  const [tree, variant = ''] = path.split('@')
+  const tokens = variant.split(',')
+  const minimal = tokens.includes('minimal')
+  const level = tokens.find((token) => token !== '' && token !== 'minimal') ?? 'info'
   const port = await freePort()
   const configPath = join(directory, `bin-${port}.json`)
-  writeFileSync(configPath, JSON.stringify(fullConfig(port, level)))
+  writeFileSync(configPath, JSON.stringify(binConfig(port, level, minimal)))
   const started = startProcess(process.execPath, [...SHIPPED_NODE_ARGS, ...sampler, join(resolve(tree), 'dist', 'lib', 'cli', 'main.js'), '--config', configPath], { env: { ...process.env, NODE_ENV: 'production' }, stdoutPath: join(directory, `bin-${port}.log`) })
   await waitForPort('127.0.0.1', port, { ...started, name: path }, 60_000)
   return { started, port, user: BENCH_USER }
