@@ -70,10 +70,11 @@ export function proxyRoutes (runtime: ProxyRuntime) {
       onResponse: finishProxyRequestHook,
       // Route-level hooks run after the application's: this one has the last word on the head.
       onSend: holdForwardedResponseHead,
-      // Returning the reply tells Fastify the response is under way (it may still be streaming).
-      handler: async (request: FastifyRequest, reply: FastifyReply) => {
-        await handleProxyRequest(request, reply, runtime)
-        return reply
+      // Returns nothing (no promise per request for Fastify to wrap): the path taken sends the
+      // reply, and its failure goes through the reply to the error handler, as a rejected
+      // handler's would; what it throws at once, Fastify sends there itself.
+      handler: function forwardProxyRequest (request: FastifyRequest, reply: FastifyReply) {
+        handleProxyRequest(request, reply, runtime).then(undefined, (error: unknown) => { sendFailure(reply, error) })
       }
     })
     // Tunnel requests get a route of their own, with only the hooks a CONNECT reaches: it has no
@@ -200,6 +201,18 @@ function handleProxyRequest (request: FastifyRequest, reply: FastifyReply, runti
     return forwardInterceptedRequest(request, reply, target, runtime)
   }
   return forwardAbsoluteRequest(request, reply, target.target, runtime)
+}
+
+/**
+ * Sends what a proxy request's handling failed with to the error handler, as Fastify does for a
+ * handler's rejected promise; once the response has ended there is nothing left to answer.
+ */
+function sendFailure (reply: FastifyReply, error: unknown): void {
+  if (reply.sent) {
+    reply.log.error({ err: error }, 'proxy request failed after its response was sent')
+    return
+  }
+  reply.send(asError(error))
 }
 
 /** What a handler failed with, as an Error the error handler gets (a thrown non-Error becomes a 500). */

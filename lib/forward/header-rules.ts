@@ -137,19 +137,20 @@ function editHeadByRule (headers: string[], rule: CompiledRule, echoed: boolean)
 }
 
 /**
- * The flat-head edits of `transforms` in order, when every one that edits requests is a
- * header-rules transform; null when another transform edits requests (those get a header
- * object, a copy and the checks).
+ * True when every one of `transforms` that edits requests is a header-rules transform, whose
+ * edits {@link headEditOf} gives for the flat head; false when another transform edits requests
+ * (those get a header object, a copy and the checks).
  */
-export function headEditsOf (transforms: readonly ForwardProxyRequestTransform[]): HeadEdit[] | null {
-  const edits: HeadEdit[] = []
+export function editsHeadOnly (transforms: readonly ForwardProxyRequestTransform[]): boolean {
   for (const transform of transforms) {
-    if (transform.transformRequest === undefined) continue
-    const edit = (transform as Partial<HeaderRulesTransform>)[EDIT_HEAD]
-    if (edit === undefined) return null
-    edits.push(edit)
+    if (transform.transformRequest !== undefined && headEditOf(transform) === undefined) return false
   }
-  return edits
+  return true
+}
+
+/** The edit of the flat head of a header-rules transform that edits requests; undefined for any other transform. */
+export function headEditOf (transform: ForwardProxyRequestTransform): HeadEdit | undefined {
+  return (transform as Partial<HeaderRulesTransform>)[EDIT_HEAD]
 }
 
 /** True when `transform`'s edits were checked when it was built (a header-rules transform). */

@@ -12,7 +12,7 @@ import { isProxyError, ProxyError } from '../protocol/errors'
 import { isMarkedRefusal, refusedBy } from '../protocol/refusals'
 import { isEquivalentAuthority } from '../protocol/hosts'
 import { HOP_BY_HOP, UNSAFE_VALUE, TOKEN } from './outgoing-head'
-import { editsCheckedAtStart, headEditsOf } from './header-rules'
+import { editsCheckedAtStart, editsHeadOnly, headEditOf } from './header-rules'
 
 /** Header field values as the transform contracts hold them. */
 export type HeaderRecord = Record<string, string | string[]>
@@ -53,24 +53,31 @@ export function transformsFor (
   request: FastifyRequest,
   destination: ForwardProxyDestination
 ): readonly ForwardProxyRequestTransform[] {
+  // Built only once a transform is left out and a later one applies: a request that meets
+  // none of them (a host no rule names, the usual case) gets the shared empty list.
   let applying: ForwardProxyRequestTransform[] | null = null
+  let leftOut = false
   for (let index = 0; index < transforms.length; index++) {
     const transform = transforms[index] as ForwardProxyRequestTransform
-    if (transform.appliesTo === undefined) {
-      applying?.push(transform)
-      continue
+    let applies = true
+    if (transform.appliesTo !== undefined) {
+      try {
+        applies = transform.appliesTo(request, destination) === true
+      } catch (error) {
+        throw transformRefused('transform appliesTo threw', error)
+      }
     }
-    let applies: boolean
-    try {
-      applies = transform.appliesTo(request, destination) === true
-    } catch (error) {
-      throw transformRefused('transform appliesTo threw', error)
+    if (!applies) {
+      if (!leftOut && index > 0) applying = transforms.slice(0, index)
+      leftOut = true
+    } else if (leftOut) {
+      (applying ??= []).push(transform)
     }
-    if (applies) applying?.push(transform)
-    else applying ??= transforms.slice(0, index)
   }
-  return applying ?? transforms
+  return leftOut ? applying ?? NO_TRANSFORMS : transforms
 }
+
+const NO_TRANSFORMS: readonly ForwardProxyRequestTransform[] = Object.freeze([])
 
 /** True when one of `transforms` edits requests (has a `transformRequest`). */
 function editsRequests (transforms: readonly ForwardProxyRequestTransform[]): boolean {
@@ -95,12 +102,14 @@ export function transformOutgoingRequest (
   cancellation: TransformCancellation
 ): string[] | HeaderRecord | Promise<HeaderRecord> {
   if (!editsRequests(transforms)) return built.headers
-  const headEdits = headEditsOf(transforms)
-  if (headEdits === null) return transformThroughCopy(transforms, request, destination, built, cancellation)
+  if (!editsHeadOnly(transforms)) return transformThroughCopy(transforms, request, destination, built, cancellation)
   // Their edits were checked when the rules were compiled and they never read the signal: the
   // flat head is edited as it is, with no header object, no copy to compare and no promise.
   let headers = built.headers
-  for (const edit of headEdits) headers = edit(request, destination, headers)
+  for (const transform of transforms) {
+    const edit = headEditOf(transform)
+    if (edit !== undefined) headers = edit(request, destination, headers)
+  }
   return headers
 }
 

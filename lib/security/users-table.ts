@@ -6,7 +6,7 @@ import { createHash, timingSafeEqual } from 'node:crypto'
 import type { ForwardProxyCredentialCheck, ForwardProxyUser, ForwardProxyUserEntry } from '../../types/user'
 
 /** Credentials that passed a users table, and what the table answered for them. */
-export interface PassedCredentials {
+interface PassedCredentials {
   readonly username: string
   readonly password: string
   /** `true` for a user without a policy; the user's entry (never handed out as is) otherwise. */
