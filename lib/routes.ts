@@ -17,7 +17,7 @@ import { registerProxyAuthentication } from './security/proxy-auth'
 import { admitConnect, releaseUnopenedTunnel } from './connect/admission'
 import { openConnectTunnel } from './connect/tunnel'
 import { decideTunnelInterception } from './interception/tunnel-decision'
-import { forwardAbsoluteRequest } from './forward/forward-handler'
+import { forwardAbsoluteRequest, sendForwardingFailure } from './forward/forward-handler'
 import { forwardInterceptedRequest, inTunnelUpgradeOf } from './interception/endpoint'
 import { forwardWebSocketUpgrade } from './forward/websocket-upgrade'
 import { beginProxyRequest, finishProxyRequest } from './telemetry/request-telemetry'
@@ -74,7 +74,7 @@ export function proxyRoutes (runtime: ProxyRuntime) {
       // reply, and its failure goes through the reply to the error handler, as a rejected
       // handler's would; what it throws at once, Fastify sends there itself.
       handler: function forwardProxyRequest (request: FastifyRequest, reply: FastifyReply) {
-        handleProxyRequest(request, reply, runtime).then(undefined, (error: unknown) => { sendFailure(reply, error) })
+        handleProxyRequest(request, reply, runtime)?.then(undefined, (error: unknown) => { sendForwardingFailure(reply, error) })
       }
     })
     // Tunnel requests get a route of their own, with only the hooks a CONNECT reaches: it has no
@@ -189,8 +189,8 @@ function closeTunnelAfterAnswer (request: FastifyRequest, reply: FastifyReply): 
   reply.raw.once('finish', () => socket.end())
 }
 
-// Not async: the promise of the path taken is handed on, not awaited again (one promise less per request).
-function handleProxyRequest (request: FastifyRequest, reply: FastifyReply, runtime: ProxyRuntime): Promise<void> {
+// Not async: the path taken returns a promise only when it waited for something (none on the usual request).
+function handleProxyRequest (request: FastifyRequest, reply: FastifyReply, runtime: ProxyRuntime): Promise<void> | undefined {
   restoreContentType(request.raw)
   const target = proxyRequestTargetOf(request.raw)
   if (target === null) throw internalFailure('proxy route reached by a request that is not a proxy request')
@@ -201,18 +201,6 @@ function handleProxyRequest (request: FastifyRequest, reply: FastifyReply, runti
     return forwardInterceptedRequest(request, reply, target, runtime)
   }
   return forwardAbsoluteRequest(request, reply, target.target, runtime)
-}
-
-/**
- * Sends what a proxy request's handling failed with to the error handler, as Fastify does for a
- * handler's rejected promise; once the response has ended there is nothing left to answer.
- */
-function sendFailure (reply: FastifyReply, error: unknown): void {
-  if (reply.sent) {
-    reply.log.error({ err: error }, 'proxy request failed after its response was sent')
-    return
-  }
-  reply.send(asError(error))
 }
 
 /** What a handler failed with, as an Error the error handler gets (a thrown non-Error becomes a 500). */

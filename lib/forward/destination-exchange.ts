@@ -21,39 +21,42 @@ export interface DestinationResponse {
   readonly body: Buffer | Readable
 }
 
-/** What {@link exchangeWithDestination} may deliver whole. */
+/** What {@link exchangeWithDestination} may deliver whole, and what cancels it. */
 export interface ExchangeOptions {
   /** False when the body must come as a stream whatever its size (it is scrubbed as it flows). */
   readonly wholeBody: boolean
   /**
-   * Aborts the request while it is under way (the client left): the promise rejects with
-   * undici's `RequestAbortedError`, as a request's `signal` would make it.
+   * Aborts the request while it is under way (the client left): the answer is undici's
+   * `RequestAbortedError`, as a request's `signal` would make it.
    */
   readonly cancellation: Cancellation
 }
 
+/** Hears how an exchange went: an error before the response head, or the response. */
+export type DestinationAnswer = (error: Error | null, response: DestinationResponse | undefined) => void
+
 /**
- * Sends one request through `dispatcher` and resolves with the response once its head is in.
+ * Sends one request through `dispatcher` and calls `onAnswer` once, when the response head is in.
  * undici's `request()` gives every response a body stream, whose set-up, piping and end cost a
  * few microseconds per request on the forwarding path; a body that came in the same reads as
  * the head is handed over as a Buffer instead, and only the others get a stream. Informational
- * (1xx) heads are skipped. Rejects with undici's error when the request fails before its head
- * (connection, timeout, an invalid request), and with `RequestAbortedError` when
- * `cancellation` aborts first.
+ * (1xx) heads are skipped. `onAnswer` gets undici's error when the request fails before its head
+ * (connection, timeout, an invalid request), and `RequestAbortedError` when `cancellation` aborts
+ * first. No promise: `onAnswer` runs from undici's callbacks (or at once, for a request undici
+ * refuses or a cancellation already aborted), so it must not throw.
  */
 export function exchangeWithDestination (
   dispatcher: Dispatcher,
   request: Dispatcher.DispatchOptions & { readonly opaque?: unknown },
-  options: ExchangeOptions
-): Promise<DestinationResponse> {
-  return new Promise((resolve, reject) => {
-    const exchange = new DestinationExchange(request.body, options, resolve, reject)
-    try {
-      dispatcher.dispatch(request, exchange)
-    } catch (error) {
-      exchange.onResponseError(undefined, error as Error)
-    }
-  })
+  options: ExchangeOptions,
+  onAnswer: DestinationAnswer
+): void {
+  const exchange = new DestinationExchange(request.body, options, onAnswer)
+  try {
+    dispatcher.dispatch(request, exchange)
+  } catch (error) {
+    exchange.onResponseError(undefined, error as Error)
+  }
 }
 
 // undici's default highWaterMark for response bodies.
@@ -70,15 +73,13 @@ class DestinationExchange implements Dispatcher.DispatchHandler {
   #settled = false
   readonly #requestBody: unknown
   readonly #wholeBody: boolean
-  readonly #resolve: (response: DestinationResponse) => void
-  readonly #reject: (error: Error) => void
+  readonly #onAnswer: DestinationAnswer
   #stopWatching: (() => void) | undefined
 
-  constructor (requestBody: unknown, options: ExchangeOptions, resolve: (response: DestinationResponse) => void, reject: (error: Error) => void) {
+  constructor (requestBody: unknown, options: ExchangeOptions, onAnswer: DestinationAnswer) {
     this.#requestBody = requestBody
     this.#wholeBody = options.wholeBody
-    this.#resolve = resolve
-    this.#reject = reject
+    this.#onAnswer = onAnswer
     this.#stopWatching = options.cancellation.onAbort(() => {
       // Once delivered, the body belongs to the reply, which destroys it when the client leaves.
       if (!this.#settled) this.#controller?.abort(new errors.RequestAbortedError())
@@ -131,7 +132,7 @@ class DestinationExchange implements Dispatcher.DispatchHandler {
     if (this.#settled) return
     this.#settled = true
     this.#chunks = undefined
-    this.#reject(error)
+    this.#onAnswer(error, undefined)
   }
 
   #deliver (): void {
@@ -143,14 +144,14 @@ class DestinationExchange implements Dispatcher.DispatchHandler {
     // Without a Content-Type the reply would add one to a Buffer (a stream gets none).
     if (this.#complete && this.#wholeBody && contentType !== undefined) {
       const body = chunks.length === 1 ? chunks[0] as Buffer : Buffer.concat(chunks)
-      this.#resolve({ statusCode: this.#statusCode, headers: this.#headers, body })
+      this.#onAnswer(null, { statusCode: this.#statusCode, headers: this.#headers, body })
       return
     }
     const stream = new DestinationBody(this)
     this.#stream = stream
     for (const chunk of chunks) stream.push(chunk)
     if (this.#complete) stream.push(null)
-    this.#resolve({ statusCode: this.#statusCode, headers: this.#headers, body: stream })
+    this.#onAnswer(null, { statusCode: this.#statusCode, headers: this.#headers, body: stream })
   }
 
   /** The body's consumer wants more: lets the destination's bytes flow again. */

@@ -323,12 +323,12 @@ export function forwardInterceptedRequest (
   reply: FastifyReply,
   target: InterceptedRequestTarget,
   runtime: ProxyRuntime
-): Promise<void> {
+): Promise<void> | undefined {
   if (target.problem !== null) throw inTunnelProblemError(target.problem)
   if (inTunnelUpgradeOf(request.raw)?.announcesBody === true) {
     throw new ProxyError('http_request_error', 'Upgrade requests with a body are not supported inside an intercepted tunnel.', { details: 'upgrade request with a body' })
   }
-  const forward = (): Promise<void> => forwardRequest(request, reply, runtime, {
+  const forward = (): Promise<void> | undefined => forwardRequest(request, reply, runtime, {
     destination: target.destination,
     scheme: 'https',
     pathAndQuery: target.pathAndQuery,
