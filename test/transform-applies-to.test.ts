@@ -62,3 +62,29 @@ test('the header rules transform applies only to its rules\' hosts', (t) => {
   t.equal(applies('other.test'), false)
   t.end()
 })
+
+test('the transforms that apply run in registration order, whichever of the others are left out around them', async (t) => {
+  const origin = await startOrigin(t)
+  const ran: string[] = []
+  const tagging = (name: string, applies?: boolean): ForwardProxyRequestTransform => ({
+    ...(applies === undefined ? {} : { appliesTo: () => applies }),
+    transformRequest (_request, _destination, outgoing) {
+      ran.push(name)
+      outgoing.headers['x-ran'] = [...[outgoing.headers['x-ran'] ?? []].flat(), name].join(',')
+    }
+  })
+  const lists: Array<[ForwardProxyRequestTransform[], string[]]> = [
+    [[tagging('left-out-first', false), tagging('always'), tagging('applies', true), tagging('left-out', false), tagging('applies-last', true)], ['always', 'applies', 'applies-last']],
+    [[tagging('applies-first', true), tagging('left-out', false), tagging('applies-after', true)], ['applies-first', 'applies-after']],
+    [[tagging('left-out', false), tagging('left-out-too', false)], []]
+  ]
+  for (const [transforms, expected] of lists) {
+    ran.length = 0
+    const proxy = await startProxy(t, { transforms })
+    const response = await request(`http://127.0.0.1:${origin.port}/order`, { dispatcher: absoluteFormAgent(t, proxy.url) })
+    await response.body.dump()
+    t.equal(response.statusCode, 200)
+    t.same(ran, expected)
+    t.equal(origin.requests.at(-1)?.headers['x-ran'], expected.length === 0 ? undefined : expected.join(','))
+  }
+})
