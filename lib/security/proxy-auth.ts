@@ -44,6 +44,7 @@ export async function registerProxyAuthentication (
   // answered once counted there, so the next attempt, on any process, finds it counted.
   const decide = (
     attempt: Attempt,
+    credentialCheck: ForwardProxyCredentialCheck,
     request: FastifyRequest,
     client: string,
     verdict: boolean | ForwardProxyUser
@@ -61,21 +62,24 @@ export async function registerProxyAuthentication (
     }
     admitUser(request, username, password, verdict)
     // The header that carried credentials a users table passed admits its later requests at once.
-    if (attempt.authorization !== undefined) passedAuthorizationsOf(attempt.check)?.remember(attempt.authorization, username, password)
+    if (attempt.authorization !== undefined) passedAuthorizationsOf(credentialCheck)?.remember(attempt.authorization, username, password)
     return undefined
   }
   // Resolves once decided, or returns undefined when decided already; throws a refusal.
   const check = (attempt: Attempt, request: FastifyRequest, client: string): Promise<void> | undefined => {
+    // The check in force when it runs: an attempt that waited its turn through a reconfiguration
+    // meets the new users.
+    const credentialCheck = currentCheck()
     let verdict: ReturnType<ForwardProxyCredentialCheck>
     try {
-      verdict = attempt.check(attempt.username, attempt.password, request)
+      verdict = credentialCheck(attempt.username, attempt.password, request)
     } catch (error) {
       // Answered with 407 but, as an error of the check rather than a guess, not counted.
       limiter?.settle(client, false)
       throw error
     }
-    if (!isThenable(verdict)) return decide(attempt, request, client, verdict)
-    return Promise.resolve(verdict).then((settled) => decide(attempt, request, client, settled), (error: unknown) => {
+    if (!isThenable(verdict)) return decide(attempt, credentialCheck, request, client, verdict)
+    return Promise.resolve(verdict).then((settled) => decide(attempt, credentialCheck, request, client, settled), (error: unknown) => {
       limiter?.settle(client, false)
       throw error
     })
@@ -88,7 +92,7 @@ export async function registerProxyAuthentication (
       const client = clientAddressOf(request)
       // The header basic-auth has just parsed these credentials from.
       const authorization = request.headers['proxy-authorization']
-      const attempt: Attempt = { username, password, authorization: typeof authorization === 'string' ? authorization : undefined, check: currentCheck() }
+      const attempt: Attempt = { username, password, authorization: typeof authorization === 'string' ? authorization : undefined }
       let pending: Promise<void> | undefined
       try {
         const admitted = limiter === null ? true : limiter.admitNow(client)
@@ -123,12 +127,11 @@ export async function registerProxyAuthentication (
   }
 }
 
-/** One set of credentials being checked: as parsed, the header they came in, and the check in force. */
+/** One set of credentials being checked: as parsed, and the header they came in. */
 interface Attempt {
   readonly username: string
   readonly password: string
   readonly authorization: string | undefined
-  readonly check: ForwardProxyCredentialCheck
 }
 
 // The TCP peer, never a forwarded-for header the client could write itself.
