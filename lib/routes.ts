@@ -21,7 +21,7 @@ import { forwardAbsoluteRequest, sendForwardingFailure } from './forward/forward
 import { forwardInterceptedRequest, inTunnelUpgradeOf } from './interception/endpoint'
 import { forwardWebSocketUpgrade } from './forward/websocket-upgrade'
 import { beginProxyRequest, finishProxyRequest } from './telemetry/request-telemetry'
-import { ProxyError, internalFailure } from './protocol/errors'
+import { ProxyError, asError, internalFailure } from './protocol/errors'
 import { refusedBy } from './protocol/refusals'
 import { holdForwardedResponseHead } from './forward/forwarded-head-rules'
 import { PROXY_CONSTRAINT, PROXY_CONSTRAINT_VALUE } from './proxy-route-constraint'
@@ -201,11 +201,6 @@ function handleProxyRequest (request: FastifyRequest, reply: FastifyReply, runti
     return forwardInterceptedRequest(request, reply, target, runtime)
   }
   return forwardAbsoluteRequest(request, reply, target.target, runtime)
-}
-
-/** What a handler failed with, as an Error the error handler gets (a thrown non-Error becomes a 500). */
-function asError (error: unknown): Error {
-  return error instanceof Error ? error : new ProxyError('proxy_internal_error', 'The proxy failed to handle the request.', { cause: error })
 }
 
 /**

@@ -4,7 +4,7 @@
 
 import type { FastifyReply, FastifyRequest } from 'fastify'
 import type { ProxyRuntime } from '../core/runtime'
-import { ProxyError } from '../protocol/errors'
+import { ProxyError, asError } from '../protocol/errors'
 import { errorCode, proxyErrorFromNetworkError } from '../protocol/network-errors'
 import { refusedBy } from '../protocol/refusals'
 import { formatAuthority } from '../protocol/hosts'
@@ -238,7 +238,7 @@ export function sendForwardingFailure (reply: FastifyReply, error: unknown): voi
     reply.log.error({ err: error }, 'proxy request failed after its response was sent')
     return
   }
-  reply.send(error instanceof Error ? error : new ProxyError('proxy_internal_error', 'The proxy failed to handle the request.', { cause: error }))
+  reply.send(asError(error))
 }
 
 /** What a failed exchange answers: the error mapped to a ProxyError, naming the upstream proxy when it went through one. */

@@ -100,6 +100,14 @@ export function internalFailure (what: string): ProxyError {
   return new ProxyError('proxy_internal_error', 'The proxy failed to handle the request.', { cause: new Error(what) })
 }
 
+/**
+ * What was thrown, as an Error for Fastify's error path: an Error as it is, anything else the
+ * 500 `proxy_internal_error` with it as the cause.
+ */
+export function asError (thrown: unknown): Error {
+  return thrown instanceof Error ? thrown : new ProxyError('proxy_internal_error', 'The proxy failed to handle the request.', { cause: thrown })
+}
+
 /** The code of `ForwardProxyOptionsError`: an option of `forwardProxy` or `tlsInterception` is invalid. */
 export const OPTIONS_ERROR_CODE = 'FFP_ERR_INVALID_OPTION'
 
