@@ -12,7 +12,7 @@ import type { AbsoluteTarget, AbsoluteTargetProblem } from '../core/proxy-reques
 import { markForwardedResponse } from './forwarded-response'
 import { exchangeWithDestination, type DestinationResponse } from './destination-exchange'
 import { scrubbedBody } from './scrubbed-response'
-import { buildClientResponseHeaders } from './outgoing-head'
+import { buildClientResponseHeaders, copyClientResponseHeaders } from './outgoing-head'
 import { countedBody, discardBody, hasBody, withInactivityTimeout } from './forwarded-bodies'
 import { placeSecrets, prepareOutgoingRequest, type ForwardTarget, type OutgoingDecision, type PreparedRequest, type RequestToSend } from './outgoing-request'
 import { transformOutgoingRequest, type HeaderRecord } from './transforms'
@@ -190,10 +190,9 @@ class Forwarding {
 
     // The response transforms, the application's onSend hooks and the proxy route's last one
     // (which scrubs secrets from the head) run on this head before it is written.
-    const head = buildClientResponseHeaders(response.headers, via)
     if (request.method === 'HEAD' || response.statusCode === 204 || response.statusCode === 304) {
       discardBody(response.body)
-      reply.code(response.statusCode).headers(head)
+      copyClientResponseHeaders(response.headers, via, reply.code(response.statusCode))
       markForwardedResponse(reply, { body: null, destination, transforms, cancellation: departure, scrubber })
       reply.send()
       return
@@ -202,7 +201,7 @@ class Forwarding {
       // Complete already: no stream, no inactivity timer.
       counts.bytesOut += response.body.length
       capture?.tapResponseBody().takeWhole(response.body)
-      reply.code(response.statusCode).headers(head)
+      copyClientResponseHeaders(response.headers, via, reply.code(response.statusCode))
       markForwardedResponse(reply, { body: response.body, destination, transforms, cancellation: departure, scrubber })
       reply.send(response.body)
       return
@@ -212,17 +211,21 @@ class Forwarding {
       ? runtime.settings.limits.tunnelIdleTimeout
       : runtime.settings.limits.httpActivityTimeout
     let responseBody = withInactivityTimeout(response.body, idleTimeout, (bytes) => { counts.bytesOut += bytes })
-    if (scrubber !== null) {
+    if (scrubber === null) {
+      copyClientResponseHeaders(response.headers, via, reply.code(response.statusCode))
+    } else {
+      // The scrubber drops the length and coding of the head before it is set.
+      const head = buildClientResponseHeaders(response.headers, via)
       try {
         responseBody = scrubbedBody(responseBody, head, scrubber, scrubbedSecretsOf(request))
       } catch (error) {
         response.body.destroy()
         throw error
       }
+      reply.code(response.statusCode).headers(head)
     }
     // The body as the client gets it: after the scrubber, when there is one.
     capture?.tapResponseBody().follow(responseBody)
-    reply.code(response.statusCode).headers(head)
     markForwardedResponse(reply, { body: responseBody, destination, transforms, cancellation: departure, scrubber })
     reply.send(responseBody)
   }

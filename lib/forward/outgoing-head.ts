@@ -156,8 +156,8 @@ function readReceivedHead (rawHeaders: readonly string[], httpVersionMajor: numb
   for (let i = 0; i + 1 < rawHeaders.length; i += 2) {
     const name = (rawHeaders[i] as string).toLowerCase()
     lowerNames.push(name)
-    if (name === 'connection' || name === 'proxy-connection') listsConnection = true
     const value = rawHeaders[i + 1] as string
+    if ((name === 'connection' || name === 'proxy-connection') && !listsNothingMore(value)) listsConnection = true
     const existing = headers[name]
     if (existing === undefined) headers[name] = name === 'set-cookie' ? [value] : value
     else if (Array.isArray(existing)) existing.push(value)
@@ -202,10 +202,22 @@ function hopByHopNames (rawHeaders: readonly string[]): HeaderNames {
   return { has: (name) => HOP_BY_HOP.has(name) || names.has(name) }
 }
 
+/**
+ * True when a `Connection` value is the usual `keep-alive`, which names nothing beyond the
+ * fixed hop-by-hop list: no walk over the headers for it. (Not `close`: a field named `Close`
+ * would have to go too.)
+ */
+function listsNothingMore (value: string): boolean {
+  return value === 'keep-alive' || value.trim().toLowerCase() === 'keep-alive'
+}
+
 /** The `Connection`-listed names of an already-parsed header object (an upstream response). */
 export function hopByHopNamesOfObject (headers: Readonly<Record<string, string | string[] | undefined>>): HeaderNames {
-  // Most responses have neither: nothing is allocated for them.
-  if (headers.connection === undefined && headers['proxy-connection'] === undefined) return HOP_BY_HOP
+  const { connection } = headers
+  const proxyConnection = headers['proxy-connection']
+  // Most responses have neither, or a `Connection: keep-alive`: nothing is allocated for them.
+  if ((connection === undefined || (typeof connection === 'string' && listsNothingMore(connection))) &&
+    (proxyConnection === undefined || (typeof proxyConnection === 'string' && listsNothingMore(proxyConnection)))) return HOP_BY_HOP
   const raw: string[] = []
   for (const name of ['connection', 'proxy-connection']) {
     const value = headers[name]
@@ -348,19 +360,37 @@ export function decideMaxForwards (method: string, header: string | undefined): 
 /** A response head's headers as undici returns them. */
 export type IncomingHeaders = Readonly<Record<string, string | string[] | undefined>>
 
+/** Where {@link copyClientResponseHeaders} puts each header: a Fastify reply, or an object being built. */
+export interface ResponseHeaderSink {
+  header: (name: string, value: string | string[]) => unknown
+}
+
 /**
- * Builds the headers sent to the client from a destination's response: hop-by-hop and
- * `Connection`-listed headers removed (Node frames the body itself), then our `Via` appended.
+ * Puts the headers sent to the client from a destination's response into `sink`, in the
+ * destination's order: hop-by-hop and `Connection`-listed headers removed (Node frames the body
+ * itself), our `Via` added after the destination's own (where its `Via` was, else last). Given
+ * the reply itself, the head reaches it without an object built in between: on the usual
+ * forwarded response that copy, key by key, cost about a microsecond.
  */
-export function buildClientResponseHeaders (headers: IncomingHeaders, via: string): Record<string, string | string[]> {
+export function copyClientResponseHeaders (headers: IncomingHeaders, via: string, sink: ResponseHeaderSink): void {
   const dropped = hopByHopNamesOfObject(headers)
-  const outgoing: Record<string, string | string[]> = {}
+  let viaSet = false
   for (const name of Object.keys(headers)) {
     const value = headers[name]
     if (value === undefined || dropped.has(name)) continue
-    outgoing[name] = value
+    if (name === 'via') {
+      sink.header(name, [...(Array.isArray(value) ? value : [value]), via])
+      viaSet = true
+      continue
+    }
+    sink.header(name, value)
   }
-  const existingVia = outgoing.via
-  outgoing.via = existingVia === undefined ? via : [...(Array.isArray(existingVia) ? existingVia : [existingVia]), via]
+  if (!viaSet) sink.header('via', via)
+}
+
+/** The headers of {@link copyClientResponseHeaders} as an object, for a head that is edited before it is sent. */
+export function buildClientResponseHeaders (headers: IncomingHeaders, via: string): Record<string, string | string[]> {
+  const outgoing: Record<string, string | string[]> = {}
+  copyClientResponseHeaders(headers, via, { header: (name, value) => { outgoing[name] = value } })
   return outgoing
 }
