@@ -5,7 +5,7 @@
 import { Readable } from 'node:stream'
 import { errors, type Dispatcher } from 'undici'
 import type { Cancellation } from '../security/destination-connector'
-import type { IncomingHeaders } from './outgoing-head'
+import type { IncomingHeaders } from './client-response-head'
 
 /** A destination's response head, and its body whole or as a stream. */
 export interface DestinationResponse {

@@ -12,7 +12,7 @@ import type { AbsoluteTarget, AbsoluteTargetProblem } from '../core/proxy-reques
 import { markForwardedResponse } from './forwarded-response'
 import { exchangeWithDestination, type DestinationResponse } from './destination-exchange'
 import { scrubbedBody } from './scrubbed-response'
-import { buildClientResponseHeaders, copyClientResponseHeaders } from './outgoing-head'
+import { buildClientResponseHeaders, copyClientResponseHeaders } from './client-response-head'
 import { countedBody, discardBody, hasBody, withInactivityTimeout } from './forwarded-bodies'
 import { placeSecrets, prepareOutgoingRequest, type ForwardTarget, type OutgoingDecision, type PreparedRequest, type RequestToSend } from './outgoing-request'
 import { transformOutgoingRequest, type HeaderRecord } from './transforms'

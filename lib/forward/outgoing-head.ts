@@ -1,6 +1,7 @@
-// The heads the proxy sends on: the request head built in one pass (hop-by-hop removal, the
-// application's hook edits, Host, Max-Forwards, Via, trace context), the rules every header
-// name and value the proxy sends must follow, and the response head to the client.
+// The request head the proxy sends on, built in one pass (hop-by-hop removal, the
+// application's hook edits, Host, Max-Forwards, Via, trace context), and the rules every header
+// name and value the proxy sends must follow. The response head to the client is in
+// client-response-head.ts.
 
 import { isSpanContextValid, type Span } from '@opentelemetry/api'
 import type { FastifyRequest } from 'fastify'
@@ -64,20 +65,18 @@ export function buildOutgoingHead (request: FastifyRequest, target: OutgoingHead
   const host = formatHostHeader(destination.host, destination.port, target.defaultPort)
 
   const keepMaxForwards = target.maxForwards === 'as-received'
-  const sent = (lower: string): boolean =>
-    !lower.startsWith(':') && !dropped.has(lower) &&
-    !(REPLACED.has(lower) && !(keepMaxForwards && lower === 'max-forwards')) &&
-    !(traceContext !== undefined && TRACE_CONTEXT.has(lower))
+  const ownTraceContext = traceContext !== undefined
   const headers: string[] = ['host', host]
-  const replaced = new Set<string>()
+  // The names a hook's value was sent under already; made only when a hook replaced one.
+  let replaced: Set<string> | undefined
   let cookieIndex = -1
   for (let i = 0; i + 1 < rawHeaders.length; i += 2) {
     const name = rawHeaders[i] as string
     const lower = lowerNames[i >> 1] as string
-    if (!sent(lower) || edits.removed.has(lower) || replaced.has(lower)) continue
-    const replacement = edits.changed.get(lower)
+    if (!isSent(lower, dropped, keepMaxForwards, ownTraceContext) || edits.removed.has(lower) || replaced?.has(lower) === true) continue
+    const replacement = edits.changed.size === 0 ? undefined : edits.changed.get(lower)
     if (replacement !== undefined) {
-      replaced.add(lower)
+      (replaced ??= new Set()).add(lower)
       for (const value of replacement) headers.push(name, value)
       continue
     }
@@ -89,9 +88,11 @@ export function buildOutgoingHead (request: FastifyRequest, target: OutgoingHead
     if (lower === 'cookie') cookieIndex = headers.length + 1
     headers.push(name, value)
   }
-  for (const [name, values] of edits.changed) {
-    if (replaced.has(name) || !sent(name)) continue
-    for (const value of values) headers.push(name, value)
+  if (edits.changed.size > 0) {
+    for (const [name, values] of edits.changed) {
+      if (replaced?.has(name) === true || !isSent(name, dropped, keepMaxForwards, ownTraceContext)) continue
+      for (const value of values) headers.push(name, value)
+    }
   }
   if (target.maxForwards !== undefined && !keepMaxForwards) headers.push('max-forwards', target.maxForwards)
   headers.push('via', via)
@@ -101,6 +102,18 @@ export function buildOutgoingHead (request: FastifyRequest, target: OutgoingHead
     if (state !== undefined && state !== '') headers.push('tracestate', state)
   }
   return { headers, received, via }
+}
+
+/**
+ * True when a received (or hook-set) header with this lower-case name goes on: not a
+ * pseudo-header, not hop-by-hop or `Connection`-listed, not one the proxy sets itself
+ * (`Max-Forwards` is kept when it is passed through as received), and not trace context when
+ * the proxy sends its own.
+ */
+function isSent (lower: string, dropped: HeaderNames, keepMaxForwards: boolean, ownTraceContext: boolean): boolean {
+  return !lower.startsWith(':') && !dropped.has(lower) &&
+    !(REPLACED.has(lower) && !(keepMaxForwards && lower === 'max-forwards')) &&
+    !(ownTraceContext && TRACE_CONTEXT.has(lower))
 }
 
 /** A header object as Node builds it for a request: lower-case names, repeats joined or listed. */
@@ -319,9 +332,12 @@ function sameValue (received: string | string[] | undefined, values: readonly st
 
 /** The `Via` entry this proxy adds for a message received over `httpVersion` (e.g. `1.1 fastify-forward-proxy`). */
 function viaEntry (httpVersion: string, pseudonym: string): string {
-  const protocol = httpVersion === '1.0' ? '1.0' : httpVersion.startsWith('2') ? '2' : '1.1'
-  return `${protocol} ${pseudonym}`
+  if (pseudonym !== viaEntries.pseudonym) viaEntries = { pseudonym, http10: `1.0 ${pseudonym}`, http11: `1.1 ${pseudonym}`, http2: `2 ${pseudonym}` }
+  return httpVersion === '1.0' ? viaEntries.http10 : httpVersion.startsWith('2') ? viaEntries.http2 : viaEntries.http11
 }
+
+// The entries of the last pseudonym seen (one per process, unless reconfigured): made once, not per message.
+let viaEntries = { pseudonym: '', http10: '', http11: '', http2: '' }
 
 /**
  * True when a `Via` value already lists this proxy's pseudonym: the request has looped
@@ -355,42 +371,4 @@ export function decideMaxForwards (method: string, header: string | undefined): 
   const remaining = BigInt(header)
   if (remaining === 0n) return method === 'OPTIONS' ? { action: 'answer-options' } : { action: 'refuse-trace' }
   return { action: 'forward', value: (remaining - 1n).toString() }
-}
-
-/** A response head's headers as undici returns them. */
-export type IncomingHeaders = Readonly<Record<string, string | string[] | undefined>>
-
-/** Where {@link copyClientResponseHeaders} puts each header: a Fastify reply, or an object being built. */
-export interface ResponseHeaderSink {
-  header: (name: string, value: string | string[]) => unknown
-}
-
-/**
- * Puts the headers sent to the client from a destination's response into `sink`, in the
- * destination's order: hop-by-hop and `Connection`-listed headers removed (Node frames the body
- * itself), our `Via` added after the destination's own (where its `Via` was, else last). Given
- * the reply itself, the head reaches it without an object built in between: on the usual
- * forwarded response that copy, key by key, cost about a microsecond.
- */
-export function copyClientResponseHeaders (headers: IncomingHeaders, via: string, sink: ResponseHeaderSink): void {
-  const dropped = hopByHopNamesOfObject(headers)
-  let viaSet = false
-  for (const name of Object.keys(headers)) {
-    const value = headers[name]
-    if (value === undefined || dropped.has(name)) continue
-    if (name === 'via') {
-      sink.header(name, [...(Array.isArray(value) ? value : [value]), via])
-      viaSet = true
-      continue
-    }
-    sink.header(name, value)
-  }
-  if (!viaSet) sink.header('via', via)
-}
-
-/** The headers of {@link copyClientResponseHeaders} as an object, for a head that is edited before it is sent. */
-export function buildClientResponseHeaders (headers: IncomingHeaders, via: string): Record<string, string | string[]> {
-  const outgoing: Record<string, string | string[]> = {}
-  copyClientResponseHeaders(headers, via, { header: (name, value) => { outgoing[name] = value } })
-  return outgoing
 }

@@ -13,7 +13,7 @@ import { finishUpgrade, forwardNotesOf, noteDialed, scrubbedSecretsOf } from '..
 import { scrubbedBody, scrubHeaders } from './scrubbed-response'
 import { createWebSocketScrubStream } from './websocket-scrub'
 import type { Readable } from 'node:stream'
-import { buildClientResponseHeaders } from './outgoing-head'
+import { buildClientResponseHeaders } from './client-response-head'
 import { flatHeaderList, placeSecrets, prepareOutgoingRequest } from './outgoing-request'
 import { withInactivityTimeout } from './forwarded-bodies'
 import { connectTls } from './destinations'
