@@ -22,10 +22,14 @@ async function load (): Promise<Bench> {
 }
 
 interface Path { name: string }
+interface RoundRun { round: number, reqPerSec: number, cpuMicrosPerRequest: number }
+interface Comparison { label: string, name: string, base: string, median: number, each: number[] }
 interface PerRequestSuite {
   roundOrder: (paths: Path[], round: number, adjacent?: string[]) => Path[]
   ratiosToRelay: (byPath: Record<string, Array<{ round: number, cpuMicrosPerRequest: number }>>) => Record<string, number>
+  sameMinuteRatios: (scenario: string, byPath: Record<string, RoundRun[]>) => Comparison[]
   CONNECT_PAIR: string[]
+  ADJACENT: Record<string, string[]>
 }
 async function loadPerRequest (): Promise<PerRequestSuite> {
   return await import(pathToFileURL(join(__dirname, '..', 'bench', 'compare', 'per-request.mjs')).href) as PerRequestSuite
@@ -119,4 +123,36 @@ test('bench compare: each path against the relay is the median of the ratios wit
   })
   t.equal(ratios['connect-floor'], 1)
   t.equal(ratios.plugin, 1.2, 'ratios 1.2, 1.5 and 1.1; the ratio of the medians (370 / 200) would say 1.85')
+})
+
+test('bench compare: in the http:// rounds the full bin, Squid, the Fastify route and the minimal bin run one after the other, each of them first in turn, every path once per round', async (t) => {
+  const { roundOrder, ADJACENT } = await loadPerRequest()
+  const group = ADJACENT.http ?? []
+  t.same(group, ['ours-full', 'squid', 'fastify-floor', 'ours-minimal'])
+  const paths = ['direct', 'node-floor', 'fastify-floor', 'ours-minimal', 'ours-full', 'squid'].map((name) => ({ name }))
+  const groupFirsts = new Set<string>()
+  for (let round = 0; round < 4; round++) {
+    const names = roundOrder(paths, round, group).map((p) => p.name)
+    t.same([...names].sort(), paths.map((p) => p.name).sort(), `round ${round}: every path once`)
+    const places = group.map((name) => names.indexOf(name)).sort((a, b) => a - b)
+    t.equal((places.at(-1) ?? 0) - (places[0] ?? 0), group.length - 1, `round ${round}: ${names.join(', ')}`)
+    groupFirsts.add(names[places[0] ?? 0] ?? '')
+  }
+  t.equal(groupFirsts.size, group.length, 'each of the four opens the group in one of four rounds')
+})
+
+test('bench compare: a target\'s comparison is the median of the ratios of the same round, a round where either path is missing left out', async (t) => {
+  const { sameMinuteRatios } = await loadPerRequest()
+  const run = (round: number, reqPerSec: number, cpuMicrosPerRequest: number): RoundRun => ({ round, reqPerSec, cpuMicrosPerRequest })
+  const comparisons = sameMinuteRatios('http', {
+    'ours-full': [run(0, 900, 110), run(1, 5000, 200), run(2, 8000, 100), run(3, 100, 900)],
+    squid: [run(0, 1000, 100), run(1, 4000, 150), run(2, 10000, 90)],
+    'fastify-floor': [run(0, 1000, 100), run(1, 1000, 160), run(2, 1000, 125)]
+  })
+  const byLabel = Object.fromEntries(comparisons.map((c) => [c.label, c]))
+  t.same(byLabel['req/s, the full bin over Squid']?.each, [0.9, 1.25, 0.8], 'round 3 has no Squid run')
+  t.equal(byLabel['req/s, the full bin over Squid']?.median, 0.9, 'the ratio of the medians (5000 / 4000) would say 1.25')
+  t.same(byLabel['CPU per request, the full bin over the Fastify route']?.each, [1.1, 1.25, 0.8])
+  t.notOk('CPU per request, the full bin over the minimal bin' in byLabel, 'no comparison with a path that did not run')
+  t.same(sameMinuteRatios('connect', {}), [], 'the CONNECT scenario has its own ratio to the relay')
 })

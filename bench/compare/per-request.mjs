@@ -8,8 +8,9 @@
 //   (memory is read in every run: idle, then after each scenario's rounds)
 //
 // Scenarios (BENCH_SCENARIOS, default all three), each with its own rounds (BENCH_ROUNDS, 5),
-// the paths' order rotating from round to round (the CONNECT relay and the plugin one right after
-// the other, their order swapping each round); medians over the rounds:
+// the paths' order rotating from round to round, the paths a target compares one right after the
+// other (their order rotating too: ADJACENT); medians over the rounds, and for each target the
+// median of the rounds' ratios of those paths (run in the same minute):
 // - `http`: hey (BENCH_CONNECTIONS, 32 connections, keep-alive, BENCH_DURATION s per run) GETs
 //   13 B from the origin's http:// port on 127.0.0.1, direct and through the bare Node floor
 //   (bench/floor-node-proxy.mjs), the bare Fastify floor (bench/floor-fastify-proxy.mjs), the bin
@@ -82,21 +83,60 @@ function connectRun (origin, settings, path, seconds) {
 
 /**
  * The paths of one round. The order rotates from round to round; the paths named in `adjacent`
- * (the CONNECT scenario's relay and plugin, whose ratio is a target) run one right after the
- * other, first one then the other, so their ratio compares the same minute of a machine whose
- * speed moves by half from one minute to the next.
+ * (those a target compares: the CONNECT scenario's relay and plugin, the bin against Squid and
+ * the floors) run one right after the other, their own order rotating too, so their ratios
+ * compare the same minute of a machine whose speed moves by half from one minute to the next.
  */
 export function roundOrder (paths, round, adjacent = []) {
-  const pair = adjacent.map((name) => paths.find((p) => p.name === name)).filter(Boolean)
-  if (pair.length < 2) return paths.map((_, i) => paths[(i + round) % paths.length])
-  const rest = paths.filter((p) => !pair.includes(p))
+  const group = adjacent.map((name) => paths.find((p) => p.name === name)).filter(Boolean)
+  if (group.length < 2) return paths.map((_, i) => paths[(i + round) % paths.length])
+  const rest = paths.filter((p) => !group.includes(p))
   const rotated = rest.map((_, i) => rest[(i + round) % rest.length])
+  const together = group.map((_, i) => group[(i + round) % group.length])
   const at = round % (rotated.length + 1)
-  return [...rotated.slice(0, at), ...(round % 2 === 0 ? pair : [...pair].reverse()), ...rotated.slice(at)]
+  return [...rotated.slice(0, at), ...together, ...rotated.slice(at)]
 }
 
 /** The paths whose CONNECT ratio is a target: the bare Node relay, then the plugin. */
 export const CONNECT_PAIR = ['connect-floor', 'plugin']
+
+/**
+ * The paths that run together in each scenario's rounds (see {@link roundOrder}): the full bin
+ * with what its targets compare it with.
+ */
+export const ADJACENT = {
+  http: ['ours-full', 'squid', 'fastify-floor', 'ours-minimal'],
+  'intercept-hey': ['ours-full', 'squid', 'fastify-intercept-floor'],
+  connect: CONNECT_PAIR
+}
+
+/**
+ * The comparisons of the targets, each as the median of the rounds' ratios of two paths that
+ * ran one right after the other: `[label, path, base, metric]`, the ratio being path / base.
+ */
+const SAME_MINUTE = {
+  http: [
+    ['req/s, the full bin over Squid', 'ours-full', 'squid', 'reqPerSec'],
+    ['CPU per request, the full bin over the Fastify route', 'ours-full', 'fastify-floor', 'cpuMicrosPerRequest'],
+    ['CPU per request, the full bin over the minimal bin', 'ours-full', 'ours-minimal', 'cpuMicrosPerRequest'],
+    ['req/s, the minimal bin over Squid', 'ours-minimal', 'squid', 'reqPerSec'],
+    ['req/s, the Fastify route over Squid', 'fastify-floor', 'squid', 'reqPerSec']
+  ],
+  'intercept-hey': [
+    ['req/s, the full bin over Squid', 'ours-full', 'squid', 'reqPerSec'],
+    ['CPU per request, the full bin over the Fastify intercepting route', 'ours-full', 'fastify-intercept-floor', 'cpuMicrosPerRequest'],
+    ['req/s, the Fastify intercepting route over Squid', 'fastify-intercept-floor', 'squid', 'reqPerSec']
+  ]
+}
+
+/** Each round's `metric` of `name` over that of `base` in the same round (rounds without both left out). */
+export function roundRatios (byPath, name, base, metric) {
+  const bases = byPath[base] ?? []
+  return (byPath[name] ?? []).map((r) => {
+    const b = bases.find((x) => x.round === r.round)?.[metric]
+    return b === undefined ? NaN : r[metric] / b
+  }).filter(Number.isFinite)
+}
 
 /** Runs `measure(path)` through every path, `settings.rounds` times, the order rotating; a warm-up first. */
 async function rounds ({ settings, problems, print }, scenario, paths, measure, adjacent = []) {
@@ -131,11 +171,16 @@ async function rounds ({ settings, problems, print }, scenario, paths, measure, 
  * ratios (the CONNECT scenario; NaN without the relay).
  */
 export function ratiosToRelay (byPath) {
-  const relay = byPath[CONNECT_PAIR[0]] ?? []
-  return Object.fromEntries(Object.entries(byPath).map(([name, runs]) => [name, median(runs.map((r) => {
-    const base = relay.find((b) => b.round === r.round)?.cpuMicrosPerRequest
-    return base === undefined ? NaN : r.cpuMicrosPerRequest / base
-  }).filter(Number.isFinite))]))
+  return Object.fromEntries(Object.keys(byPath).map((name) => [name, median(roundRatios(byPath, name, CONNECT_PAIR[0], 'cpuMicrosPerRequest'))]))
+}
+
+/** The scenario's same-minute comparisons ({@link SAME_MINUTE}) whose two paths both ran: label, median, each round's ratio. */
+export function sameMinuteRatios (scenario, byPath) {
+  const ran = ([, name, base]) => byPath[name] !== undefined && byPath[base] !== undefined
+  return (SAME_MINUTE[scenario] ?? []).filter(ran).map(([label, name, base, metric]) => {
+    const each = roundRatios(byPath, name, base, metric)
+    return { label, name, base, metric, median: median(each), each }
+  })
 }
 
 /** Medians of one scenario's runs per path. */
@@ -182,20 +227,22 @@ export async function runPerRequestSuite (run, { origin, context, tools }) {
           refused: r.refused,
           firstError: r.firstError
         }
-      }, CONNECT_PAIR)
+      }, ADJACENT.connect)
     } else {
-      runs[scenario] = await rounds(run, scenario, [direct, ...through], (path, seconds) => heyRun(scenario, origin, settings, path, seconds))
+      const measure = (path, seconds) => heyRun(scenario, origin, settings, path, seconds)
+      runs[scenario] = await rounds(run, scenario, [direct, ...through], measure, ADJACENT[scenario])
     }
     for (const r of running) memory[r.peer.name][scenario] = memoryMiB(r.pid)
     print()
   }
   const labels = Object.fromEntries([direct, ...running.map(asPath)].map((p) => [p.name, p.label]))
   const summary = Object.fromEntries(Object.entries(runs).map(([scenario, byPath]) => [scenario, summarizeScenario(byPath)]))
-  return { labels, runs, summary, memory, participants: Object.fromEntries(running.map((r) => [r.peer.name, r.peer.scenarios])) }
+  const sameMinute = Object.fromEntries(Object.entries(runs).map(([scenario, byPath]) => [scenario, sameMinuteRatios(scenario, byPath)]))
+  return { labels, runs, summary, sameMinute, memory, participants: Object.fromEntries(running.map((r) => [r.peer.name, r.peer.scenarios])) }
 }
 
 /** The suite's Markdown tables: one per scenario, then memory. */
-export function suiteTables ({ labels, runs, summary, memory, participants }, settings) {
+export function suiteTables ({ labels, runs, summary, sameMinute = {}, memory, participants }, settings) {
   const out = []
   for (const [scenario, byPath] of Object.entries(summary)) {
     const connect = scenario === 'connect'
@@ -211,6 +258,13 @@ export function suiteTables ({ labels, runs, summary, memory, participants }, se
         : `| ${labels[name]} | ${thousands(s.rate)} | ${cpu} | ${each} | ${fixed(s.p50, 1)} | ${fixed(s.p99, 1)} | ${s.errors} | ${thousands(s.accepted)} |`)
     }
     out.push('')
+    const comparisons = sameMinute[scenario] ?? []
+    if (comparisons.length > 0) {
+      out.push('Run one right after the other in each round (the medians above come from different minutes):\n')
+      out.push('| comparison | median of the rounds\' ratios | each round |\n|---|---|---|')
+      for (const c of comparisons) out.push(`| ${c.label} | ${fixed(c.median, 2)}x | ${c.each.map((r) => fixed(r, 2)).join(' / ')} |`)
+      out.push('')
+    }
   }
   const phases = Object.keys(summary)
   out.push('### Memory (RSS of the proxy and its child processes, MiB)\n')
