@@ -27,7 +27,7 @@ import { holdForwardedResponseHead } from './forward/forwarded-head-rules'
 import { PROXY_CONSTRAINT, PROXY_CONSTRAINT_VALUE } from './proxy-route-constraint'
 import { createProxyErrorHandler } from './proxy-error-handler'
 import { oversizedHeadError } from './oversized-head'
-import { hideContentTypeFromFastify, leaveBodiesUnparsed, restoreContentType } from './opaque-content-type'
+import { hideContentTypeFromFastify, leaveBodiesUnparsed, METHODS_WITHOUT_BODY_PARSING, restoreContentType } from './opaque-content-type'
 
 /**
  * The proxy's own encapsulated context: one catch-all route that only proxy requests can match,
@@ -60,13 +60,12 @@ export function proxyRoutes (runtime: ProxyRuntime) {
       done()
     }
     const constraints = { [PROXY_CONSTRAINT]: PROXY_CONSTRAINT_VALUE }
-    instance.route({
-      method: instance.supportedMethods.filter((method) => method !== 'CONNECT') as HTTPMethods[],
+    const methods = instance.supportedMethods.filter((method) => method !== 'CONNECT') as HTTPMethods[]
+    const forwardRoute = {
       url: '*',
       exposeHeadRoute: false,
       constraints,
       onRequest: admitProxyRequest(authenticate, runtime),
-      preParsing: hideContentTypeFromFastify,
       onResponse: finishProxyRequestHook,
       // Route-level hooks run after the application's: this one has the last word on the head.
       onSend: holdForwardedResponseHead,
@@ -76,7 +75,11 @@ export function proxyRoutes (runtime: ProxyRuntime) {
       handler: function forwardProxyRequest (request: FastifyRequest, reply: FastifyReply) {
         handleProxyRequest(request, reply, runtime)?.then(undefined, (error: unknown) => { sendForwardingFailure(reply, error) })
       }
-    })
+    }
+    // The methods whose Content-Type Fastify never reads get the route without the preParsing
+    // hook that hides it: a stage Fastify skips (no bound function, no hook run per request).
+    instance.route({ ...forwardRoute, method: methods.filter((method) => METHODS_WITHOUT_BODY_PARSING.has(method)) })
+    instance.route({ ...forwardRoute, method: methods.filter((method) => !METHODS_WITHOUT_BODY_PARSING.has(method)), preParsing: hideContentTypeFromFastify })
     // Tunnel requests get a route of their own, with only the hooks a CONNECT reaches: it has no
     // body to parse, and its answer is either a tunnel (the reply hijacked, no onSend) or a
     // refusal from the error handler. The handler returns nothing (no promise per CONNECT); a
