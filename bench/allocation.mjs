@@ -14,7 +14,7 @@
 // Knobs: ALLOCATION_MODE (http, or intercept), ALLOCATION_RUNS (2; the order of the paths swaps
 // every run), ALLOCATION_SECONDS (4), ALLOCATION_TOP (0: the functions that allocated most, per
 // request). Needs hey; nginx is the origin when installed, bench/origin.mjs otherwise.
-import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
+import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join, resolve } from 'node:path'
 import { execFileSync } from 'node:child_process'
@@ -22,8 +22,8 @@ import { setTimeout as sleep } from 'node:timers/promises'
 import { makeCa, makeLeaf } from './pki.mjs'
 import { PLAIN_HOST, startOrigin, TLS_HOST } from './compare/origin.mjs'
 import { runHey } from './compare/hey.mjs'
-import { BENCH_USER, FULL_INTERCEPT_HOSTS } from './compare/peers.mjs'
-import { freePort, startPortPrinter, startProcess, stopProcess, waitForPort } from './compare/processes.mjs'
+import { stopProcess } from './compare/processes.mjs'
+import { pathStarter } from './load-paths.mjs'
 import { SHIPPED_NODE_ARGS } from './shipped-node-args.mjs'
 
 const paths = process.argv.slice(2)
@@ -40,45 +40,10 @@ const directory = mkdtempSync(join(tmpdir(), 'ffp-allocation-'))
 const destinationCa = makeCa(directory, 'destination-ca')
 const operatorCa = makeCa(directory, 'operator-ca')
 const origin = await startOrigin(found('nginx'), directory, makeLeaf(directory, 'origin', destinationCa, [TLS_HOST, PLAIN_HOST]))
-const floorLeaf = makeLeaf(directory, 'floor-intercept-leaf', operatorCa, [TLS_HOST])
 const url = MODE === 'http' ? `http://${PLAIN_HOST}:${origin.httpPort}/small` : `https://${TLS_HOST}:${origin.httpsPort}/small`
 const sampler = ['--require', resolve(import.meta.dirname, 'allocation-sampler.cjs')]
 
-/** The per-request suite's full configuration (bench/compare/peers.mjs), at `level`; the minimal one without interception and the header rule. */
-function binConfig (port, level, minimal) {
-  const full = {
-    listen: [{ host: '127.0.0.1', port }],
-    users: { [BENCH_USER.name]: BENCH_USER.password },
-    destinations: { allowedPorts: '*', allowedNetworks: ['127.0.0.0/8'] },
-    interception: { hosts: FULL_INTERCEPT_HOSTS, ca: { cert: operatorCa.certPath, key: operatorCa.keyPath }, trustedDestinationCa: destinationCa.certPath },
-    headers: [{ hosts: FULL_INTERCEPT_HOSTS, set: { 'X-Bench-Rule': 'full-config' }, remove: ['Cookie'] }],
-    log: { level }
-  }
-  if (minimal) {
-    delete full.interception
-    delete full.headers
-  }
-  return full
-}
-
-/** Starts `path` with the sampler loaded; resolves its process, port and whether it asks for the bench user. */
-async function start (path) {
-  if (path.endsWith('.mjs')) {
-    const args = path.includes('intercept') ? [floorLeaf.certPath, floorLeaf.keyPath, destinationCa.certPath] : []
-    const { started, port } = await startPortPrinter(resolve(path), args, path, undefined, [...SHIPPED_NODE_ARGS, ...sampler])
-    return { started, port, user: undefined }
-  }
-  const [tree, variant = ''] = path.split('@')
-  const tokens = variant.split(',')
-  const minimal = tokens.includes('minimal')
-  const level = tokens.find((token) => token !== '' && token !== 'minimal') ?? 'info'
-  const port = await freePort()
-  const configPath = join(directory, `bin-${port}.json`)
-  writeFileSync(configPath, JSON.stringify(binConfig(port, level, minimal)))
-  const started = startProcess(process.execPath, [...SHIPPED_NODE_ARGS, ...sampler, join(resolve(tree), 'dist', 'lib', 'cli', 'main.js'), '--config', configPath], { env: { ...process.env, NODE_ENV: 'production' }, stdoutPath: join(directory, `bin-${port}.log`) })
-  await waitForPort('127.0.0.1', port, { ...started, name: path }, 60_000)
-  return { started, port, user: BENCH_USER }
-}
+const start = pathStarter({ directory, operatorCa, destinationCa, nodeArgs: [...SHIPPED_NODE_ARGS, ...sampler] })
 
 console.log(`bytes allocated per ${MODE === 'http' ? 'http://' : 'intercepted'} request (hey, 32 connections, ${SECONDS} s sampled), Node ${process.version}`)
 for (let run = 0; run < RUNS; run++) {

@@ -1,0 +1,54 @@
+// The paths the single-proxy harnesses (bench/allocation.mjs, bench/cpu-owners.mjs) put under
+// load: a work tree's bin with the per-request suite's full configuration (`.`, `../before`),
+// `TREE@warn` for it at log level warn, `TREE@minimal` for the suite's minimal configuration (no
+// interception, no header rule; `TREE@minimal,warn` for both), or a bench/floor-*.mjs script.
+import { writeFileSync } from 'node:fs'
+import { join, resolve } from 'node:path'
+import { makeLeaf } from './pki.mjs'
+import { TLS_HOST } from './compare/origin.mjs'
+import { BENCH_USER, FULL_INTERCEPT_HOSTS } from './compare/peers.mjs'
+import { freePort, startPortPrinter, startProcess, waitForPort } from './compare/processes.mjs'
+
+/** The per-request suite's full configuration (bench/compare/peers.mjs), at `level`; the minimal one without interception and the header rule. */
+function binConfig (port, level, minimal, { operatorCa, destinationCa }) {
+  const full = {
+    listen: [{ host: '127.0.0.1', port }],
+    users: { [BENCH_USER.name]: BENCH_USER.password },
+    destinations: { allowedPorts: '*', allowedNetworks: ['127.0.0.0/8'] },
+    interception: { hosts: FULL_INTERCEPT_HOSTS, ca: { cert: operatorCa.certPath, key: operatorCa.keyPath }, trustedDestinationCa: destinationCa.certPath },
+    headers: [{ hosts: FULL_INTERCEPT_HOSTS, set: { 'X-Bench-Rule': 'full-config' }, remove: ['Cookie'] }],
+    log: { level }
+  }
+  if (minimal) {
+    delete full.interception
+    delete full.headers
+  }
+  return full
+}
+
+/**
+ * Returns `start(path)`, which starts `path` (see the top of this file) with `nodeArgs` before
+ * its program, files in `directory`, the bins' leaves and the floors' intercepting leaf signed by
+ * `operatorCa`, destinations verified against `destinationCa`; it resolves with the process,
+ * its port and the user its clients must send (undefined for a floor, which asks for none).
+ */
+export function pathStarter ({ directory, operatorCa, destinationCa, nodeArgs }) {
+  const floorLeaf = makeLeaf(directory, 'floor-intercept-leaf', operatorCa, [TLS_HOST])
+  return async function start (path) {
+    if (path.endsWith('.mjs')) {
+      const args = path.includes('intercept') ? [floorLeaf.certPath, floorLeaf.keyPath, destinationCa.certPath] : []
+      const { started, port } = await startPortPrinter(resolve(path), args, path, undefined, nodeArgs)
+      return { started, port, user: undefined }
+    }
+    const [tree, variant = ''] = path.split('@')
+    const tokens = variant.split(',')
+    const minimal = tokens.includes('minimal')
+    const level = tokens.find((token) => token !== '' && token !== 'minimal') ?? 'info'
+    const port = await freePort()
+    const configPath = join(directory, `bin-${port}.json`)
+    writeFileSync(configPath, JSON.stringify(binConfig(port, level, minimal, { operatorCa, destinationCa })))
+    const started = startProcess(process.execPath, [...nodeArgs, join(resolve(tree), 'dist', 'lib', 'cli', 'main.js'), '--config', configPath], { env: { ...process.env, NODE_ENV: 'production' }, stdoutPath: join(directory, `bin-${port}.log`) })
+    await waitForPort('127.0.0.1', port, { ...started, name: path }, 60_000)
+    return { started, port, user: BENCH_USER }
+  }
+}
