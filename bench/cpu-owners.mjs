@@ -6,7 +6,9 @@
 // the kernel or in user space by where the sample landed, the main thread apart from V8's and
 // libuv's other threads. A V8 CPU profile (`--cpu-prof`) counts wall time, so a write that wakes
 // the client shows as a long `writev`; perf counts CPU time only. The CPU per request is
-// /proc's, as the suites read it; the split is perf's. Paths as in bench/load-paths.mjs.
+// /proc's, as the suites read it; the split is perf's. perf itself costs CPU (more per request
+// the deeper and slower the path), so compare shares, and totals only with the suites. Paths
+// as in bench/load-paths.mjs.
 //
 //   npm run build && node bench/cpu-owners.mjs . bench/floor-fastify-proxy.mjs
 //   OWNERS_MODE=intercept OWNERS_FUNCTIONS='^ours' node bench/cpu-owners.mjs .
