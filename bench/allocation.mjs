@@ -14,16 +14,12 @@
 // Knobs: ALLOCATION_MODE (http, or intercept), ALLOCATION_RUNS (2; the order of the paths swaps
 // every run), ALLOCATION_SECONDS (4), ALLOCATION_TOP (0: the functions that allocated most, per
 // request). Needs hey; nginx is the origin when installed, bench/origin.mjs otherwise.
-import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs'
-import { tmpdir } from 'node:os'
-import { join, resolve } from 'node:path'
-import { execFileSync } from 'node:child_process'
+import { existsSync, readFileSync, rmSync } from 'node:fs'
+import { resolve } from 'node:path'
 import { setTimeout as sleep } from 'node:timers/promises'
-import { makeCa, makeLeaf } from './pki.mjs'
-import { PLAIN_HOST, startOrigin, TLS_HOST } from './compare/origin.mjs'
 import { runHey } from './compare/hey.mjs'
 import { stopProcess } from './compare/processes.mjs'
-import { pathStarter } from './load-paths.mjs'
+import { found, loadBench, pathStarter } from './load-paths.mjs'
 import { SHIPPED_NODE_ARGS } from './shipped-node-args.mjs'
 
 const paths = process.argv.slice(2)
@@ -32,15 +28,10 @@ const MODE = process.env.ALLOCATION_MODE ?? 'http'
 const RUNS = Number(process.env.ALLOCATION_RUNS ?? 2)
 const SECONDS = Number(process.env.ALLOCATION_SECONDS ?? 4)
 const TOP = Number(process.env.ALLOCATION_TOP ?? 0)
-const found = (program) => { try { return execFileSync('sh', ['-c', `command -v ${program}`], { encoding: 'utf8' }).trim() || undefined } catch { return undefined } }
 const hey = found('hey')
 if (hey === undefined) throw new Error('hey is not installed (apt-get install hey)')
 
-const directory = mkdtempSync(join(tmpdir(), 'ffp-allocation-'))
-const destinationCa = makeCa(directory, 'destination-ca')
-const operatorCa = makeCa(directory, 'operator-ca')
-const origin = await startOrigin(found('nginx'), directory, makeLeaf(directory, 'origin', destinationCa, [TLS_HOST, PLAIN_HOST]))
-const url = MODE === 'http' ? `http://${PLAIN_HOST}:${origin.httpPort}/small` : `https://${TLS_HOST}:${origin.httpsPort}/small`
+const { directory, destinationCa, operatorCa, origin, url } = await loadBench('allocation', MODE)
 const sampler = ['--require', resolve(import.meta.dirname, 'allocation-sampler.cjs')]
 
 const start = pathStarter({ directory, operatorCa, destinationCa, nodeArgs: [...SHIPPED_NODE_ARGS, ...sampler] })

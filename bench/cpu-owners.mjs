@@ -16,17 +16,14 @@
 // Knobs: OWNERS_MODE (http, or intercept), OWNERS_SECONDS (5), OWNERS_TOP (owners listed, 16),
 // OWNERS_FUNCTIONS (a pattern: the functions of the owners it matches are listed too). Needs
 // perf (apt-get install linux-perf) and hey; nginx is the origin when installed.
-import { spawn, execFileSync } from 'node:child_process'
-import { mkdtempSync, rmSync } from 'node:fs'
-import { tmpdir } from 'node:os'
+import { spawn } from 'node:child_process'
+import { rmSync } from 'node:fs'
 import { join } from 'node:path'
 import { createInterface } from 'node:readline'
 import { setTimeout as sleep } from 'node:timers/promises'
-import { makeCa, makeLeaf } from './pki.mjs'
-import { PLAIN_HOST, startOrigin, TLS_HOST } from './compare/origin.mjs'
 import { runHey } from './compare/hey.mjs'
 import { cpuSeconds, stopProcess } from './compare/processes.mjs'
-import { pathStarter } from './load-paths.mjs'
+import { found, loadBench, pathStarter } from './load-paths.mjs'
 import { SHIPPED_NODE_ARGS } from './shipped-node-args.mjs'
 
 const paths = process.argv.slice(2)
@@ -36,17 +33,12 @@ const SECONDS = Number(process.env.OWNERS_SECONDS ?? 5)
 const TOP = Number(process.env.OWNERS_TOP ?? 16)
 const FUNCTIONS = process.env.OWNERS_FUNCTIONS === undefined ? undefined : new RegExp(process.env.OWNERS_FUNCTIONS)
 const SAMPLES_PER_SECOND = 2999
-const found = (program) => { try { return execFileSync('sh', ['-c', `command -v ${program}`], { encoding: 'utf8' }).trim() || undefined } catch { return undefined } }
 const hey = found('hey')
 const perf = found('perf')
 if (hey === undefined) throw new Error('hey is not installed (apt-get install hey)')
 if (perf === undefined) throw new Error('perf is not installed (apt-get install linux-perf)')
 
-const directory = mkdtempSync(join(tmpdir(), 'ffp-cpu-owners-'))
-const destinationCa = makeCa(directory, 'destination-ca')
-const operatorCa = makeCa(directory, 'operator-ca')
-const origin = await startOrigin(found('nginx'), directory, makeLeaf(directory, 'origin', destinationCa, [TLS_HOST, PLAIN_HOST]))
-const url = MODE === 'http' ? `http://${PLAIN_HOST}:${origin.httpPort}/small` : `https://${TLS_HOST}:${origin.httpsPort}/small`
+const { directory, destinationCa, operatorCa, origin, url } = await loadBench('cpu-owners', MODE)
 const start = pathStarter({ directory, operatorCa, destinationCa, nodeArgs: [...SHIPPED_NODE_ARGS, '--perf-basic-prof-only-functions'] })
 
 /** The owner of one stack frame of `perf script`'s output, or null for a frame of native code. */
