@@ -30,10 +30,11 @@ import { oversizedHeadError } from './oversized-head'
 import { hideContentTypeFromFastify, leaveBodiesUnparsed, METHODS_WITHOUT_BODY_PARSING, restoreContentType } from './opaque-content-type'
 
 /**
- * The proxy's own encapsulated context: one catch-all route that only proxy requests can match,
- * bodies left unparsed (they are streamed, never buffered, whatever their Content-Type says), authentication as the route's
- * onRequest hook (after the application's own hooks), and an error handler that answers every
- * failure with a status and `Proxy-Status`.
+ * The proxy's own encapsulated context: catch-all routes that only proxy requests can match (one
+ * for the methods Fastify parses no body for, one for the others, one for CONNECT), bodies left
+ * unparsed (they are streamed, never buffered, whatever their Content-Type says), authentication
+ * in the routes' onRequest hook (after the application's own hooks), and an error handler that
+ * answers every failure with a status and `Proxy-Status`.
  */
 export function proxyRoutes (runtime: ProxyRuntime) {
   return async function proxyRoutesPlugin (instance: FastifyInstance): Promise<void> {
