@@ -3,7 +3,7 @@
 
 import type { FastifyError, FastifyReply, FastifyRequest } from 'fastify'
 import type { ResolvedProxySettings } from './core/options'
-import { ProxyError, isProxyError } from './protocol/errors'
+import { ProxyError, isProxyError, unexpectedFailure } from './protocol/errors'
 import { sendProxyError } from './protocol/error-responses'
 import { proxyAuthenticateChallenge } from './security/proxy-auth'
 import { recordProxyFailure } from './telemetry/metrics'
@@ -23,7 +23,7 @@ function toProxyError (error: unknown): ProxyError {
   if (typeof statusCode === 'number' && statusCode >= 400 && statusCode < 500) {
     return new ProxyError('http_request_error', 'The request is malformed.', { status: statusCode, cause: error })
   }
-  return new ProxyError('proxy_internal_error', 'The proxy failed to handle the request.', { cause: error })
+  return unexpectedFailure(error)
 }
 
 /** Builds the error handler of the proxy route's encapsulated context. */

@@ -93,11 +93,19 @@ export function isProxyError (value: unknown): value is ProxyError {
 }
 
 /**
+ * The 500 `proxy_internal_error` for a failure the proxy did not expect: the client sees the
+ * usual answer, never `cause`, which the log keeps.
+ */
+export function unexpectedFailure (cause: unknown): ProxyError {
+  return new ProxyError('proxy_internal_error', 'The proxy failed to handle the request.', { cause })
+}
+
+/**
  * The 500 `proxy_internal_error` for a state the code never expects to reach (a broken
  * invariant): the client sees the usual answer, the log names `what` (the error's cause).
  */
 export function internalFailure (what: string): ProxyError {
-  return new ProxyError('proxy_internal_error', 'The proxy failed to handle the request.', { cause: new Error(what) })
+  return unexpectedFailure(new Error(what))
 }
 
 /**
@@ -105,7 +113,7 @@ export function internalFailure (what: string): ProxyError {
  * 500 `proxy_internal_error` with it as the cause.
  */
 export function asError (thrown: unknown): Error {
-  return thrown instanceof Error ? thrown : new ProxyError('proxy_internal_error', 'The proxy failed to handle the request.', { cause: thrown })
+  return thrown instanceof Error ? thrown : unexpectedFailure(thrown)
 }
 
 /** The code of `ForwardProxyOptionsError`: an option of `forwardProxy` or `tlsInterception` is invalid. */
