@@ -19,7 +19,8 @@ import { resolve } from 'node:path'
 import { setTimeout as sleep } from 'node:timers/promises'
 import { runHey } from './compare/hey.mjs'
 import { stopProcess } from './compare/processes.mjs'
-import { found, loadBench, pathStarter } from './load-paths.mjs'
+import { loadBench, pathStarter } from './load-paths.mjs'
+import { locate } from './compare/tools.mjs'
 import { SHIPPED_NODE_ARGS } from './shipped-node-args.mjs'
 
 const paths = process.argv.slice(2)
@@ -28,7 +29,7 @@ const MODE = process.env.ALLOCATION_MODE ?? 'http'
 const RUNS = Number(process.env.ALLOCATION_RUNS ?? 2)
 const SECONDS = Number(process.env.ALLOCATION_SECONDS ?? 4)
 const TOP = Number(process.env.ALLOCATION_TOP ?? 0)
-const hey = found('hey')
+const hey = locate(['hey'])
 if (hey === undefined) throw new Error('hey is not installed (apt-get install hey)')
 
 const { directory, destinationCa, operatorCa, origin, url } = await loadBench('allocation', MODE)

@@ -23,7 +23,8 @@ import { createInterface } from 'node:readline'
 import { setTimeout as sleep } from 'node:timers/promises'
 import { runHey } from './compare/hey.mjs'
 import { cpuSeconds, stopProcess } from './compare/processes.mjs'
-import { found, loadBench, pathStarter } from './load-paths.mjs'
+import { loadBench, pathStarter } from './load-paths.mjs'
+import { locate } from './compare/tools.mjs'
 import { SHIPPED_NODE_ARGS } from './shipped-node-args.mjs'
 
 const paths = process.argv.slice(2)
@@ -33,8 +34,8 @@ const SECONDS = Number(process.env.OWNERS_SECONDS ?? 5)
 const TOP = Number(process.env.OWNERS_TOP ?? 16)
 const FUNCTIONS = process.env.OWNERS_FUNCTIONS === undefined ? undefined : new RegExp(process.env.OWNERS_FUNCTIONS)
 const SAMPLES_PER_SECOND = 2999
-const hey = found('hey')
-const perf = found('perf')
+const hey = locate(['hey'])
+const perf = locate(['perf'])
 if (hey === undefined) throw new Error('hey is not installed (apt-get install hey)')
 if (perf === undefined) throw new Error('perf is not installed (apt-get install linux-perf)')
 

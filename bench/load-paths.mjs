@@ -2,7 +2,6 @@
 // load: a work tree's bin with the per-request suite's full configuration (`.`, `../before`),
 // `TREE@warn` for it at log level warn, `TREE@minimal` for the suite's minimal configuration (no
 // interception, no header rule; `TREE@minimal,warn` for both), or a bench/floor-*.mjs script.
-import { execFileSync } from 'node:child_process'
 import { mkdtempSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join, resolve } from 'node:path'
@@ -10,15 +9,7 @@ import { makeCa, makeLeaf } from './pki.mjs'
 import { PLAIN_HOST, startOrigin, TLS_HOST } from './compare/origin.mjs'
 import { BENCH_USER, FULL_INTERCEPT_HOSTS } from './compare/peers.mjs'
 import { freePort, startPortPrinter, startProcess, waitForPort } from './compare/processes.mjs'
-
-/** Where `program` is on the PATH, or undefined. */
-export function found (program) {
-  try {
-    return execFileSync('sh', ['-c', `command -v ${program}`], { encoding: 'utf8' }).trim() || undefined
-  } catch {
-    return undefined
-  }
-}
+import { locate } from './compare/tools.mjs'
 
 /**
  * What the harnesses share: a temporary folder named after `name`, the destination and operator
@@ -29,7 +20,7 @@ export async function loadBench (name, mode) {
   const directory = mkdtempSync(join(tmpdir(), `ffp-${name}-`))
   const destinationCa = makeCa(directory, 'destination-ca')
   const operatorCa = makeCa(directory, 'operator-ca')
-  const origin = await startOrigin(found('nginx'), directory, makeLeaf(directory, 'origin', destinationCa, [TLS_HOST, PLAIN_HOST]))
+  const origin = await startOrigin(locate(['nginx']), directory, makeLeaf(directory, 'origin', destinationCa, [TLS_HOST, PLAIN_HOST]))
   const url = mode === 'http' ? `http://${PLAIN_HOST}:${origin.httpPort}/small` : `https://${TLS_HOST}:${origin.httpsPort}/small`
   return { directory, destinationCa, operatorCa, origin, url }
 }

@@ -20,7 +20,8 @@ const CANDIDATES = {
 }
 const PACKAGES = { nginx: 'nginx', hey: 'hey', squid: 'squid-openssl', certgen: 'squid-openssl', ncsaAuth: 'squid-openssl', mitmdump: 'mitmproxy' }
 
-function locate (names) {
+/** The first of `names` installed: an absolute path that exists, or a program on the PATH; undefined when none is. */
+export function locate (names) {
   for (const name of names) {
     if (name.startsWith('/')) {
       if (existsSync(name)) return name
