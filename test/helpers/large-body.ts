@@ -115,10 +115,14 @@ export const READ_BEFORE_STALL = 16 * 1024 * 1024
 // autotunes per connection (up to net.ipv4.tcp_rmem's maximum, 32 MiB where this was measured); the
 // bound leaves room for that and is still far below the ~84 MiB a buffering proxy would allow.
 const MAX_IN_FLIGHT = 56 * 1024 * 1024
+// What the proxy may hold, after full GCs, while the reader is stalled and once the transfer is
+// over: a proxy that kept the body (or every chunk it passed on) would hold tens of MiB while
+// stalled and the whole 100 MiB afterwards. The peak RSS is reported, not bounded: it counts
+// garbage that V8 collects when it chooses (it lets dead Buffers pile up to its external-memory
+// trigger before collecting), measured 26 to 92.5 MiB over the same transfer, so it can tell
+// a streaming proxy from a buffering one only on a quiet machine.
 const MAX_PROXY_BUFFERS = 16 * 1024 * 1024
-// Measured 43 to 69 MiB (TLS records, GC heap slack and allocator arenas under load); a proxy that
-// held the body would grow by at least its 100 MiB.
-const MAX_PEAK_RSS_GROWTH = 90 * 1024 * 1024
+const MAX_PROXY_HEAP = 16 * 1024 * 1024
 
 /** What a 100 MiB transfer through the memory-probed proxy measured, with the reading side stalled midway. */
 export interface StalledTransfer {
@@ -136,7 +140,7 @@ export interface StalledTransfer {
 
 /**
  * Checks that the stalled reader held the sender back a bounded distance and that the proxy held
- * no body: bounded Buffers while stalled, bounded peak RSS growth over the whole transfer.
+ * no body: bounded Buffers while stalled, and bounded Buffers and heap once the transfer is over.
  */
 export function expectHeldBack (t: Test, transfer: StalledTransfer): void {
   const { sender, reader, read, produced, whileStalled, afterwards, seconds } = transfer
@@ -146,5 +150,6 @@ export function expectHeldBack (t: Test, transfer: StalledTransfer): void {
     `peak RSS growth over the transfer ${mib(afterwards.maxRss)} (baseline peak ${mib(afterwards.baselineMaxRss)}); ${seconds.toFixed(2)} s`)
   t.ok(ahead < MAX_IN_FLIGHT, `the ${sender} was held back: ${mib(ahead)} ahead of the ${reader} (bound ${mib(MAX_IN_FLIGHT)})`)
   t.ok(whileStalled.arrayBuffers < MAX_PROXY_BUFFERS, `the stalled proxy holds ${mib(whileStalled.arrayBuffers)} more Buffers than before (bound ${mib(MAX_PROXY_BUFFERS)})`)
-  t.ok(afterwards.maxRss < MAX_PEAK_RSS_GROWTH, `the proxy's peak RSS grew by ${mib(afterwards.maxRss)} over the whole transfer (bound ${mib(MAX_PEAK_RSS_GROWTH)})`)
+  t.ok(afterwards.arrayBuffers < MAX_PROXY_BUFFERS, `after the transfer the proxy holds ${mib(afterwards.arrayBuffers)} more Buffers than before (bound ${mib(MAX_PROXY_BUFFERS)})`)
+  t.ok(afterwards.heapUsed < MAX_PROXY_HEAP, `after the transfer the proxy holds ${mib(afterwards.heapUsed)} more heap than before (bound ${mib(MAX_PROXY_HEAP)})`)
 }
