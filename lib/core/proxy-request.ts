@@ -280,14 +280,36 @@ interface RawInTunnelRequest {
  */
 function classifyInTunnelRequest (req: RawInTunnelRequest, destination: ForwardProxyDestination): InterceptedRequestTarget {
   const url = req.url ?? ''
-  const target = (problem: InTunnelProblem | null): InterceptedRequestTarget => ({ kind: 'intercepted', destination, pathAndQuery: url, problem })
-  if (req.method === 'CONNECT') return target(req.headers[':protocol'] === undefined ? 'connect' : 'extended-connect')
-  if (!url.startsWith('/')) return target('not-origin-form')
-  const authorities = [req.headers[':authority'], req.headers.host]
-    .flatMap((value) => value === undefined ? [] : Array.isArray(value) ? value : [value])
-  if (authorities.length === 0) return target('missing-host')
-  if (!authorities.every((authority) => isEquivalentAuthority(authority, destination, 443))) return target('misdirected')
-  return target(null)
+  let problem: InTunnelProblem | null
+  if (req.method === 'CONNECT') problem = req.headers[':protocol'] === undefined ? 'connect' : 'extended-connect'
+  else if (!url.startsWith('/')) problem = 'not-origin-form'
+  else problem = authorityProblem(req.headers[':authority'], req.headers.host, destination)
+  return { kind: 'intercepted', destination, pathAndQuery: url, problem }
+}
+
+/**
+ * Null when every `:authority` and `Host` value names `destination` (at least one must be
+ * there), else why not. Written out for the usual single string: this runs for every request
+ * inside an intercepted tunnel.
+ */
+function authorityProblem (
+  authority: string | string[] | undefined,
+  host: string | string[] | undefined,
+  destination: ForwardProxyDestination
+): InTunnelProblem | null {
+  if (valueCount(authority) + valueCount(host) === 0) return 'missing-host'
+  return namesDestination(authority, destination) && namesDestination(host, destination) ? null : 'misdirected'
+}
+
+function valueCount (value: string | string[] | undefined): number {
+  return value === undefined ? 0 : typeof value === 'string' ? 1 : value.length
+}
+
+/** True when `value` is absent or each of its values names `destination` (default port 443). */
+function namesDestination (value: string | string[] | undefined, destination: ForwardProxyDestination): boolean {
+  if (value === undefined) return true
+  if (typeof value === 'string') return isEquivalentAuthority(value, destination, 443)
+  return value.every((one) => isEquivalentAuthority(one, destination, 443))
 }
 
 const PROBLEMS: Record<InTunnelProblem, () => ProxyError> = {
