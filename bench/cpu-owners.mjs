@@ -14,8 +14,9 @@
 //   OWNERS_MODE=intercept OWNERS_FUNCTIONS='^ours' node bench/cpu-owners.mjs .
 //
 // Knobs: OWNERS_MODE (http, or intercept), OWNERS_SECONDS (5), OWNERS_TOP (owners listed, 16),
-// OWNERS_FUNCTIONS (a pattern: the functions of the owners it matches are listed too). Needs
-// perf (apt-get install linux-perf) and hey; nginx is the origin when installed.
+// OWNERS_FUNCTIONS (a pattern: the functions of the owners it matches are listed too),
+// OWNERS_NODE_ARGS (more Node options, space-separated: `--no-turbo-inlining` gives inlined
+// functions their own samples, at a cost that changes the shares). Needs perf (apt-get install linux-perf) and hey; nginx is the origin when installed.
 import { spawn } from 'node:child_process'
 import { rmSync } from 'node:fs'
 import { join } from 'node:path'
@@ -33,6 +34,7 @@ const MODE = process.env.OWNERS_MODE ?? 'http'
 const SECONDS = Number(process.env.OWNERS_SECONDS ?? 5)
 const TOP = Number(process.env.OWNERS_TOP ?? 16)
 const FUNCTIONS = process.env.OWNERS_FUNCTIONS === undefined ? undefined : new RegExp(process.env.OWNERS_FUNCTIONS)
+const EXTRA_NODE_ARGS = (process.env.OWNERS_NODE_ARGS ?? '').split(' ').filter((arg) => arg !== '')
 const SAMPLES_PER_SECOND = 2999
 const hey = locate(['hey'])
 const perf = locate(['perf'])
@@ -40,7 +42,7 @@ if (hey === undefined) throw new Error('hey is not installed (apt-get install he
 if (perf === undefined) throw new Error('perf is not installed (apt-get install linux-perf)')
 
 const { directory, destinationCa, operatorCa, origin, url } = await loadBench('cpu-owners', MODE)
-const start = pathStarter({ directory, operatorCa, destinationCa, nodeArgs: [...SHIPPED_NODE_ARGS, '--perf-basic-prof-only-functions'] })
+const start = pathStarter({ directory, operatorCa, destinationCa, nodeArgs: [...SHIPPED_NODE_ARGS, ...EXTRA_NODE_ARGS, '--perf-basic-prof-only-functions'] })
 
 /** The owner of one stack frame of `perf script`'s output, or null for a frame of native code. */
 function ownerOf (frame) {
