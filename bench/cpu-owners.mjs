@@ -16,7 +16,8 @@
 // Knobs: OWNERS_MODE (http, or intercept), OWNERS_SECONDS (5), OWNERS_TOP (owners listed, 16),
 // OWNERS_FUNCTIONS (a pattern: the functions of the owners it matches are listed too),
 // OWNERS_NODE_ARGS (more Node options, space-separated: `--no-turbo-inlining` gives inlined
-// functions their own samples, at a cost that changes the shares). Needs perf (apt-get install linux-perf) and hey; nginx is the origin when installed.
+// functions their own samples, at a cost that changes the shares). Needs perf (apt-get install
+// linux-perf) and hey; nginx is the origin when installed.
 import { spawn } from 'node:child_process'
 import { rmSync } from 'node:fs'
 import { join } from 'node:path'
