@@ -31,6 +31,26 @@ function headOf (text: string): Record<string, string> {
   return head
 }
 
+/**
+ * The body of a raw chunked response: its chunks' data joined, or undefined when the chunks do
+ * not parse or do not end with the last (zero-size) chunk and nothing after it.
+ */
+function chunkedBodyOf (text: string): string | undefined {
+  let rest = text.slice(text.indexOf('\r\n\r\n') + 4)
+  let body = ''
+  for (;;) {
+    const lineEnd = rest.indexOf('\r\n')
+    if (lineEnd === -1) return undefined
+    const size = parseInt(rest.slice(0, lineEnd), 16)
+    if (Number.isNaN(size)) return undefined
+    const data = rest.slice(lineEnd + 2, lineEnd + 2 + size)
+    if (rest.slice(lineEnd + 2 + size, lineEnd + 4 + size) !== '\r\n') return undefined
+    rest = rest.slice(lineEnd + 4 + size)
+    if (size === 0) return rest === '' ? body : undefined
+    body += data
+  }
+}
+
 test('onSend on http:// forwarded responses: the application\'s hook runs (after the head is built, with the body still a stream) and its headers are sent, except hop-by-hop and Connection-listed names; the client\'s Connection: close still closes', async (t) => {
   const origin = await startOrigin(t, (_req, res) => { res.setHeader('x-origin', 'from the origin'); res.end('origin body') })
   const seen: string[] = []
@@ -69,7 +89,8 @@ test('onSend on forwarded responses: a hook that replaces the body with a string
   t.equal(asStream.status, 200)
   t.equal(headOf(asStream.text)['content-length'], undefined)
   t.equal(headOf(asStream.text)['transfer-encoding'], 'chunked')
-  t.match(asStream.text, /\r\n\r\n8\r\nreplaced\r\nc\r\n by a stream\r\n0\r\n\r\n$/)
+  // How the stream's two strings are cut into chunks is Node's affair (they may come as one).
+  t.equal(chunkedBodyOf(asStream.text), 'replaced by a stream', 'the chunks hold the new body and end with the last chunk')
 })
 
 test('onSend inside an intercepted tunnel: the hook sees request.interception and its header arrives; hop-by-hop edits are dropped; a secret\'s value a hook puts in a header reaches the client as its placeholder, the other headers (Set-Cookie) once', async (t) => {
