@@ -4,13 +4,14 @@ import { execFileSync, spawn } from 'node:child_process'
 import { readFileSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { Pool } from 'undici'
+import { locate } from './compare/tools.mjs'
 import { SHIPPED_NODE_ARGS } from './shipped-node-args.mjs'
 
 /** Connections of both clients. */
 export const CONNECTIONS = 32
 
 /** The path of hey, or undefined when it is not installed. */
-export const hey = (() => { try { return execFileSync('sh', ['-c', 'command -v hey'], { encoding: 'utf8' }).trim() || undefined } catch { return undefined } })()
+export const hey = locate(['hey'])
 
 /** User time + system time of `pid` so far, in microseconds (/proc/PID/stat). */
 export function cpuMicros (pid) {

@@ -48,6 +48,7 @@ import { closeSync, existsSync, mkdirSync, mkdtempSync, openSync, readFileSync, 
 import { cpus, loadavg, tmpdir } from 'node:os'
 import { join, relative, resolve } from 'node:path'
 import { setTimeout as delay } from 'node:timers/promises'
+import { locate } from './compare/tools.mjs'
 
 // ---------------------------------------------------------------------------------------------
 // The origin (its own process).
@@ -104,7 +105,7 @@ async function main () {
   const CONNECTIONS = Number(process.env.BENCH_CONNECTIONS ?? 32)
   const here = resolve(import.meta.dirname, '..')
   const startedAt = new Date()
-  const heyPath = (() => { try { return execFileSync('sh', ['-c', 'command -v hey'], { encoding: 'utf8' }).trim() || undefined } catch { return undefined } })()
+  const heyPath = locate(['hey'])
   const clients = (process.env.BENCH_CLIENTS ?? 'undici,hey').split(',').filter((client) => client !== '')
   const notes = []
   if (clients.includes('hey') && heyPath === undefined) {

@@ -11,11 +11,12 @@
 // `npm run build && node bench/shared-limits-cost.mjs` (BENCH_ROUNDS, default 5; BENCH_SECONDS,
 // default 5; BENCH_CONFIGS, a comma-separated subset of the names in `configs`). Needs
 // redis-server (apt-get install redis-server).
-import { execFileSync, spawn } from 'node:child_process'
+import { spawn } from 'node:child_process'
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join, resolve } from 'node:path'
 import { makeCa } from './pki.mjs'
+import { locate } from './compare/tools.mjs'
 import { CONNECTIONS, cpuMicros, hey, heyLoad, median, startBin, undiciLoad } from './bin-load.mjs'
 
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 5)
@@ -28,7 +29,8 @@ const PASSWORD = 'bench-password'
 const NEVER_REACHED = 1_000_000_000
 
 const redisPort = 40_000 + Math.floor(Math.random() * 10_000)
-const redisServer = execFileSync('sh', ['-c', 'command -v redis-server'], { encoding: 'utf8' }).trim()
+const redisServer = locate(['redis-server'])
+if (redisServer === undefined) throw new Error('redis-server is not installed (apt-get install redis-server)')
 const redis = spawn(redisServer, ['--port', String(redisPort), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no'], { stdio: ['ignore', 'pipe', 'inherit'] })
 // Never left behind, whatever ends this script.
 process.on('exit', () => redis.kill())
