@@ -1,11 +1,12 @@
 // The proxy's memory (`npm run bench:memory`): starts the ready-to-run server as bench:compare
 // does (dist/lib/cli/main.js, the same generated configuration, NODE_ENV=production, log warn;
 // nginx or bench/origin.mjs as origin) and reads its memory at idle and after each load
-// scenario: VmRSS and VmHWM from /proc/<pid>/status, and, through bench/memory-hook.cjs
-// (preloaded with --require, bench only), process.memoryUsage() and the V8 heap spaces. Also
-// the proxy's CPU seconds per 1,000 requests (per GiB for downloads) of each scenario, the
-// figure to watch when a variant changes the garbage collector. Prints the medians over
-// MEMORY_RUNS fresh proxies per variant, the variants alternating within each run.
+// scenario: VmRSS and VmHWM from /proc/<pid>/status, the anonymous part split by allocator
+// (bench/rss-parts.mjs: V8's pages, the main thread's malloc, the other threads'), and, through
+// bench/memory-hook.cjs (preloaded with --require, bench only), process.memoryUsage() and the V8
+// heap spaces. Also the proxy's CPU seconds per 1,000 requests (per GiB for downloads) of each
+// scenario, the figure to watch when a variant changes the garbage collector. Prints the medians
+// over MEMORY_RUNS fresh proxies per variant, the variants alternating within each run.
 //
 // Knobs: MEMORY_RUNS (3), MEMORY_DURATION (seconds per scenario, 2), MEMORY_SCENARIOS
 // (default http,tunnel,intercept,intercept-new,download,download-intercept),
@@ -25,6 +26,7 @@ import { runLoad, SCENARIOS } from './compare/load-scenarios.mjs'
 import { PLAIN_HOST, startOrigin, TLS_HOST } from './compare/origin.mjs'
 import { startOurs } from './compare/peers.mjs'
 import { cpuSeconds, memoryMiB, statusKiB, stopProcess } from './compare/processes.mjs'
+import { rssParts } from './rss-parts.mjs'
 import { LOAD_SCENARIOS } from './compare/settings.mjs'
 import { detectTools } from './compare/tools.mjs'
 import { SHIPPED_NODE_ARGS } from './shipped-node-args.mjs'
@@ -70,7 +72,7 @@ async function sample (proxy, phase) {
   const usage = await inProcessUsage(proxy.started.child)
   const { rss, peak } = memoryMiB(proxy.pid)
   const [anon, file] = ['RssAnon', 'RssFile'].map((field) => statusKiB(proxy.pid, field) / 1024)
-  return { phase, rss, peak, anon, file, ...Object.fromEntries(['heapTotal', 'heapUsed', 'arrayBuffers', 'external'].map((k) => [k, usage[k]])), newSpace: usage.spaces.new_space?.size, oldSpace: usage.spaces.old_space?.size, codeSpace: usage.spaces.code_space?.size, largeObjects: usage.spaces.large_object_space?.size, modules: usage.modules }
+  return { phase, rss, peak, anon, file, ...rssParts(proxy.pid), ...Object.fromEntries(['heapTotal', 'heapUsed', 'arrayBuffers', 'external'].map((k) => [k, usage[k]])), newSpace: usage.spaces.new_space?.size, oldSpace: usage.spaces.old_space?.size, codeSpace: usage.spaces.code_space?.size, largeObjects: usage.spaces.large_object_space?.size, modules: usage.modules }
 }
 
 /** One fresh proxy of `variant`: idle sample, then each scenario with its CPU and a sample. */
@@ -108,10 +110,10 @@ const median = (values) => {
 const fixed = (n, digits = 0) => (Number.isFinite(n) ? n.toFixed(digits) : '-')
 
 function table (label, all) {
-  const lines = [`### ${label} (median of ${all.length} runs; MiB, CPU-s)`, '', '| after | RSS | anonymous / file-backed | peak (VmHWM) | V8 heap reserved / used | new space | old space | code space | array buffers | CPU-s per 1,000 req | CPU-s per GiB |', '|---|---|---|---|---|---|---|---|---|---|---|']
+  const lines = [`### ${label} (median of ${all.length} runs; MiB, CPU-s)`, '', '| after | RSS | anonymous / file-backed | anonymous: V8 pages / main thread malloc / other threads malloc / rest | peak (VmHWM) | V8 heap reserved / used | new space | old space | code space | array buffers | CPU-s per 1,000 req | CPU-s per GiB |', '|---|---|---|---|---|---|---|---|---|---|---|---|']
   for (let i = 0; i < all[0].length; i++) {
     const m = (key) => median(all.map((samples) => samples[i][key]))
-    lines.push(`| ${all[0][i].phase} | ${fixed(m('rss'))} | ${fixed(m('anon'))} / ${fixed(m('file'))} | ${fixed(m('peak'))} | ${fixed(m('heapTotal'))} / ${fixed(m('heapUsed'))} | ${fixed(m('newSpace'), 1)} | ${fixed(m('oldSpace'))} | ${fixed(m('codeSpace'), 1)} | ${fixed(m('arrayBuffers'), 1)} | ${fixed(m('cpuPer1000'), 3)} | ${fixed(m('cpuPerGiB'), 2)} |`)
+    lines.push(`| ${all[0][i].phase} | ${fixed(m('rss'))} | ${fixed(m('anon'))} / ${fixed(m('file'))} | ${['v8Pages', 'mainMalloc', 'threadMalloc', 'otherAnonymous'].map((part) => fixed(m(part), 1)).join(' / ')} | ${fixed(m('peak'))} | ${fixed(m('heapTotal'))} / ${fixed(m('heapUsed'))} | ${fixed(m('newSpace'), 1)} | ${fixed(m('oldSpace'))} | ${fixed(m('codeSpace'), 1)} | ${fixed(m('arrayBuffers'), 1)} | ${fixed(m('cpuPer1000'), 3)} | ${fixed(m('cpuPerGiB'), 2)} |`)
   }
   return lines.join('\n')
 }

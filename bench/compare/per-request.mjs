@@ -31,7 +31,8 @@
 // ratios: the plugin and the relay ran in the same seconds, so this is the figure of its target.
 // Each run reads the proxy's user + system CPU from /proc/<pid>/stat (with its child processes:
 // Squid's helpers) before and after, and divides by the requests answered (2xx; 200 to CONNECT).
-// Memory: RSS of every proxy at idle (1 s after start) and after each scenario's rounds.
+// Memory: RSS of every proxy at idle (1 s after start) and after each scenario's rounds, and for
+// the Node paths where it is (V8's heap pages, malloc by thread, files: bench/rss-parts.mjs).
 // Ours, the floors and the plugin all run with the Node options `npm start` passes
 // (BENCH_OURS_NODE_ARGS, default bench/shipped-node-args.mjs), so their differences are code.
 // BENCH_PEERS narrows the paths (node-floor, fastify-floor, ours-minimal, ours-full, squid,
@@ -45,6 +46,7 @@ import { runHey } from './hey.mjs'
 import { PLAIN_HOST, TLS_HOST } from './origin.mjs'
 import { BENCH_USER, SUITE_PEERS, startPeers } from './peers.mjs'
 import { cpuSeconds, memoryMiB, tcpPassiveOpens } from './processes.mjs'
+import { rssParts } from '../rss-parts.mjs'
 import { median } from './report.mjs'
 
 export const SUITE_LABELS = {
@@ -199,6 +201,11 @@ function summarizeScenario (byPath) {
   }]))
 }
 
+/** RSS and peak of a path's process tree, and for a Node path where its own RSS is (bench/rss-parts.mjs). */
+function memoryOf (r) {
+  return { ...memoryMiB(r.pid), parts: r.peer.name === 'squid' ? undefined : rssParts(r.pid) }
+}
+
 /**
  * The suite: starts its paths, measures idle memory, runs each selected scenario's rounds and
  * reads memory after each. Resolves with { paths, runs, summary, memory } for the report and JSON.
@@ -208,7 +215,7 @@ export async function runPerRequestSuite (run, { origin, context, tools }) {
   const running = await startPaths(run, context, tools)
   print(`paths: ${running.map((r) => r.peer.name).join(', ') || 'none'}\n`)
   await delay(1000)
-  const memory = Object.fromEntries(running.map((r) => [r.peer.name, { idle: memoryMiB(r.pid) }]))
+  const memory = Object.fromEntries(running.map((r) => [r.peer.name, { idle: memoryOf(r) }]))
   const runs = {}
   const direct = { name: 'direct', label: 'direct (no proxy)' }
   const asPath = (r) => ({ name: r.peer.name, label: r.peer.label, port: r.port, pid: r.pid, peer: r.peer })
@@ -232,7 +239,7 @@ export async function runPerRequestSuite (run, { origin, context, tools }) {
       const measure = (path, seconds) => heyRun(scenario, origin, settings, path, seconds)
       runs[scenario] = await rounds(run, scenario, [direct, ...through], measure, ADJACENT[scenario])
     }
-    for (const r of running) memory[r.peer.name][scenario] = memoryMiB(r.pid)
+    for (const r of running) memory[r.peer.name][scenario] = memoryOf(r)
     print()
   }
   const labels = Object.fromEntries([direct, ...running.map(asPath)].map((p) => [p.name, p.label]))
@@ -273,6 +280,14 @@ export function suiteTables ({ labels, runs, summary, sameMinute = {}, memory, p
   for (const [name, m] of Object.entries(memory)) {
     const last = phases.length === 0 ? m.idle : m[phases.at(-1)]
     out.push(`| ${labels[name]} | ${fixed(m.idle.rss)} | ${phases.map((p) => (participants[name].includes(p) ? fixed(m[p]?.rss) : '-')).join(' | ')} | ${fixed(last.peak)} |`)
+  }
+  out.push('\nWhere the RSS of each Node path is, idle and after its last rounds (MiB; bench/rss-parts.mjs):\n')
+  out.push('| path | V8\'s heap pages | the main thread\'s malloc | the other threads\' malloc (arenas) | other anonymous | files (the binary, libraries) |\n|---|---|---|---|---|---|')
+  for (const [name, m] of Object.entries(memory)) {
+    const last = phases.filter((p) => participants[name].includes(p)).at(-1)
+    if (m.idle.parts === undefined || last === undefined) continue
+    const cell = (part) => `${fixed(m.idle.parts[part])} / ${fixed(m[last].parts[part])}`
+    out.push(`| ${labels[name]} | ${['v8Pages', 'mainMalloc', 'threadMalloc', 'otherAnonymous', 'fileBacked'].map(cell).join(' | ')} |`)
   }
   out.push(`\n${settings.rounds} rounds of ${settings.duration} s, ${settings.connections} connections; medians. CPU: user + system from /proc/<pid>/stat over the requests answered (2xx; 200 to CONNECT), Squid's helpers included. Access logs: ${settings.accessLog === 'null' ? '/dev/null' : 'files'}.`)
   return out.join('\n')
