@@ -4,11 +4,11 @@
 // owner: the nearest JavaScript frame's file (ours by file under dist/lib, a package by name,
 // Node's own modules by name; "no JS frame" for libuv, the HTTP parser's C++ and the like), in
 // the kernel or in user space by where the sample landed, the main thread apart from V8's and
-// libuv's other threads. A V8 CPU profile (`--cpu-prof`) counts wall time, so a write that wakes
-// the client shows as a long `writev`; perf counts CPU time only. The CPU per request is
-// /proc's, as the suites read it; the split is perf's. perf itself costs CPU (more per request
-// the deeper and slower the path), so compare shares, and totals only with the suites. Paths
-// as in bench/load-paths.mjs.
+// libuv's other threads (those by thread name: V8Worker, libuv-worker, ...). A V8 CPU profile
+// (`--cpu-prof`) counts wall time, so a write that wakes the client shows as a long `writev`;
+// perf counts CPU time only. The CPU per request is /proc's, as the suites read it; the split
+// is perf's. perf itself costs CPU (more per request the deeper and slower the path), so
+// compare shares, and totals only with the suites. Paths as in bench/load-paths.mjs.
 //
 //   npm run build && node bench/cpu-owners.mjs . bench/floor-fastify-proxy.mjs
 //   OWNERS_MODE=intercept OWNERS_FUNCTIONS='^ours' node bench/cpu-owners.mjs .
@@ -61,12 +61,13 @@ async function ownersOf (file) {
   const script = spawn(perf, ['script', '-i', file, '-F', 'comm,pid,tid,ip,sym,dso'], { stdio: ['ignore', 'pipe', 'ignore'] })
   const owners = new Map()
   const functions = new Map()
-  const threads = { mainKernel: 0, mainUser: 0, other: 0 }
+  const threads = { mainKernel: 0, mainUser: 0, other: 0, otherByName: new Map() }
   let sample = null
   const count = () => {
     if (sample === null) return
     if (!sample.main) {
       threads.other++
+      threads.otherByName.set(sample.name, (threads.otherByName.get(sample.name) ?? 0) + 1)
       return
     }
     const leaf = sample.frames[0] ?? ''
@@ -93,8 +94,8 @@ async function ownersOf (file) {
   for await (const line of createInterface({ input: script.stdout })) {
     if (/^\S/.test(line)) {
       count()
-      const [, pid, tid = pid] = /^\S+\s+(\d+)(?:\/(\d+))?/.exec(line) ?? []
-      sample = { main: pid === tid, frames: [] }
+      const [, name, pid, tid = pid] = /^(\S+)\s+(\d+)(?:\/(\d+))?/.exec(line) ?? []
+      sample = { main: pid === tid, name, frames: [] }
     } else if (line.trim() !== '' && sample !== null) {
       sample.frames.push(line.trim())
     }
@@ -120,7 +121,7 @@ for (const path of paths) {
   const { owners, functions, threads } = await ownersOf(file)
   await stopProcess(started)
   rmSync(`/tmp/perf-${pid}.map`, { force: true })
-  console.log(`\n${path}: ${requests} requests, ${(cpu * 1e6 / requests).toFixed(1)} µs CPU per request (/proc); perf: main thread ${micros(threads.mainKernel, requests).trim()} kernel + ${micros(threads.mainUser, requests).trim()} user, other threads ${micros(threads.other, requests).trim()}`)
+  console.log(`\n${path}: ${requests} requests, ${(cpu * 1e6 / requests).toFixed(1)} µs CPU per request (/proc); perf: main thread ${micros(threads.mainKernel, requests).trim()} kernel + ${micros(threads.mainUser, requests).trim()} user, other threads ${micros(threads.other, requests).trim()} (${[...threads.otherByName].sort((a, b) => b[1] - a[1]).map(([name, samples]) => `${name} ${micros(samples, requests).trim()}`).join(', ')})`)
   console.log('    user  kernel  (µs per request)')
   for (const [owner, c] of [...owners].sort((a, b) => (b[1].user + b[1].kernel) - (a[1].user + a[1].kernel)).slice(0, TOP)) {
     console.log(`  ${micros(c.user, requests)}  ${micros(c.kernel, requests)}  ${owner}`)
