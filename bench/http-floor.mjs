@@ -4,9 +4,10 @@
 // forward written as a bare Fastify route (floor-fastify-proxy.mjs) and as a bare Node HTTP
 // server (floor-node-proxy.mjs), and through the ready-to-run server as shipped
 // (dist/lib/cli/main.js, NODE_ENV=production, access log at info to /dev/null), alternating,
-// several rounds. Reports the medians of req/s and
-// of the proxy's CPU (user + system from /proc/<pid>/stat) per request, the steady figure on a
-// shared machine. Loopback only. Needs `npm run build` first (`npm run bench:floor` does it).
+// several rounds, every one with the Node options `npm start` passes (bench/shipped-node-args.mjs).
+// Reports the medians of req/s and of the proxy's CPU (user + system from /proc/<pid>/stat) per
+// request, the steady figure on a shared machine. Loopback only. Needs `npm run build` first
+// (`npm run bench:floor` does it).
 // Knobs: BENCH_ROUNDS (5), BENCH_DURATION (seconds per run, 4), BENCH_CONNECTIONS (32),
 // BENCH_FLOOR_BIN_LEVELS (log levels to run the ready-to-run server at, comma-separated: info).
 import { execFileSync, spawn } from 'node:child_process'
@@ -23,8 +24,9 @@ const duration = process.env.BENCH_DURATION ?? '4'
 const connections = process.env.BENCH_CONNECTIONS ?? '32'
 const binLevels = (process.env.BENCH_FLOOR_BIN_LEVELS ?? 'info').split(',').filter((level) => level !== '')
 
+/** A floor or the plugin's server, with the Node options the bin gets, so that their differences are code. */
 function start (file) {
-  const child = spawn(process.execPath, [here(file)], { stdio: ['ignore', 'pipe', 'inherit'] })
+  const child = spawn(process.execPath, [...SHIPPED_NODE_ARGS, here(file)], { stdio: ['ignore', 'pipe', 'inherit'] })
   return new Promise((resolve, reject) => {
     child.once('error', reject)
     child.once('exit', (code) => reject(new Error(`${file} exited with ${code} before listening`)))
