@@ -39,3 +39,19 @@ test('an omitted default port is equivalent (80 for http, 443 for https); anothe
   t.notOk(isEquivalentAuthority('user@example.com', { host: 'example.com', port: 80 }, 80))
   t.notOk(isEquivalentAuthority('example.com:', { host: 'example.com', port: 80 }, 80))
 })
+
+test('a Host spelled exactly as the destination, alone or with its port, names it; a longer name, another port or a bare IPv6 address does not', async (t) => {
+  const named = { host: 'example.com', port: 8443 }
+  t.ok(isEquivalentAuthority('example.com:8443', named, 443))
+  t.ok(isEquivalentAuthority('example.com', { host: 'example.com', port: 443 }, 443))
+  t.notOk(isEquivalentAuthority('example.com', named, 443), 'the omitted port is the default, not the destination\'s')
+  t.notOk(isEquivalentAuthority('example.com:84430', named, 443))
+  t.notOk(isEquivalentAuthority('example.com:844', named, 443))
+  t.notOk(isEquivalentAuthority('example.com.evil.test:8443', named, 443))
+  t.ok(isEquivalentAuthority('127.0.0.2:8443', { host: '127.0.0.2', port: 8443 }, 443))
+  t.notOk(isEquivalentAuthority('127.0.0.20:8443', { host: '127.0.0.2', port: 8443 }, 443))
+  const ipv6 = { host: '::1', port: 443 }
+  t.notOk(isEquivalentAuthority('::1', ipv6, 443), 'an IPv6 Host must be bracketed')
+  t.notOk(isEquivalentAuthority('::1:443', ipv6, 443), 'an IPv6 Host must be bracketed, with a port too')
+  t.ok(isEquivalentAuthority('[::1]:443', ipv6, 443))
+})

@@ -284,9 +284,28 @@ const AUTHORITY = /^(\[[0-9A-Fa-f:.]+\]|[^:[\]]+)(?::([0-9]{1,5}))?$/
  * spellings normalized) and same port, an omitted port meaning `defaultPort`.
  */
 export function isEquivalentAuthority (hostHeader: string, destination: ForwardProxyDestination, defaultPort: number): boolean {
+  const spelledAlike = spelledAsDestination(hostHeader, destination)
+  if (spelledAlike !== undefined) return spelledAlike === 'host' ? destination.port === defaultPort : true
   const match = AUTHORITY.exec(hostHeader.trim())
   if (match === null) return false
   const [, rawHost = '', rawPort] = match
   const port = rawPort === undefined ? defaultPort : Number(rawPort)
   return port === destination.port && canonicalHost(rawHost) === destination.host
 }
+
+/**
+ * Whether `hostHeader` is spelled exactly as the destination's own host (`host`) or as its host
+ * and port (`host-and-port`): the usual case, decided without the pattern and the canonical
+ * host's lookup that `isEquivalentAuthority` runs for every request inside a tunnel. Undefined
+ * when it is spelled any other way, or when the destination is an IPv6 address: its bare
+ * spelling (`::1`) is not a valid `Host`, which must bracket it.
+ */
+function spelledAsDestination (hostHeader: string, destination: ForwardProxyDestination): 'host' | 'host-and-port' | undefined {
+  const { host } = destination
+  if (host.length === 0 || !hostHeader.startsWith(host) || host.includes(':')) return undefined
+  if (hostHeader.length === host.length) return 'host'
+  if (hostHeader.charCodeAt(host.length) !== COLON) return undefined
+  return hostHeader.slice(host.length + 1) === String(destination.port) ? 'host-and-port' : undefined
+}
+
+const COLON = 0x3a
