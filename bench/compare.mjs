@@ -101,16 +101,20 @@ async function main () {
 }
 
 /**
- * The per-request suite (BENCH_SUITE=per-request): hey for every load scenario, so it needs hey;
- * its paths, rounds and tables are in bench/compare/per-request.mjs.
+ * The per-request suite (BENCH_SUITE=per-request): hey for every load scenario, so it needs hey,
+ * unless BENCH_HTTP_CLIENT=node (bench/load.mjs, undici); its paths, rounds and tables are in
+ * bench/compare/per-request.mjs.
  */
 async function perRequestMain (tools, host) {
-  if (tools.found.hey === undefined) {
-    problems.push('the per-request suite needs hey (apt-get install hey)')
-    return
+  const client = settings.httpClient === 'node' ? 'bench/load.mjs (undici)' : 'hey'
+  if (settings.httpClient === 'hey') {
+    if (tools.found.hey === undefined) {
+      problems.push('the per-request suite needs hey (apt-get install hey), or BENCH_HTTP_CLIENT=node')
+      return
+    }
+    settings.heyPath = tools.found.hey
   }
-  settings.heyPath = tools.found.hey
-  print(`client: hey (${settings.connections} connections, keep-alive) for http:// and intercepted requests; bench/compare/connect-client.mjs for CONNECT`)
+  print(`client: ${client} (${settings.connections} connections, keep-alive) for http:// and intercepted requests; bench/compare/connect-client.mjs for CONNECT`)
   await withOrigin(tools, async ({ directory, pki, origin, versions }) => {
     const context = { directory, pki, tools: tools.found, maxTunnels: 20_000, nodeArgs: settings.oursNodeArgs, accessLog: settings.accessLog }
     print(`origin: ${versions.origin}${versions.squid === undefined ? '' : `; ${versions.squid}`}`)

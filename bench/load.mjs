@@ -8,7 +8,9 @@
 // so a new TLS handshake, per request), download-https-direct, download-https-tunnel.
 // BENCH_ORIGIN_HOST (default 127.0.0.1) is the origin's address (CONNECT target, TLS name).
 // BENCH_WARMUP_MS (default 1000): warm-up before measuring (not for downloads).
-// Output: requests, reqPerSec, p50 and p99 (ms), mbPerSec, errors.
+// BENCH_PROXY_AUTHORIZATION: a `Proxy-Authorization` value sent with every request through the
+// proxy (http-proxy) or with every CONNECT (the tunnel modes).
+// Output: requests (2xx), reqPerSec, p50 and p99 (ms), mbPerSec, errors (other answers too).
 import { readFileSync } from 'node:fs'
 import { connect as tlsConnect } from 'node:tls'
 import { Pool } from 'undici'
@@ -20,10 +22,11 @@ const duration = Number(durationText) * 1000
 const download = mode.startsWith('download')
 const connections = download ? 1 : Number(connectionsText)
 const originHost = process.env.BENCH_ORIGIN_HOST ?? '127.0.0.1'
+const authorization = process.env.BENCH_PROXY_AUTHORIZATION
 const origin = `${ca === undefined ? 'http' : 'https'}://${originHost}:${originPort}`
 
 function tunnelConnector (options, callback) {
-  openTunnel(Number(proxyPort), originHost, originPort).then((socket) => callback(null, socket), (error) => callback(error, null))
+  openTunnel(Number(proxyPort), originHost, originPort, authorization).then((socket) => callback(null, socket), (error) => callback(error, null))
 }
 
 function tlsTunnelConnector (options, callback) {
@@ -46,6 +49,7 @@ const pool = new Pool(viaProxy ? `http://127.0.0.1:${proxyPort}` : origin, {
 })
 const path = download ? '/big' : '/small'
 const requestPath = viaProxy ? `${origin}${path}` : path
+const headers = viaProxy && authorization !== undefined ? { 'proxy-authorization': authorization } : undefined
 
 const latencies = []
 let bytes = 0
@@ -61,9 +65,10 @@ async function worker () {
   while (Date.now() < stopAt) {
     const started = process.hrtime.bigint()
     try {
-      const { body } = await pool.request({ path: requestPath, method: 'GET' })
+      const { statusCode, body } = await pool.request({ path: requestPath, method: 'GET', headers })
       for await (const chunk of body) bytes += chunk.length
-      if (measuring || download) { completed++; latencies.push(Number(process.hrtime.bigint() - started) / 1e6) }
+      if (statusCode < 200 || statusCode > 299) errors++
+      else if (measuring || download) { completed++; latencies.push(Number(process.hrtime.bigint() - started) / 1e6) }
     } catch {
       errors++
     }

@@ -16,9 +16,13 @@ export function checkServerIdentity (host, cert) {
   return (cert.subjectaltname ?? '').split(', ').includes(`DNS:${host}`) ? undefined : error
 }
 
-/** Resolves with the socket once the proxy answered 2xx to `CONNECT host:port`; rejects otherwise. */
-export async function openTunnel (proxyPort, host, port) {
-  const socket = connect(proxyPort, '127.0.0.1', () => socket.write(`CONNECT ${host}:${port} HTTP/1.1\r\nHost: ${host}:${port}\r\n\r\n`))
+/**
+ * Resolves with the socket once the proxy answered 2xx to `CONNECT host:port` (sent with
+ * `authorization` as its `Proxy-Authorization` when given); rejects otherwise.
+ */
+export async function openTunnel (proxyPort, host, port, authorization) {
+  const credentials = authorization === undefined ? '' : `Proxy-Authorization: ${authorization}\r\n`
+  const socket = connect(proxyPort, '127.0.0.1', () => socket.write(`CONNECT ${host}:${port} HTTP/1.1\r\nHost: ${host}:${port}\r\n${credentials}\r\n`))
   const { status, head } = await readConnectResponse(socket)
   if (!(status >= 200 && status < 300)) {
     socket.destroy()

@@ -1,5 +1,6 @@
 // The load scenarios of the comparison, each measured direct and through every proxy with the
-// same client: bench/load.mjs (undici, 32 keep-alive connections; downloads over 1), or hey for
+// same client: bench/load.mjs (undici, 32 keep-alive connections; downloads over 1; the
+// per-request suite's client under BENCH_HTTP_CLIENT=node), or hey for
 // http:// forwarding when `settings.heyPath` is set and for the `-hey` tunnel scenarios.
 import { execFile } from 'node:child_process'
 import { fileURLToPath } from 'node:url'
@@ -39,15 +40,28 @@ export function runLoad (scenario, origin, pki, settings, proxyPort) {
     if (port === undefined) return Promise.reject(new Error('the origin has no TLS port on this host (nginx is not installed)'))
     return runHey(settings.heyPath, `https://${spec.hey.host}:${port}/small`, proxyPort, settings.duration, settings.connections, spec.hey.keepAlive)
   }
+  return runUndiciLoad(scenario, origin, pki, { duration: settings.duration, connections: settings.connections, warmupMs: settings.warmupMs }, proxyPort)
+}
+
+/**
+ * Runs bench/load.mjs (undici) once for `scenario` (one with load.mjs modes) against `origin`,
+ * direct when `proxyPort` is undefined: `duration` s over `connections` keep-alive connections
+ * after `warmupMs` (0: none), with `authorization` as the `Proxy-Authorization` of every request
+ * or CONNECT through the proxy when given. The client trusts the destination CA direct and the
+ * operator CA through a proxy (interception).
+ */
+export function runUndiciLoad (scenario, origin, pki, { duration, connections, warmupMs, authorization }, proxyPort) {
+  const spec = SCENARIOS[scenario]
   const mode = proxyPort === undefined ? spec.direct : spec.proxied
   const port = spec.tls ? origin.httpsPort : origin.httpPort
   const ca = !spec.tls ? [] : [proxyPort === undefined ? pki.destinationCa.certPath : pki.operatorCa.certPath]
-  const args = [LOAD, mode, String(port), String(proxyPort ?? 0), String(settings.duration), String(settings.connections), ...ca]
-  const env = { ...process.env, BENCH_ORIGIN_HOST: spec.tls ? TLS_HOST : PLAIN_HOST, BENCH_WARMUP_MS: String(settings.warmupMs) }
+  const args = [LOAD, mode, String(port), String(proxyPort ?? 0), String(duration), String(connections), ...ca]
+  const env = { ...process.env, BENCH_ORIGIN_HOST: spec.tls ? TLS_HOST : PLAIN_HOST, BENCH_WARMUP_MS: String(warmupMs) }
+  if (authorization !== undefined && proxyPort !== undefined) env.BENCH_PROXY_AUTHORIZATION = authorization
   return new Promise((resolve, reject) => {
-    execFile(process.execPath, args, { env, encoding: 'utf8', timeout: (settings.duration + 120) * 1000 }, (error, stdout, stderr) => {
+    execFile(process.execPath, args, { env, encoding: 'utf8', timeout: (duration + 120) * 1000 }, (error, stdout, stderr) => {
       if (error !== null) return reject(new Error(`bench/load.mjs ${mode}: ${error.message}\n${stderr}`))
-      resolve(JSON.parse(stdout))
+      resolve({ ...JSON.parse(stdout), client: 'undici' })
     })
   })
 }

@@ -43,15 +43,17 @@
 import { setTimeout as delay } from 'node:timers/promises'
 import { connectLoad } from './connect-client.mjs'
 import { runHey } from './hey.mjs'
+import { runUndiciLoad } from './load-scenarios.mjs'
 import { PLAIN_HOST, TLS_HOST } from './origin.mjs'
 import { BENCH_USER, SUITE_PEERS, startPeers } from './peers.mjs'
 import { cpuSeconds, memoryMiB, tcpPassiveOpens } from './processes.mjs'
 import { rssParts } from '../rss-parts.mjs'
 import { median } from './report.mjs'
 
+/** The scenarios' headings; those of http:// and intercepted requests name their client after them. */
 export const SUITE_LABELS = {
-  http: 'http:// forwarding, keep-alive, 13 B responses (hey)',
-  'intercept-hey': 'intercepted (127.0.0.2), keep-alive, 13 B responses (hey)',
+  http: 'http:// forwarding, keep-alive, 13 B responses',
+  'intercept-hey': 'intercepted (127.0.0.2), keep-alive, 13 B responses',
   connect: 'CONNECT to the origin, answer read, connection closed'
 }
 const fixed = (n, digits = 0) => (Number.isFinite(n) ? n.toFixed(digits) : '-')
@@ -72,10 +74,19 @@ async function startPaths ({ settings, problems, processes, print }, context, to
   })
 }
 
-/** One hey run of `scenario` through `path` (direct when it has no port). */
-function heyRun (scenario, origin, settings, path, seconds) {
+/**
+ * One run of `scenario` through `path` (direct when it has no port) with the suite's client:
+ * hey, or bench/load.mjs (undici) under BENCH_HTTP_CLIENT=node, whose intercepted requests go
+ * through CONNECT tunnels it opens itself and verify the proxy's leaves against the operator CA.
+ */
+function clientRun (scenario, origin, pki, settings, path, seconds) {
+  const auth = Boolean(path.peer?.auth)
+  if (settings.httpClient === 'node') {
+    const options = { duration: seconds, connections: settings.connections, warmupMs: 0, authorization: auth ? BASIC : undefined }
+    return runUndiciLoad(scenario === 'http' ? 'http' : 'intercept', origin, pki, options, path.port)
+  }
   const url = scenario === 'http' ? `http://${PLAIN_HOST}:${origin.httpPort}/small` : `https://${TLS_HOST}:${origin.httpsPort}/small`
-  return runHey(settings.heyPath, url, path.port, seconds, settings.connections, true, path.peer?.auth ? BENCH_USER : undefined)
+  return runHey(settings.heyPath, url, path.port, seconds, settings.connections, true, auth ? BENCH_USER : undefined)
 }
 
 /** One CONNECT-cost run through `path`. */
@@ -236,7 +247,7 @@ export async function runPerRequestSuite (run, { origin, context, tools }) {
         }
       }, ADJACENT.connect)
     } else {
-      const measure = (path, seconds) => heyRun(scenario, origin, settings, path, seconds)
+      const measure = (path, seconds) => clientRun(scenario, origin, context.pki, settings, path, seconds)
       runs[scenario] = await rounds(run, scenario, [direct, ...through], measure, ADJACENT[scenario])
     }
     for (const r of running) memory[r.peer.name][scenario] = memoryOf(r)
@@ -253,7 +264,7 @@ export function suiteTables ({ labels, runs, summary, sameMinute = {}, memory, p
   const out = []
   for (const [scenario, byPath] of Object.entries(summary)) {
     const connect = scenario === 'connect'
-    out.push(`### ${SUITE_LABELS[scenario]}\n`)
+    out.push(`### ${SUITE_LABELS[scenario]}${connect ? '' : settings.httpClient === 'node' ? ' (undici: bench/load.mjs)' : ' (hey)'}\n`)
     out.push(connect
       ? '| path | answered CONNECT/s | proxy CPU µs per answered CONNECT | against the relay (median of the rounds\' ratios) | each round (µs) | errors |\n|---|---|---|---|---|---|'
       : '| path | req/s | proxy CPU µs per request | each round (µs) | p50 ms | p99 ms | errors | TCP connections accepted per run |\n|---|---|---|---|---|---|---|---|')

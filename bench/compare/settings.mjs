@@ -62,7 +62,7 @@ function roundSettings (smoke) {
 
 /**
  * The per-request suite's knobs: the same names, other defaults (every path, hey for every load
- * scenario), and BENCH_ACCESS_LOG (`file`: ours' stdout and Squid's access_log into files in the
+ * scenario unless BENCH_HTTP_CLIENT=node), and BENCH_ACCESS_LOG (`file`: ours' stdout and Squid's access_log into files in the
  * run's folder; `null`: both into /dev/null).
  */
 function readSuiteSettings (smoke) {
@@ -75,7 +75,8 @@ function readSuiteSettings (smoke) {
     accessLog: list('BENCH_ACCESS_LOG', ['file'], ['file', 'null'])[0],
     oursNodeArgs: oursNodeArgs(),
     origin: list('BENCH_ORIGIN', ['nginx'], ['nginx', 'node'])[0],
-    httpClient: 'hey',
+    // hey (Go's net/http), or `node`: bench/load.mjs (undici) for the http:// and intercepted rounds.
+    httpClient: list('BENCH_HTTP_CLIENT', ['hey'], ['hey', 'node'])[0],
     jsonPath: process.env.BENCH_JSON ?? (smoke ? '' : 'bench/results/per-request-latest.json')
   }
 }
