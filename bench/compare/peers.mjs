@@ -85,7 +85,7 @@ export const FULL_INTERCEPT_HOSTS = [TLS_HOST, 'api.example.com']
  * address, and api.example.com; http:// forwarding goes to 127.0.0.1, so neither) and one header
  * rule for those two hosts.
  */
-async function oursAsRun (variant, { directory, pki, nodeArgs = [], accessLog }) {
+export async function oursAsRun (variant, { directory, pki, nodeArgs = [], accessLog }) {
   const port = await freePort()
   const config = {
     listen: [{ host: '127.0.0.1', port }],

@@ -62,8 +62,8 @@ function roundSettings (smoke) {
 
 /**
  * The per-request suite's knobs: the same names, other defaults (every path, hey for every load
- * scenario unless BENCH_HTTP_CLIENT=node), and BENCH_ACCESS_LOG (`file`: ours' stdout and Squid's access_log into files in the
- * run's folder; `null`: both into /dev/null).
+ * scenario unless BENCH_HTTP_CLIENT=node), and BENCH_ACCESS_LOG (`file`: ours' stdout and
+ * Squid's access_log into files in the run's folder; `null`: both into /dev/null).
  */
 function readSuiteSettings (smoke) {
   return {
