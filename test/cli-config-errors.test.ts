@@ -23,6 +23,7 @@ test('config: wrong types say what is expected', async (t) => {
   t.throws(() => parse([]), { message: 'proxy.json: (top level) must be an object' })
   t.throws(() => parse({ destinations: { allowedHosts: 'example.com' } }), { message: 'proxy.json: /destinations/allowedHosts must be an array of non-empty strings' })
   t.throws(() => parse({ destinations: { allowPrivateNetworks: 'yes' } }), { message: 'proxy.json: /destinations/allowPrivateNetworks must be true or false' })
+  t.throws(() => parse({ releaseIdleMemory: 'yes' }), { message: 'proxy.json: /releaseIdleMemory must be true or false' })
   t.throws(() => parse({ limits: { connectTimeout: 0 } }), { message: 'proxy.json: /limits/connectTimeout must be an integer from 1 to 2147483647' })
   t.throws(() => parse({ limits: { tunnelSetupWait: 60_001 } }), { message: 'proxy.json: /limits/tunnelSetupWait must be an integer from 0 to 60000' })
   t.doesNotThrow(() => parse({ limits: { tunnelSetupWait: 0 } }))

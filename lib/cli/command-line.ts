@@ -13,6 +13,7 @@ import { DEFAULT_LIMITS } from '../core/options'
 import { defaultPlaceholder } from '../security/secret-values'
 import { CAPTURE_DEFAULTS } from '../capture/capture-settings'
 import type { DevelopmentCaInUse } from './interception-from-config'
+import { canReleaseIdleMemory } from './idle-memory'
 
 /** What the `forward-proxy` command line asks for. */
 export interface CommandLine {
@@ -108,8 +109,16 @@ export function startupSummary (config: ProxyServerConfig, urls: readonly string
     ...(config.upstreamProxies === undefined ? [] : [`  upstream proxies: ${upstreamLine(config.upstreamProxies)}`]),
     ...(config.capture === undefined ? [] : [captureLine(config.capture, config.workers ?? 1, users > 0)]),
     ...(metricsUrl === undefined ? [] : [`  metrics: ${metricsUrl} (Prometheus text format, separate listener)`]),
+    idleMemoryLine(config.releaseIdleMemory),
     '  health check: GET /healthz on every listener'
   ]
+}
+
+/** Whether the heap a burst of traffic left behind goes back to the system once the proxy is quiet. */
+function idleMemoryLine (releaseIdleMemory: boolean | undefined): string {
+  if (releaseIdleMemory === false) return '  idle memory: kept (releaseIdleMemory is false)'
+  if (!canReleaseIdleMemory()) return '  idle memory: kept (giving it back needs Node 22 or later)'
+  return '  idle memory: given back to the system once the proxy is quiet'
 }
 
 function interceptionLine (interception: InterceptionConfig, developmentCa: DevelopmentCaInUse): string {

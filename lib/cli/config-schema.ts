@@ -203,6 +203,7 @@ export const CONFIG_SCHEMA = {
     dataDirectory: { type: 'string', minLength: 1 },
     // Processes sharing the listeners (Node cluster); 1 runs everything in this process.
     workers: { type: 'integer', minimum: 1, maximum: 64 },
+    releaseIdleMemory: { type: 'boolean' },
     log: {
       type: 'object',
       additionalProperties: false,

@@ -56,6 +56,8 @@ export interface ProxyServerConfig {
   dataDirectory: string
   /** Processes that share the listeners (Node `cluster`); 1, the default, runs in this process. */
   workers?: number
+  /** Whether each process gives its unused heap back to the system once quiet (default true). */
+  releaseIdleMemory?: boolean
   log: LogConfig
   /** The Prometheus endpoint's listener; absent means no endpoint. */
   metrics?: MetricsListenerConfig

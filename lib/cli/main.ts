@@ -10,6 +10,7 @@ import { startProxyServer } from './build-server'
 import { isWorker, reportWorkerReady, runWorkers } from './workers'
 import { serveWorkersLimits } from './workers-limits'
 import { answerReloadWithoutFile, watchConfiguration } from './reload'
+import { releaseMemoryWhenIdle } from './idle-memory'
 
 const USAGE = `Usage: forward-proxy [--config <file>] [--host <address>] [--port <n>]
        forward-proxy har-repair FILE
@@ -47,6 +48,7 @@ async function main (): Promise<void> {
     return
   }
   const server = await startProxyServer(config)
+  const stopReleasingMemory = config.releaseIdleMemory === false ? () => {} : releaseMemoryWhenIdle(server.app.log)
   const { configPath } = commandLine
   const stopWatching = configPath === undefined
     ? answerReloadWithoutFile(server.app.log)
@@ -61,6 +63,7 @@ async function main (): Promise<void> {
     process.removeListener('SIGINT', shutdown)
     process.removeListener('SIGTERM', shutdown)
     stopWatching()
+    stopReleasingMemory()
     server.app.log.info({ signal }, 'shutting down')
     server.close().then(() => process.exit(0), (error: unknown) => {
       process.stderr.write(`forward-proxy: error while closing: ${(error as Error).message}\n`)

@@ -21,7 +21,7 @@ export interface ReloadTarget {
 }
 
 // Keys built into the listeners, the processes, the CA or the logger when the server starts.
-const RESTART_KEYS = ['listen', 'allowAnonymous', 'authFailureLimit', 'dataDirectory', 'workers', 'log', 'metrics', 'via', 'redis'] as const
+const RESTART_KEYS = ['listen', 'allowAnonymous', 'authFailureLimit', 'dataDirectory', 'workers', 'releaseIdleMemory', 'log', 'metrics', 'via', 'redis'] as const
 const RESTART_LIMITS = ['httpActivityTimeout', 'firstByteTimeout', 'maxStreamResets'] as const
 
 /**
