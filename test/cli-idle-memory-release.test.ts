@@ -22,8 +22,9 @@ function residentBytes (bin: BinProcess): number {
   return Number(kib) * 1024
 }
 
-function startBin (t: Test, extra: object): BinProcess {
-  const file = join(t.testdir(), 'proxy.json')
+/** Starts the bin with `extra` added to its configuration, written as `name`.json in `directory`. */
+function startBin (t: Test, directory: string, name: string, extra: object): BinProcess {
+  const file = join(directory, `${name}.json`)
   writeFileSync(file, JSON.stringify({
     listen: [{ host: '127.0.0.1', port: 0 }],
     destinations: { allowedPorts: '*', allowedNetworks: ['127.0.0.0/8'] },
@@ -33,57 +34,78 @@ function startBin (t: Test, extra: object): BinProcess {
   return runBin(t, ['--config', file])
 }
 
-test('bin: once quiet after start-up it gives the heap the start-up grew back to the system, and again after a burst of traffic', async (t) => {
-  const bin = startBin(t, {})
-  const [url = ''] = await listeningUrls(bin)
-  if (!CAN_RELEASE) {
-    t.match(bin.stdout(), /idle memory: kept \(giving it back needs Node 22 or later\)\n/)
-    return
-  }
-  t.match(bin.stdout(), /idle memory: given back to the system once the proxy is quiet\n/)
-  const [first] = releases(await printed(bin, RELEASE_LINE))
-  t.ok(first !== undefined && first.rssAfter < first.rssBefore, `the RSS fell: ${JSON.stringify(first)}`)
-
-  // A burst that grows the process well past what the first release left: 512 requests in
-  // flight at once, the origin answering them only when all have reached it. Once it stops the
-  // proxy is quiet again and gives the growth back.
-  const BURST = 512
+/** An origin that answers each `burst` of requests only once all of them have reached it. */
+async function burstOrigin (t: Test, burst: number): Promise<string> {
   let waiting: Array<() => void> = []
   const origin = createServer((_request, res) => {
     waiting.push(() => res.end('small'))
-    if (waiting.length < BURST) return
+    if (waiting.length < burst) return
     for (const answer of waiting) answer()
     waiting = []
   })
   await new Promise<void>((resolve) => origin.listen(0, '127.0.0.1', resolve))
   t.teardown(() => { origin.close() })
-  const agent = new ProxyAgent({ uri: url, connections: BURST })
+  return `http://127.0.0.1:${(origin.address() as AddressInfo).port}/small`
+}
+
+/**
+ * Sends bursts of `burst` requests at once through the bin until its RSS has grown 16 MiB past
+ * `from`: the requests in flight at once grow its heap.
+ */
+async function growThroughBursts (t: Test, bin: BinProcess, url: string, target: string, burst: number, from: number): Promise<void> {
+  const agent = new ProxyAgent({ uri: url, connections: burst })
   t.teardown(() => agent.close())
-  const target = `http://127.0.0.1:${(origin.address() as AddressInfo).port}/small`
-  const grown = (first?.rssAfter ?? 0) + 16 * 1024 * 1024
   await within((async () => {
-    while (residentBytes(bin) < grown) {
-      await Promise.all(Array.from({ length: BURST }, async () => {
+    while (residentBytes(bin) < from + 16 * 1024 * 1024) {
+      await Promise.all(Array.from({ length: burst }, async () => {
         const response = await request(target, { dispatcher: agent })
         await response.body.dump()
       }))
     }
-  })(), 'the burst growing the RSS by 16 MiB', 60_000)
-  const second = releases(await printed(bin, RELEASE_LINE, 2))[1]
-  t.ok(second !== undefined && second.rssBefore >= (first?.rssAfter ?? 0) + 8 * 1024 * 1024 && second.rssAfter < second.rssBefore, `the RSS fell again: ${JSON.stringify(second)}`)
-  bin.child.kill('SIGTERM')
-  t.equal(await bin.exited, 0)
+  })(), 'bursts growing the RSS by 16 MiB', 60_000)
+}
+
+test('bin: it gives the heap back once quiet after start-up, and after traffic once quiet for releaseIdleMemory ms', async (t) => {
+  const BURST = 512
+  const directory = t.testdir()
+  const patient = startBin(t, directory, 'patient', { releaseIdleMemory: 600_000 })
+  const eager = startBin(t, directory, 'eager', { releaseIdleMemory: 2000 })
+  const [patientUrl = ''] = await listeningUrls(patient)
+  const [eagerUrl = ''] = await listeningUrls(eager)
+  if (!CAN_RELEASE) {
+    t.match(eager.stdout(), /idle memory: kept \(giving it back needs Node 22 or later\)\n/)
+    return
+  }
+  t.match(eager.stdout(), /idle memory: given back to the system after start-up, and after 2000 ms quiet following traffic\n/)
+  const [patientStart] = releases(await printed(patient, RELEASE_LINE))
+  const [eagerStart] = releases(await printed(eager, RELEASE_LINE))
+  for (const release of [patientStart, eagerStart]) t.ok(release !== undefined && release.rssAfter < release.rssBefore, `start-up: the RSS fell: ${JSON.stringify(release)}`)
+
+  // The same bursts through both, the patient bin's first: it has been quiet the longer when
+  // the eager one, quiet for 2 s, gives the growth back.
+  const target = await burstOrigin(t, BURST)
+  await growThroughBursts(t, patient, patientUrl, target, BURST, patientStart?.rssAfter ?? 0)
+  await growThroughBursts(t, eager, eagerUrl, target, BURST, eagerStart?.rssAfter ?? 0)
+  const second = releases(await printed(eager, RELEASE_LINE, 2))[1]
+  t.ok(second !== undefined && second.rssBefore >= (eagerStart?.rssAfter ?? 0) + 8 * 1024 * 1024 && second.rssAfter < second.rssBefore, `after the burst: the RSS fell again: ${JSON.stringify(second)}`)
+  t.equal(patient.stdout().split('\n').filter((line) => RELEASE_LINE.test(line)).length, 1, 'the bin waiting 600 s after traffic has not released again')
+  for (const bin of [patient, eager]) {
+    bin.child.kill('SIGTERM')
+    t.equal(await bin.exited, 0)
+  }
 })
 
 test('bin: releaseIdleMemory false keeps the memory, as its start-up summary says', async (t) => {
-  const kept = startBin(t, { releaseIdleMemory: false })
+  const directory = t.testdir()
+  const kept = startBin(t, directory, 'kept', { releaseIdleMemory: false })
   await listeningUrls(kept)
   t.match(kept.stdout(), /idle memory: kept \(releaseIdleMemory is false\)\n/)
   if (CAN_RELEASE) {
     // A bin with the default started after it has given its start-up's heap back: this one,
     // quiet for longer, would have done so before it.
-    const released = startBin(t, {})
+    const released = startBin(t, directory, 'released', {})
     await listeningUrls(released)
+    t.match(released.stdout(), /idle memory: given back to the system after start-up, and after 30000 ms quiet following traffic\n/, 'by default, 30 s after traffic')
     await printed(released, RELEASE_LINE)
   }
   kept.child.kill('SIGTERM')

@@ -13,7 +13,7 @@ import { DEFAULT_LIMITS } from '../core/options'
 import { defaultPlaceholder } from '../security/secret-values'
 import { CAPTURE_DEFAULTS } from '../capture/capture-settings'
 import type { DevelopmentCaInUse } from './interception-from-config'
-import { canReleaseIdleMemory } from './idle-memory'
+import { canReleaseIdleMemory, DEFAULT_QUIET_BEFORE_RELEASE } from './idle-memory'
 
 /** What the `forward-proxy` command line asks for. */
 export interface CommandLine {
@@ -115,10 +115,11 @@ export function startupSummary (config: ProxyServerConfig, urls: readonly string
 }
 
 /** Whether the heap a burst of traffic left behind goes back to the system once the proxy is quiet. */
-function idleMemoryLine (releaseIdleMemory: boolean | undefined): string {
+function idleMemoryLine (releaseIdleMemory: boolean | number | undefined): string {
   if (releaseIdleMemory === false) return '  idle memory: kept (releaseIdleMemory is false)'
   if (!canReleaseIdleMemory()) return '  idle memory: kept (giving it back needs Node 22 or later)'
-  return '  idle memory: given back to the system once the proxy is quiet'
+  const quiet = typeof releaseIdleMemory === 'number' ? releaseIdleMemory : DEFAULT_QUIET_BEFORE_RELEASE
+  return `  idle memory: given back to the system after start-up, and after ${quiet} ms quiet following traffic`
 }
 
 function interceptionLine (interception: InterceptionConfig, developmentCa: DevelopmentCaInUse): string {

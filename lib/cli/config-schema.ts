@@ -203,7 +203,10 @@ export const CONFIG_SCHEMA = {
     dataDirectory: { type: 'string', minLength: 1 },
     // Processes sharing the listeners (Node cluster); 1 runs everything in this process.
     workers: { type: 'integer', minimum: 1, maximum: 64 },
-    releaseIdleMemory: { type: 'boolean' },
+    releaseIdleMemory: {
+      description: 'true, false, or the quiet time in milliseconds (an integer from 2000 to 86400000)',
+      oneOf: [{ type: 'boolean' }, { type: 'integer', minimum: 2000, maximum: 86400000 }]
+    },
     log: {
       type: 'object',
       additionalProperties: false,

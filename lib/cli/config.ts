@@ -56,8 +56,11 @@ export interface ProxyServerConfig {
   dataDirectory: string
   /** Processes that share the listeners (Node `cluster`); 1, the default, runs in this process. */
   workers?: number
-  /** Whether each process gives its unused heap back to the system once quiet (default true). */
-  releaseIdleMemory?: boolean
+  /**
+   * Whether each process gives its unused heap back to the system once quiet (default true), or
+   * after how many milliseconds of quiet following traffic.
+   */
+  releaseIdleMemory?: boolean | number
   log: LogConfig
   /** The Prometheus endpoint's listener; absent means no endpoint. */
   metrics?: MetricsListenerConfig

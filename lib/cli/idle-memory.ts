@@ -3,7 +3,9 @@
 // process sits idle: a proxy that served a burst held 45 to 55 MiB of them for as long as it
 // stayed quiet, against 15 to 20 after one collection that reduces the heap (docs/benchmarks.md).
 // An egress proxy of a sandbox or a CI runner is idle most of its life, so that is most of its
-// footprint.
+// footprint. That collection also drops the code V8 optimized for the traffic: the next burst
+// spent about 1.3 times the CPU per request while V8 optimized it again. So after traffic the
+// process waits for a long quiet period first; right after start-up nothing is optimized yet.
 
 import { performance, type EventLoopUtilization } from 'node:perf_hooks'
 import { setFlagsFromString } from 'node:v8'
@@ -11,13 +13,20 @@ import { runInNewContext } from 'node:vm'
 
 /** How often the event loop's utilization is read (ms). */
 const CHECK_INTERVAL = 2000
-/** The share of the last interval the event loop may have been busy for the process to count as quiet. */
+/** The share of a check interval the event loop may have been busy for the process to count as quiet. */
 const QUIET_UTILIZATION = 0.01
 /**
  * How much the RSS must have grown since the last release before another one is worth its pause
  * (bytes): a trickle of requests that grows nothing causes no collection.
  */
 const GROWTH_WORTH_RELEASING = 8 * 1024 * 1024
+/**
+ * The checks after start-up in which one quiet check is enough for the first release (10 s): the
+ * start-up's own work may make one of them busy, and little is optimized yet.
+ */
+const START_UP_CHECKS = 5
+/** The quiet time after traffic before a release, when the configuration gives none (ms). */
+export const DEFAULT_QUIET_BEFORE_RELEASE = 30_000
 
 /** What the process logs a release with. */
 export interface IdleMemoryLog {
@@ -37,23 +46,37 @@ export function canReleaseIdleMemory (): boolean {
 }
 
 /**
- * Watches the event loop and, each time the process has been quiet for a check interval with its
- * RSS grown by {@link GROWTH_WORTH_RELEASING} or more since the last release, runs one V8
- * collection that shrinks the heap and returns the freed pages (the first one gives back what
- * the start-up left behind). It runs only when the event loop was idle: a request arriving
- * meanwhile waits for it (20 to 60 ms on a 2-core machine). Busy, the process is never paused.
- * Returns a function that stops watching. Does nothing where {@link canReleaseIdleMemory} is false.
+ * Watches the event loop every {@link CHECK_INTERVAL} ms, and runs one V8 collection that shrinks
+ * the heap and returns the freed pages when the process is quiet (its event loop busy less than
+ * {@link QUIET_UTILIZATION} of the interval) and its RSS has grown by
+ * {@link GROWTH_WORTH_RELEASING} or more since the last release:
+ * - at the first quiet check of the first {@link START_UP_CHECKS}, for what the start-up left;
+ * - otherwise, once the process has been quiet for `quietBeforeRelease` ms in a row.
+ *
+ * A request arriving during the collection waits for it (20 to 100 ms on a 2-core machine); a
+ * busy process is never paused. Returns a function that stops watching. Does nothing where
+ * {@link canReleaseIdleMemory} is false.
  */
-export function releaseMemoryWhenIdle (log: IdleMemoryLog): () => void {
+export function releaseMemoryWhenIdle (log: IdleMemoryLog, quietBeforeRelease = DEFAULT_QUIET_BEFORE_RELEASE): () => void {
   if (!canReleaseIdleMemory()) return () => {}
   const collect = garbageCollector()
+  const quietChecksNeeded = Math.max(1, Math.ceil(quietBeforeRelease / CHECK_INTERVAL))
   let releasedAt = 0
+  let checks = 0
+  let quietChecks = 0
   let previous: EventLoopUtilization = performance.eventLoopUtilization()
   const timer = setInterval(() => {
     const now = performance.eventLoopUtilization()
     const busy = performance.eventLoopUtilization(now, previous).utilization
     previous = now
-    if (busy >= QUIET_UTILIZATION) return
+    checks++
+    if (busy >= QUIET_UTILIZATION) {
+      quietChecks = 0
+      return
+    }
+    quietChecks++
+    const startingUp = releasedAt === 0 && checks <= START_UP_CHECKS
+    if (!startingUp && quietChecks < quietChecksNeeded) return
     const before = process.memoryUsage.rss()
     if (before < releasedAt + GROWTH_WORTH_RELEASING) return
     const started = performance.now()

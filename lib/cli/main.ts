@@ -48,7 +48,10 @@ async function main (): Promise<void> {
     return
   }
   const server = await startProxyServer(config)
-  const stopReleasingMemory = config.releaseIdleMemory === false ? () => {} : releaseMemoryWhenIdle(server.app.log)
+  const { releaseIdleMemory } = config
+  const stopReleasingMemory = releaseIdleMemory === false
+    ? () => {}
+    : releaseMemoryWhenIdle(server.app.log, typeof releaseIdleMemory === 'number' ? releaseIdleMemory : undefined)
   const { configPath } = commandLine
   const stopWatching = configPath === undefined
     ? answerReloadWithoutFile(server.app.log)
