@@ -253,6 +253,10 @@ export async function runPerRequestSuite (run, { origin, context, tools }) {
     for (const r of running) memory[r.peer.name][scenario] = memoryOf(r)
     print()
   }
+  if (settings.quietAfter > 0) {
+    await delay(settings.quietAfter * 1000)
+    for (const r of running) memory[r.peer.name].quiet = memoryOf(r)
+  }
   const labels = Object.fromEntries([direct, ...running.map(asPath)].map((p) => [p.name, p.label]))
   const summary = Object.fromEntries(Object.entries(runs).map(([scenario, byPath]) => [scenario, summarizeScenario(byPath)]))
   const sameMinute = Object.fromEntries(Object.entries(runs).map(([scenario, byPath]) => [scenario, sameMinuteRatios(scenario, byPath)]))
@@ -286,11 +290,12 @@ export function suiteTables ({ labels, runs, summary, sameMinute = {}, memory, p
   }
   const phases = Object.keys(summary)
   out.push('### Memory (RSS of the proxy and its child processes, MiB)\n')
-  out.push(`| path | idle (1 s after start) | ${phases.map((p) => `after the ${p === 'http' ? 'http://' : p === 'intercept-hey' ? 'intercepted' : 'CONNECT'} rounds`).join(' | ')} | peak (VmHWM) |`)
-  out.push(`|---|---|${phases.map(() => '---|').join('')}---|`)
+  const quiet = settings.quietAfter > 0
+  out.push(`| path | idle (1 s after start) | ${phases.map((p) => `after the ${p === 'http' ? 'http://' : p === 'intercept-hey' ? 'intercepted' : 'CONNECT'} rounds`).join(' | ')} |${quiet ? ` then ${settings.quietAfter} s quiet |` : ''} peak (VmHWM) |`)
+  out.push(`|---|---|${phases.map(() => '---|').join('')}${quiet ? '---|' : ''}---|`)
   for (const [name, m] of Object.entries(memory)) {
     const last = phases.length === 0 ? m.idle : m[phases.at(-1)]
-    out.push(`| ${labels[name]} | ${fixed(m.idle.rss)} | ${phases.map((p) => (participants[name].includes(p) ? fixed(m[p]?.rss) : '-')).join(' | ')} | ${fixed(last.peak)} |`)
+    out.push(`| ${labels[name]} | ${fixed(m.idle.rss)} | ${phases.map((p) => (participants[name].includes(p) ? fixed(m[p]?.rss) : '-')).join(' | ')} |${quiet ? ` ${fixed(m.quiet?.rss)} |` : ''} ${fixed(last.peak)} |`)
   }
   out.push('\nWhere the RSS of each Node path is, idle and after its last rounds (MiB; bench/rss-parts.mjs):\n')
   out.push('| path | V8\'s heap pages | the main thread\'s malloc | the other threads\' malloc (arenas) | other anonymous | files (the binary, libraries) |\n|---|---|---|---|---|---|')

@@ -77,6 +77,8 @@ function readSuiteSettings (smoke) {
     origin: list('BENCH_ORIGIN', ['nginx'], ['nginx', 'node'])[0],
     // hey (Go's net/http), or `node`: bench/load.mjs (undici) for the http:// and intercepted rounds.
     httpClient: list('BENCH_HTTP_CLIENT', ['hey'], ['hey', 'node'])[0],
+    // Seconds every path sits quiet after the last scenario before its memory is read once more (0: not read).
+    quietAfter: number('BENCH_QUIET_AFTER', 0),
     jsonPath: process.env.BENCH_JSON ?? (smoke ? '' : 'bench/results/per-request-latest.json')
   }
 }

@@ -20,11 +20,6 @@ const QUIET_UTILIZATION = 0.01
  * (bytes): a trickle of requests that grows nothing causes no collection.
  */
 const GROWTH_WORTH_RELEASING = 8 * 1024 * 1024
-/**
- * The checks after start-up in which one quiet check is enough for the first release (10 s): the
- * start-up's own work may make one of them busy, and little is optimized yet.
- */
-const START_UP_CHECKS = 5
 /** The quiet time after traffic before a release, when the configuration gives none (ms). */
 export const DEFAULT_QUIET_BEFORE_RELEASE = 30_000
 
@@ -46,12 +41,12 @@ export function canReleaseIdleMemory (): boolean {
 }
 
 /**
- * Watches the event loop every {@link CHECK_INTERVAL} ms, and runs one V8 collection that shrinks
- * the heap and returns the freed pages when the process is quiet (its event loop busy less than
- * {@link QUIET_UTILIZATION} of the interval) and its RSS has grown by
- * {@link GROWTH_WORTH_RELEASING} or more since the last release:
- * - at the first quiet check of the first {@link START_UP_CHECKS}, for what the start-up left;
- * - otherwise, once the process has been quiet for `quietBeforeRelease` ms in a row.
+ * Runs one V8 collection that shrinks the heap and returns the freed pages at once, for what the
+ * start-up left (call it once the server listens: no request has run, so no code is optimized
+ * yet). Then watches the event loop every {@link CHECK_INTERVAL} ms, and runs it again once the
+ * process has been quiet (its event loop busy less than {@link QUIET_UTILIZATION} of each
+ * interval) for `quietBeforeRelease` ms in a row, with its RSS grown by
+ * {@link GROWTH_WORTH_RELEASING} or more since the last release.
  *
  * A request arriving during the collection waits for it (20 to 100 ms on a 2-core machine); a
  * busy process is never paused. Returns a function that stops watching. Does nothing where
@@ -62,35 +57,35 @@ export function releaseMemoryWhenIdle (log: IdleMemoryLog, quietBeforeRelease = 
   const collect = garbageCollector()
   const quietChecksNeeded = Math.max(1, Math.ceil(quietBeforeRelease / CHECK_INTERVAL))
   let releasedAt = 0
-  let checks = 0
   let quietChecks = 0
-  let previous: EventLoopUtilization = performance.eventLoopUtilization()
+  let previous: EventLoopUtilization
+  const release = (): boolean => {
+    const before = process.memoryUsage.rss()
+    const started = performance.now()
+    try {
+      collect({ type: 'major', flavor: 'last-resort' })
+    } catch (error) {
+      log.warn({ err: error }, 'cannot give idle memory back: stopped trying')
+      return false
+    }
+    releasedAt = process.memoryUsage.rss()
+    // The collection must not count as traffic at the next check.
+    previous = performance.eventLoopUtilization()
+    log.debug({ idleMemory: { rssBefore: before, rssAfter: releasedAt, milliseconds: Math.round(performance.now() - started) } }, 'gave idle memory back')
+    return true
+  }
+  if (!release()) return () => {}
   const timer = setInterval(() => {
     const now = performance.eventLoopUtilization()
     const busy = performance.eventLoopUtilization(now, previous).utilization
     previous = now
-    checks++
     if (busy >= QUIET_UTILIZATION) {
       quietChecks = 0
       return
     }
     quietChecks++
-    const startingUp = releasedAt === 0 && checks <= START_UP_CHECKS
-    if (!startingUp && quietChecks < quietChecksNeeded) return
-    const before = process.memoryUsage.rss()
-    if (before < releasedAt + GROWTH_WORTH_RELEASING) return
-    const started = performance.now()
-    try {
-      collect({ type: 'major', flavor: 'last-resort' })
-    } catch (error) {
-      clearInterval(timer)
-      log.warn({ err: error }, 'cannot give idle memory back: stopped trying')
-      return
-    }
-    releasedAt = process.memoryUsage.rss()
-    // The collection ran inside this interval: the next check must not see it as traffic.
-    previous = performance.eventLoopUtilization()
-    log.debug({ idleMemory: { rssBefore: before, rssAfter: releasedAt, milliseconds: Math.round(performance.now() - started) } }, 'gave idle memory back')
+    if (quietChecks < quietChecksNeeded || process.memoryUsage.rss() < releasedAt + GROWTH_WORTH_RELEASING) return
+    if (!release()) clearInterval(timer)
   }, CHECK_INTERVAL)
   timer.unref()
   return () => clearInterval(timer)
