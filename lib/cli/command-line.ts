@@ -116,7 +116,7 @@ export function startupSummary (config: ProxyServerConfig, urls: readonly string
 
 /** Whether the heap a burst of traffic left behind goes back to the system once the proxy is quiet. */
 function idleMemoryLine (releaseIdleMemory: boolean | number | undefined): string {
-  if (releaseIdleMemory === false) return '  idle memory: kept (releaseIdleMemory is false)'
+  if (releaseIdleMemory === undefined || releaseIdleMemory === false) return '  idle memory: kept (releaseIdleMemory is off)'
   if (!canReleaseIdleMemory()) return '  idle memory: kept (giving it back needs Node 22 or later)'
   const quiet = typeof releaseIdleMemory === 'number' ? releaseIdleMemory : DEFAULT_QUIET_BEFORE_RELEASE
   return `  idle memory: given back to the system after start-up, and after ${quiet} ms quiet following traffic`

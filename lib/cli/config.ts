@@ -57,8 +57,8 @@ export interface ProxyServerConfig {
   /** Processes that share the listeners (Node `cluster`); 1, the default, runs in this process. */
   workers?: number
   /**
-   * Whether each process gives its unused heap back to the system once quiet (default true), or
-   * after how many milliseconds of quiet following traffic.
+   * Whether each process gives its unused heap back to the system after start-up and once quiet
+   * (default false), or after how many milliseconds of quiet following traffic.
    */
   releaseIdleMemory?: boolean | number
   log: LogConfig

@@ -1,11 +1,12 @@
-// Gives memory back to the system once the proxy is quiet. V8 keeps the heap pages a burst of
-// traffic (or the start-up) made it grow into, and on its own does not shrink them while the
-// process sits idle: a proxy that served a burst held 45 to 55 MiB of them for as long as it
-// stayed quiet, against 15 to 20 after one collection that reduces the heap (docs/benchmarks.md).
-// An egress proxy of a sandbox or a CI runner is idle most of its life, so that is most of its
-// footprint. That collection also drops the code V8 optimized for the traffic: the next burst
-// spent about 1.3 times the CPU per request while V8 optimized it again. So after traffic the
-// process waits for a long quiet period first; right after start-up nothing is optimized yet.
+// Gives memory back to the system once the proxy is quiet (`releaseIdleMemory`, off by default).
+// V8 keeps the heap pages a burst of traffic (or the start-up) made it grow into, and on its own
+// does not shrink them while the process sits idle for the next half minute at least: a proxy
+// that served a burst held 40 to 55 MiB of them, against 15 to 20 after one collection that
+// reduces the heap. For an egress proxy of a sandbox, idle most of its life, that is most of its
+// footprint. The collection costs CPU later, which is why it is off by default: it drops the
+// code V8 optimized for the traffic (the next bursts spent about 1.3 times the CPU per request
+// while V8 optimized it again), and after the start-up's release the first seconds of load
+// cost 1.3 to 1.8 times the CPU per request (docs/benchmarks.md, Memory).
 
 import { performance, type EventLoopUtilization } from 'node:perf_hooks'
 import { setFlagsFromString } from 'node:v8'
@@ -20,7 +21,7 @@ const QUIET_UTILIZATION = 0.01
  * (bytes): a trickle of requests that grows nothing causes no collection.
  */
 const GROWTH_WORTH_RELEASING = 8 * 1024 * 1024
-/** The quiet time after traffic before a release, when the configuration gives none (ms). */
+/** The quiet time after traffic before a release with `releaseIdleMemory: true` (ms). */
 export const DEFAULT_QUIET_BEFORE_RELEASE = 30_000
 
 /** What the process logs a release with. */

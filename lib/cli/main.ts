@@ -49,9 +49,9 @@ async function main (): Promise<void> {
   }
   const server = await startProxyServer(config)
   const { releaseIdleMemory } = config
-  const stopReleasingMemory = releaseIdleMemory === false
+  const stopReleasingMemory = releaseIdleMemory === undefined || releaseIdleMemory === false
     ? () => {}
-    : releaseMemoryWhenIdle(server.app.log, typeof releaseIdleMemory === 'number' ? releaseIdleMemory : undefined)
+    : releaseMemoryWhenIdle(server.app.log, releaseIdleMemory === true ? undefined : releaseIdleMemory)
   const { configPath } = commandLine
   const stopWatching = configPath === undefined
     ? answerReloadWithoutFile(server.app.log)
