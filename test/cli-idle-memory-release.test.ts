@@ -65,7 +65,7 @@ async function growThroughBursts (t: Test, bin: BinProcess, url: string, target:
   })(), 'bursts growing the RSS by 16 MiB', 60_000)
 }
 
-test('bin: it gives the heap back once quiet after start-up, and after traffic once quiet for releaseIdleMemory ms', async (t) => {
+test('bin: with releaseIdleMemory it gives the heap back as soon as it listens, and after traffic once quiet for that many ms', async (t) => {
   const BURST = 512
   const directory = t.testdir()
   const patient = startBin(t, directory, 'patient', { releaseIdleMemory: 600_000 })

@@ -43,8 +43,7 @@ export function canReleaseIdleMemory (): boolean {
 
 /**
  * Runs one V8 collection that shrinks the heap and returns the freed pages at once, for what the
- * start-up left (call it once the server listens: no request has run, so no code is optimized
- * yet). Then watches the event loop every {@link CHECK_INTERVAL} ms, and runs it again once the
+ * start-up left (call it once the server listens, before any request). Then watches the event loop every {@link CHECK_INTERVAL} ms, and runs it again once the
  * process has been quiet (its event loop busy less than {@link QUIET_UTILIZATION} of each
  * interval) for `quietBeforeRelease` ms in a row, with its RSS grown by
  * {@link GROWTH_WORTH_RELEASING} or more since the last release.
