@@ -13,7 +13,7 @@ import { DEFAULT_LIMITS } from '../core/options'
 import { defaultPlaceholder } from '../security/secret-values'
 import { CAPTURE_DEFAULTS } from '../capture/capture-settings'
 import type { DevelopmentCaInUse } from './interception-from-config'
-import { canReleaseIdleMemory, DEFAULT_QUIET_BEFORE_RELEASE } from './idle-memory'
+import { idleMemoryPlan, type ReleaseIdleMemory } from './idle-memory'
 
 /** What the `forward-proxy` command line asks for. */
 export interface CommandLine {
@@ -114,12 +114,12 @@ export function startupSummary (config: ProxyServerConfig, urls: readonly string
   ]
 }
 
-/** Whether the heap a burst of traffic left behind goes back to the system once the proxy is quiet. */
-function idleMemoryLine (releaseIdleMemory: boolean | number | undefined): string {
-  if (releaseIdleMemory === undefined || releaseIdleMemory === false) return '  idle memory: kept (releaseIdleMemory is off)'
-  if (!canReleaseIdleMemory()) return '  idle memory: kept (giving it back needs Node 22 or later)'
-  const quiet = typeof releaseIdleMemory === 'number' ? releaseIdleMemory : DEFAULT_QUIET_BEFORE_RELEASE
-  return `  idle memory: given back to the system after start-up, and after ${quiet} ms quiet following traffic`
+/** Whether V8's unused heap goes back to the system after start-up, and after traffic once the proxy is quiet. */
+function idleMemoryLine (releaseIdleMemory: ReleaseIdleMemory | undefined): string {
+  const plan = idleMemoryPlan(releaseIdleMemory)
+  if (plan.keptBecause !== undefined) return `  idle memory: kept (${plan.keptBecause})`
+  if (plan.quietBeforeRelease === undefined) return '  idle memory: given back to the system after start-up; kept after traffic'
+  return `  idle memory: given back to the system after start-up, and after ${plan.quietBeforeRelease} ms quiet following traffic`
 }
 
 function interceptionLine (interception: InterceptionConfig, developmentCa: DevelopmentCaInUse): string {

@@ -204,8 +204,8 @@ export const CONFIG_SCHEMA = {
     // Processes sharing the listeners (Node cluster); 1 runs everything in this process.
     workers: { type: 'integer', minimum: 1, maximum: 64 },
     releaseIdleMemory: {
-      description: 'true, false, or the quiet time in milliseconds (an integer from 2000 to 86400000)',
-      oneOf: [{ type: 'boolean' }, { type: 'integer', minimum: 2000, maximum: 86400000 }]
+      description: '"start", true, false, or the quiet time in milliseconds (an integer from 2000 to 86400000)',
+      oneOf: [{ type: 'boolean' }, { const: 'start' }, { type: 'integer', minimum: 2000, maximum: 86400000 }]
     },
     log: {
       type: 'object',

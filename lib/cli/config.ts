@@ -15,6 +15,7 @@ import { createHostListSelector } from '../interception/host-list-selector'
 import { ForwardProxyRuleError } from '../protocol/errors'
 import { canonicalHost, compileHostPattern, parseCidr, type HostPattern } from '../protocol/hosts'
 import { splitSecretHost } from '../security/secret-options'
+import type { ReleaseIdleMemory } from './idle-memory'
 import type { LogConfig } from './logging'
 import { checkRedisConfig, type RedisConfig } from './redis-config'
 import { ConfigError, describeSchemaError } from './config-errors'
@@ -57,10 +58,11 @@ export interface ProxyServerConfig {
   /** Processes that share the listeners (Node `cluster`); 1, the default, runs in this process. */
   workers?: number
   /**
-   * Whether each process gives its unused heap back to the system after start-up and once quiet
-   * (default false), or after how many milliseconds of quiet following traffic.
+   * When each process gives V8's unused heap back to the system: after start-up (`"start"`, the
+   * default), also once quiet after traffic (`true`, or the quiet time in milliseconds), or never
+   * (`false`).
    */
-  releaseIdleMemory?: boolean | number
+  releaseIdleMemory?: ReleaseIdleMemory
   log: LogConfig
   /** The Prometheus endpoint's listener; absent means no endpoint. */
   metrics?: MetricsListenerConfig

@@ -1,14 +1,15 @@
-// Gives memory back to the system once the proxy is quiet (`releaseIdleMemory`, off by default).
-// V8 keeps the heap pages a burst of traffic (or the start-up) made it grow into, and on its own
-// does not shrink them while the process sits idle for the next half minute at least: a proxy
-// that served a burst held 40 to 55 MiB of them, against 15 to 20 after one collection that
+// Gives V8's unused heap back to the system (`releaseIdleMemory`): by default once, as soon as the
+// bin listens, for what the start-up left behind; optionally again once the proxy is quiet after
+// traffic. V8 keeps the heap pages the start-up and bursts of traffic made it grow into, and on
+// its own does not shrink them while the process sits idle for the next half minute at least: a
+// proxy that served a burst held 40 to 55 MiB of them, against 15 to 20 after one collection that
 // reduces the heap. For an egress proxy of a sandbox, idle most of its life, that is most of its
-// footprint. The collection costs CPU later, which is why it is off by default: it drops the
-// code V8 optimized for the traffic (the next bursts spent about 1.3 times the CPU per request
-// while V8 optimized it again), and after the start-up's release the first seconds of load
-// cost 1.3 to 1.8 times the CPU per request (docs/benchmarks.md, Memory).
+// footprint. The releases after traffic are off by default because they cost CPU later: they drop
+// the code V8 optimized for the traffic, and the next bursts spend about 1.3 times the CPU per
+// request while V8 optimizes it again (docs/benchmarks.md, Memory).
 
-import { performance, type EventLoopUtilization } from 'node:perf_hooks'
+import { executionAsyncResource } from 'node:async_hooks'
+import { performance } from 'node:perf_hooks'
 import { setFlagsFromString } from 'node:v8'
 import { runInNewContext } from 'node:vm'
 
@@ -24,6 +25,42 @@ const GROWTH_WORTH_RELEASING = 8 * 1024 * 1024
 /** The quiet time after traffic before a release with `releaseIdleMemory: true` (ms). */
 export const DEFAULT_QUIET_BEFORE_RELEASE = 30_000
 
+/**
+ * `releaseIdleMemory`: `false` (never), `"start"` (once the bin listens: the default), `true`
+ * (then also after {@link DEFAULT_QUIET_BEFORE_RELEASE} ms quiet following traffic) or that
+ * quiet time in milliseconds.
+ */
+export type ReleaseIdleMemory = boolean | 'start' | number
+
+/** When this process gives memory back, read once from `releaseIdleMemory`. */
+export interface IdleMemoryPlan {
+  /** Once the server listens, before any request. */
+  atStart: boolean
+  /** After this many ms of quiet following traffic; undefined: never after traffic. */
+  quietBeforeRelease: number | undefined
+  /** Why nothing is given back, when nothing is. */
+  keptBecause?: string
+}
+
+/** What `releaseIdleMemory` (absent: `"start"`) means on this Node. */
+export function idleMemoryPlan (releaseIdleMemory: ReleaseIdleMemory = 'start'): IdleMemoryPlan {
+  if (releaseIdleMemory === false) return { atStart: false, quietBeforeRelease: undefined, keptBecause: 'releaseIdleMemory is false' }
+  if (!canReleaseIdleMemory()) return { atStart: false, quietBeforeRelease: undefined, keptBecause: 'giving it back needs Node 22 or later' }
+  if (releaseIdleMemory === 'start') return { atStart: true, quietBeforeRelease: undefined }
+  return { atStart: true, quietBeforeRelease: releaseIdleMemory === true ? DEFAULT_QUIET_BEFORE_RELEASE : releaseIdleMemory }
+}
+
+/**
+ * One of `process.nextTick`'s queue entries, held for the life of the process. Node builds each
+ * entry with an object literal, and V8's inline cache for that literal holds the entry's hidden
+ * class (its map) weakly. A collection that reduces the heap (this module's, or V8's own in a
+ * process gone quiet) while no entry is alive frees that map; the next entry then gets a new
+ * one, the cache turns megamorphic, and from then on every `nextTick` of the process goes
+ * through V8's runtime (perf: about 2% of the main thread under load, for the rest of the
+ * process's life). Keeping one entry alive keeps the map.
+ */
+let keptTickEntry: object | undefined
+
 /** What the process logs a release with. */
 export interface IdleMemoryLog {
   debug: (fields: object, message: string) => void
@@ -37,45 +74,55 @@ type CollectGarbage = (options: { type: 'major', flavor: 'last-resort' }) => voi
  * `flavor: 'last-resort'` from V8 12 (Node 22) on. Node 20's ignores the option and runs an
  * ordinary full collection, which shrinks nothing (measured: the RSS grew by 2 MiB).
  */
-export function canReleaseIdleMemory (): boolean {
+function canReleaseIdleMemory (): boolean {
   return Number(process.versions.v8.split('.')[0]) >= 12
 }
 
 /**
- * Runs one V8 collection that shrinks the heap and returns the freed pages at once, for what the
- * start-up left (call it once the server listens, before any request). Then watches the event loop every {@link CHECK_INTERVAL} ms, and runs it again once the
- * process has been quiet (its event loop busy less than {@link QUIET_UTILIZATION} of each
- * interval) for `quietBeforeRelease` ms in a row, with its RSS grown by
+ * Runs one V8 collection that shrinks the heap and returns the freed pages, in the next tick (call
+ * it once the server listens, before any request) when `plan.atStart`. With
+ * `plan.quietBeforeRelease`, then watches the event loop every {@link CHECK_INTERVAL} ms, and runs
+ * it again once the process has been quiet (its event loop busy less than
+ * {@link QUIET_UTILIZATION} of each interval) for that many ms in a row, with its RSS grown by
  * {@link GROWTH_WORTH_RELEASING} or more since the last release.
  *
  * A request arriving during the collection waits for it (20 to 100 ms on a 2-core machine); a
- * busy process is never paused. Returns a function that stops watching. Does nothing where
- * {@link canReleaseIdleMemory} is false.
+ * busy process is never paused. Returns a function that stops it.
  */
-export function releaseMemoryWhenIdle (log: IdleMemoryLog, quietBeforeRelease = DEFAULT_QUIET_BEFORE_RELEASE): () => void {
-  if (!canReleaseIdleMemory()) return () => {}
+export function releaseMemoryWhenIdle (log: IdleMemoryLog, plan: IdleMemoryPlan): () => void {
+  if (!plan.atStart) return () => {}
   const collect = garbageCollector()
-  const quietChecksNeeded = Math.max(1, Math.ceil(quietBeforeRelease / CHECK_INTERVAL))
+  let stopped = false
   let releasedAt = 0
   let quietChecks = 0
-  let previous: EventLoopUtilization
-  const release = (): boolean => {
+  let previous = performance.eventLoopUtilization()
+  // Run from a tick, so that the tick's entry is alive during the collection and can be kept.
+  const release = (): void => process.nextTick(() => {
+    if (stopped) return
+    keptTickEntry ??= executionAsyncResource()
     const before = process.memoryUsage.rss()
     const started = performance.now()
     try {
       collect({ type: 'major', flavor: 'last-resort' })
     } catch (error) {
       log.warn({ err: error }, 'cannot give idle memory back: stopped trying')
-      return false
+      stopped = true
+      return
     }
     releasedAt = process.memoryUsage.rss()
     // The collection must not count as traffic at the next check.
     previous = performance.eventLoopUtilization()
     log.debug({ idleMemory: { rssBefore: before, rssAfter: releasedAt, milliseconds: Math.round(performance.now() - started) } }, 'gave idle memory back')
-    return true
-  }
-  if (!release()) return () => {}
+  })
+  release()
+  const { quietBeforeRelease } = plan
+  if (quietBeforeRelease === undefined) return () => { stopped = true }
+  const quietChecksNeeded = Math.max(1, Math.ceil(quietBeforeRelease / CHECK_INTERVAL))
   const timer = setInterval(() => {
+    if (stopped) {
+      clearInterval(timer)
+      return
+    }
     const now = performance.eventLoopUtilization()
     const busy = performance.eventLoopUtilization(now, previous).utilization
     previous = now
@@ -85,10 +132,14 @@ export function releaseMemoryWhenIdle (log: IdleMemoryLog, quietBeforeRelease = 
     }
     quietChecks++
     if (quietChecks < quietChecksNeeded || process.memoryUsage.rss() < releasedAt + GROWTH_WORTH_RELEASING) return
-    if (!release()) clearInterval(timer)
+    quietChecks = 0
+    release()
   }, CHECK_INTERVAL)
   timer.unref()
-  return () => clearInterval(timer)
+  return () => {
+    stopped = true
+    clearInterval(timer)
+  }
 }
 
 /**

@@ -10,7 +10,7 @@ import { startProxyServer } from './build-server'
 import { isWorker, reportWorkerReady, runWorkers } from './workers'
 import { serveWorkersLimits } from './workers-limits'
 import { answerReloadWithoutFile, watchConfiguration } from './reload'
-import { releaseMemoryWhenIdle } from './idle-memory'
+import { idleMemoryPlan, releaseMemoryWhenIdle } from './idle-memory'
 
 const USAGE = `Usage: forward-proxy [--config <file>] [--host <address>] [--port <n>]
        forward-proxy har-repair FILE
@@ -48,10 +48,7 @@ async function main (): Promise<void> {
     return
   }
   const server = await startProxyServer(config)
-  const { releaseIdleMemory } = config
-  const stopReleasingMemory = releaseIdleMemory === undefined || releaseIdleMemory === false
-    ? () => {}
-    : releaseMemoryWhenIdle(server.app.log, releaseIdleMemory === true ? undefined : releaseIdleMemory)
+  const stopReleasingMemory = releaseMemoryWhenIdle(server.app.log, idleMemoryPlan(config.releaseIdleMemory))
   const { configPath } = commandLine
   const stopWatching = configPath === undefined
     ? answerReloadWithoutFile(server.app.log)
