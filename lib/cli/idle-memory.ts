@@ -5,7 +5,7 @@
 // proxy that served a burst held 40 to 55 MiB of them, against 15 to 20 after one collection that
 // reduces the heap. For an egress proxy of a sandbox, idle most of its life, that is most of its
 // footprint. The releases after traffic are off by default because they cost CPU later: they drop
-// the code V8 optimized for the traffic, and the next bursts spend about 1.3 times the CPU per
+// the code V8 optimized for the traffic, and the next bursts spend about 1.14 times the CPU per
 // request while V8 optimizes it again (docs/benchmarks.md, Memory).
 
 import { executionAsyncResource } from 'node:async_hooks'
