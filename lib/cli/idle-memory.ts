@@ -23,7 +23,7 @@ const QUIET_UTILIZATION = 0.01
  */
 const GROWTH_WORTH_RELEASING = 8 * 1024 * 1024
 /** The quiet time after traffic before a release with `releaseIdleMemory: true` (ms). */
-export const DEFAULT_QUIET_BEFORE_RELEASE = 30_000
+const DEFAULT_QUIET_BEFORE_RELEASE = 30_000
 
 /**
  * `releaseIdleMemory`: `false` (never), `"start"` (once the bin listens: the default), `true`
