@@ -69,7 +69,7 @@ test('bin: giving idle memory back, and any collection that reduces the heap whi
   await printed(bin, /"msg":"gave idle memory back"/)
   const target = await originUrl(t)
   await sendRequests(t, proxyUrl, target, 20)
-  // Quiet now: a collection that reduces the heap, as V8 starts on its own, then traffic again.
+  // Quiet now: a collection that reduces the heap, from outside a tick, then traffic again.
   const collected = within(new Promise<void>((resolve) => {
     const check = (): void => { if (bin.stderr().includes('full collection done')) resolve() }
     bin.child.stderr.on('data', check)

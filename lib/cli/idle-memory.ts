@@ -53,8 +53,8 @@ export function idleMemoryPlan (releaseIdleMemory: ReleaseIdleMemory = 'start'):
 /**
  * One of `process.nextTick`'s queue entries, held for the life of the process. Node builds each
  * entry with an object literal, and V8's inline cache for that literal holds the entry's hidden
- * class (its map) weakly. A collection that reduces the heap (this module's, or V8's own in a
- * process gone quiet) while no entry is alive frees that map; the next entry then gets a new
+ * class (its map) weakly. A collection that reduces the heap (this module's; V8's memory reducer
+ * can start one too) while no entry is alive frees that map; the next entry then gets a new
  * one, the cache turns megamorphic, and from then on every `nextTick` of the process goes
  * through V8's runtime (perf: about 2% of the main thread under load, for the rest of the
  * process's life). Keeping one entry alive keeps the map.
