@@ -18,10 +18,9 @@
 import { mkdtempSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
-import { makeCa, makeLeaf } from './pki.mjs'
 import { connectLoad } from './compare/connect-client.mjs'
 import { runHey } from './compare/hey.mjs'
-import { PLAIN_HOST, startOrigin, TLS_HOST } from './compare/origin.mjs'
+import { makeOriginPki, PLAIN_HOST, startOrigin, TLS_HOST } from './compare/origin.mjs'
 import { BENCH_USER, SUITE_PEERS } from './compare/peers.mjs'
 import { cpuSeconds, memoryMiB, stopProcess } from './compare/processes.mjs'
 import { median } from './compare/report.mjs'
@@ -45,9 +44,7 @@ if (tools.hey === undefined) throw new Error('hey (Debian package hey) is needed
 const directory = mkdtempSync(join(tmpdir(), 'ffp-after-load-'))
 const started = []
 try {
-  const destinationCa = makeCa(directory, 'destination-ca')
-  const operatorCa = makeCa(directory, 'operator-ca')
-  const pki = { destinationCa, operatorCa, origin: makeLeaf(directory, 'origin', destinationCa, [TLS_HOST, PLAIN_HOST]) }
+  const pki = makeOriginPki(directory)
   const origin = await startOrigin(tools.nginx, directory, pki.origin)
   started.push(...origin.processes)
   const proxies = []

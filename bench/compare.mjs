@@ -10,9 +10,9 @@ import { execFileSync } from 'node:child_process'
 import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
 import { cpus, loadavg, tmpdir } from 'node:os'
 import { dirname, join } from 'node:path'
-import { makeCa, makeLeaf } from './pki.mjs'
+import { makeLeaf } from './pki.mjs'
 import { runExtras } from './compare/extra-runs.mjs'
-import { PLAIN_HOST, startOrigin, TLS_HOST } from './compare/origin.mjs'
+import { makeOriginPki, PLAIN_HOST, startOrigin } from './compare/origin.mjs'
 import { runPerRequestSuite, suiteTables } from './compare/per-request.mjs'
 import { PEERS, startPeers } from './compare/peers.mjs'
 import { memoryMiB, stopProcess } from './compare/processes.mjs'
@@ -134,14 +134,8 @@ async function perRequestMain (tools, host) {
 async function withOrigin (tools, body) {
   const directory = mkdtempSync(join(tmpdir(), 'ffp-compare-'))
   try {
-    const destinationCa = makeCa(directory, 'destination-ca')
-    const operatorCa = makeCa(directory, 'operator-ca')
-    const pki = {
-      destinationCa,
-      operatorCa,
-      origin: makeLeaf(directory, 'origin', destinationCa, [TLS_HOST, PLAIN_HOST]),
-      proxy: makeLeaf(directory, 'proxy', destinationCa, [PLAIN_HOST])
-    }
+    const originPki = makeOriginPki(directory)
+    const pki = { ...originPki, proxy: makeLeaf(directory, 'proxy', originPki.destinationCa, [PLAIN_HOST]) }
     const origin = await startOrigin(settings.origin === 'nginx' ? tools.found.nginx : undefined, directory, pki.origin)
     processes.push(...origin.processes)
     const versions = { origin: origin.kind === 'nginx' ? versionOf(tools.found.nginx, ['-v']) : `bench/origin.mjs (Node ${process.version})` }

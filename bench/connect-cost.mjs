@@ -14,9 +14,9 @@
 import { mkdtempSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
-import { makeCa, makeLeaf } from './pki.mjs'
+import { makeLeaf } from './pki.mjs'
 import { connectLoad } from './compare/connect-client.mjs'
-import { startOrigin, PLAIN_HOST, TLS_HOST } from './compare/origin.mjs'
+import { makeOriginPki, startOrigin, PLAIN_HOST } from './compare/origin.mjs'
 import { PEERS, SUITE_PEERS, startPeer } from './compare/peers.mjs'
 import { cpuSeconds, stopProcess } from './compare/processes.mjs'
 import { median } from './compare/report.mjs'
@@ -31,9 +31,8 @@ const fixed = (n, digits = 0) => (Number.isFinite(n) ? n.toFixed(digits) : '-')
 const directory = mkdtempSync(join(tmpdir(), 'ffp-connect-cost-'))
 const processes = []
 try {
-  const destinationCa = makeCa(directory, 'destination-ca')
-  const operatorCa = makeCa(directory, 'operator-ca')
-  const pki = { destinationCa, operatorCa, origin: makeLeaf(directory, 'origin', destinationCa, [TLS_HOST, PLAIN_HOST]), proxy: makeLeaf(directory, 'proxy', destinationCa, [PLAIN_HOST]) }
+  const originPki = makeOriginPki(directory)
+  const pki = { ...originPki, proxy: makeLeaf(directory, 'proxy', originPki.destinationCa, [PLAIN_HOST]) }
   const tools = detectTools().found
   const origin = await startOrigin(tools.nginx, directory, pki.origin)
   processes.push(...origin.processes)

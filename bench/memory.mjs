@@ -21,9 +21,8 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { setTimeout as delay } from 'node:timers/promises'
 import { fileURLToPath } from 'node:url'
-import { makeCa, makeLeaf } from './pki.mjs'
 import { runLoad, SCENARIOS } from './compare/load-scenarios.mjs'
-import { PLAIN_HOST, startOrigin, TLS_HOST } from './compare/origin.mjs'
+import { makeOriginPki, startOrigin } from './compare/origin.mjs'
 import { startOurs } from './compare/peers.mjs'
 import { cpuSeconds, memoryMiB, statusKiB, stopProcess } from './compare/processes.mjs'
 import { rssParts } from './rss-parts.mjs'
@@ -123,9 +122,7 @@ async function main () {
   const directory = mkdtempSync(join(tmpdir(), 'ffp-memory-'))
   const processes = []
   try {
-    const destinationCa = makeCa(directory, 'destination-ca')
-    const operatorCa = makeCa(directory, 'operator-ca')
-    const pki = { destinationCa, operatorCa, origin: makeLeaf(directory, 'origin', destinationCa, [TLS_HOST, PLAIN_HOST]) }
+    const pki = makeOriginPki(directory)
     const origin = await startOrigin(tools.found.nginx, directory, pki.origin)
     processes.push(...origin.processes)
     const settings = { duration, connections: 32, warmupMs: 1, heyPath: tools.found.hey }

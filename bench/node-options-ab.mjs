@@ -23,11 +23,10 @@ import { join } from 'node:path'
 import { setTimeout as delay } from 'node:timers/promises'
 import { hey } from './bin-load.mjs'
 import { runHey } from './compare/hey.mjs'
-import { PLAIN_HOST, TLS_HOST, startOrigin } from './compare/origin.mjs'
+import { makeOriginPki, PLAIN_HOST, TLS_HOST, startOrigin } from './compare/origin.mjs'
 import { BENCH_USER, oursAsRun } from './compare/peers.mjs'
 import { cpuSeconds, memoryMiB, stopProcess } from './compare/processes.mjs'
 import { median } from './compare/report.mjs'
-import { makeCa, makeLeaf } from './pki.mjs'
 import { SHIPPED_NODE_ARGS } from './shipped-node-args.mjs'
 
 const ROUNDS = Number(process.env.NODE_AB_ROUNDS ?? 8)
@@ -43,8 +42,7 @@ if (hey === undefined) throw new Error('hey is not installed (apt-get install he
 if (!['intercept', 'http'].includes(MODE)) throw new Error(`NODE_AB_MODE: "${MODE}" is neither intercept nor http`)
 
 const directory = mkdtempSync(join(tmpdir(), 'ffp-node-options-ab-'))
-const destinationCa = makeCa(directory, 'destination-ca')
-const pki = { destinationCa, operatorCa: makeCa(directory, 'operator-ca'), origin: makeLeaf(directory, 'origin', destinationCa, [TLS_HOST, PLAIN_HOST]) }
+const pki = makeOriginPki(directory)
 const processes = []
 
 /** The full bin with `nodeArgs`, in a folder of its own (its configuration file is named by variant). */

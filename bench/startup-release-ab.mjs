@@ -21,12 +21,11 @@ import { join } from 'node:path'
 import { setTimeout as delay } from 'node:timers/promises'
 import { hey } from './bin-load.mjs'
 import { runHey } from './compare/hey.mjs'
-import { PLAIN_HOST, TLS_HOST, startOrigin } from './compare/origin.mjs'
+import { makeOriginPki, PLAIN_HOST, TLS_HOST, startOrigin } from './compare/origin.mjs'
 import { BENCH_USER, oursAsRun } from './compare/peers.mjs'
 import { cpuSeconds, memoryMiB, stopProcess } from './compare/processes.mjs'
 import { median } from './compare/report.mjs'
 import { detectTools } from './compare/tools.mjs'
-import { makeCa, makeLeaf } from './pki.mjs'
 import { SHIPPED_NODE_ARGS } from './shipped-node-args.mjs'
 
 const PAIRS = Number(process.env.STARTUP_AB_PAIRS ?? 6)
@@ -39,8 +38,7 @@ if (hey === undefined) throw new Error('hey is not installed (apt-get install he
 if (!['intercept', 'http'].includes(MODE)) throw new Error(`STARTUP_AB_MODE: "${MODE}" is neither intercept nor http`)
 
 const directory = mkdtempSync(join(tmpdir(), 'ffp-startup-release-ab-'))
-const destinationCa = makeCa(directory, 'destination-ca')
-const pki = { destinationCa, operatorCa: makeCa(directory, 'operator-ca'), origin: makeLeaf(directory, 'origin', destinationCa, [TLS_HOST, PLAIN_HOST]) }
+const pki = makeOriginPki(directory)
 const processes = []
 
 /** The collections V8 reported so far in a bin's stdout (`--trace-gc`). */

@@ -6,10 +6,21 @@
 import { mkdirSync, writeFileSync, chmodSync } from 'node:fs'
 import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
+import { makeCa, makeLeaf } from '../pki.mjs'
 import { freePort, startProcess, waitForPort } from './processes.mjs'
 
 export const PLAIN_HOST = '127.0.0.1'
 export const TLS_HOST = '127.0.0.2'
+
+/**
+ * The suites' test PKI in `directory`: the destination CA, the operator CA that signs
+ * intercepted leaves, and the origin's leaf (from the destination CA, for both origin hosts).
+ */
+export function makeOriginPki (directory) {
+  const destinationCa = makeCa(directory, 'destination-ca')
+  const operatorCa = makeCa(directory, 'operator-ca')
+  return { destinationCa, operatorCa, origin: makeLeaf(directory, 'origin', destinationCa, [TLS_HOST, PLAIN_HOST]) }
+}
 const NODE_ORIGIN = fileURLToPath(new URL('../origin.mjs', import.meta.url))
 
 function nginxConfig (directory, httpPort, httpsPort, leaf, httpsOpaquePort) {
