@@ -1,7 +1,7 @@
 // A/B of Node options or configuration keys on warm processes: two bins of this checkout with the
 // per-request suite's full configuration (bench/compare/peers.mjs, its access log into
 // /dev/null), one with the options `npm start` passes (bench/shipped-node-args.mjs), the other
-// with `NODE_OPTIONS_AB` added to them and `NODE_AB_CONFIG` (a JSON object) to the
+// with `NODE_OPTIONS_AB` added to them (Node options; `NAME=value` entries go to its environment instead) and `NODE_AB_CONFIG` (a JSON object) to the
 // configuration's top level, run side by side against its origin (bench/origin.mjs). Each is warmed with hey for
 // NODE_AB_WARM s (20), then the two alternate in NODE_AB_ROUNDS (8) rounds of NODE_AB_SECONDS
 // (4) s, 32 connections, the order swapped every round. Prints each bin's CPU per request (user
@@ -35,9 +35,12 @@ const WARM = Number(process.env.NODE_AB_WARM ?? 20)
 const CONNECTIONS = 32
 const MODE = process.env.NODE_AB_MODE ?? 'intercept'
 const QUIET = Number(process.env.NODE_AB_QUIET ?? 0)
-const extra = (process.env.NODE_OPTIONS_AB ?? '').split(/\s+/).filter(Boolean)
+const tokens = (process.env.NODE_OPTIONS_AB ?? '').split(/\s+/).filter(Boolean)
+// NAME=value entries go to the variant's environment (glibc's MALLOC_ settings, say), the rest to Node.
+const extra = tokens.filter((token) => token.startsWith('-'))
+const extraEnv = Object.fromEntries(tokens.filter((token) => !token.startsWith('-')).map((token) => token.split(/=(.*)/s).slice(0, 2)))
 const configKeys = JSON.parse(process.env.NODE_AB_CONFIG ?? '{}')
-if (extra.length === 0 && Object.keys(configKeys).length === 0) throw new Error('NODE_OPTIONS_AB or NODE_AB_CONFIG: the Node options or configuration keys to compare with the shipped ones')
+if (tokens.length === 0 && Object.keys(configKeys).length === 0) throw new Error('NODE_OPTIONS_AB or NODE_AB_CONFIG: the Node options or configuration keys to compare with the shipped ones')
 if (hey === undefined) throw new Error('hey is not installed (apt-get install hey)')
 if (!['intercept', 'http'].includes(MODE)) throw new Error(`NODE_AB_MODE: "${MODE}" is neither intercept nor http`)
 
@@ -46,10 +49,10 @@ const pki = makeOriginPki(directory)
 const processes = []
 
 /** The full bin with `nodeArgs`, in a folder of its own (its configuration file is named by variant). */
-async function startBin (label, nodeArgs, keys = {}) {
+async function startBin (label, nodeArgs, keys = {}, env = {}) {
   const own = join(directory, label)
   mkdirSync(own)
-  const bin = await oursAsRun('full', { directory: own, pki, nodeArgs, accessLog: 'null', configKeys: keys })
+  const bin = await oursAsRun('full', { directory: own, pki, nodeArgs, env, accessLog: 'null', configKeys: keys })
   processes.push(bin.started)
   return bin
 }
@@ -59,8 +62,8 @@ try {
   processes.push(...origin.processes)
   const target = MODE === 'http' ? `http://${PLAIN_HOST}:${origin.httpPort}/small` : `https://${TLS_HOST}:${origin.httpsPort}/small`
   const load = (port, seconds) => runHey(hey, target, port, seconds, CONNECTIONS, true, BENCH_USER)
-  const variantName = [...extra, ...(Object.keys(configKeys).length === 0 ? [] : [JSON.stringify(configKeys)])].join(' ')
-  const bins = { shipped: await startBin('shipped', SHIPPED_NODE_ARGS), [variantName]: await startBin('variant', [...SHIPPED_NODE_ARGS, ...extra], configKeys) }
+  const variantName = [...tokens, ...(Object.keys(configKeys).length === 0 ? [] : [JSON.stringify(configKeys)])].join(' ')
+  const bins = { shipped: await startBin('shipped', SHIPPED_NODE_ARGS), [variantName]: await startBin('variant', [...SHIPPED_NODE_ARGS, ...extra], configKeys, extraEnv) }
   const names = Object.keys(bins)
   for (const name of names) await load(bins[name].port, WARM)
   const runs = Object.fromEntries(names.map((name) => [name, []]))

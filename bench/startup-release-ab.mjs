@@ -14,7 +14,9 @@
 // STARTUP_AB_VARIANTS: a JSON object of variant name to configuration keys added to the full
 // configuration (default: `false` against the default). STARTUP_AB_MODE: `http` (GET
 // http://127.0.0.1/small) or `intercept` (GET https://127.0.0.2/small, intercepted). Needs hey
-// and openssl.
+// and openssl. STARTUP_AB_NODE_ARGS: a JSON object of variant name to Node options (a string,
+// space-separated) added to the shipped ones for that variant, e.g.
+// STARTUP_AB_VARIANTS='{"shipped":{},"nomaglev":{}}' STARTUP_AB_NODE_ARGS='{"nomaglev":"--no-maglev"}'.
 import { mkdirSync, mkdtempSync, readFileSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
@@ -34,6 +36,8 @@ const SEGMENTS = 3
 const SEGMENT_SECONDS = 4
 const IDLE_SECONDS = 4
 const variants = JSON.parse(process.env.STARTUP_AB_VARIANTS ?? '{"off":{"releaseIdleMemory":false},"default":{}}')
+const variantNodeArgs = JSON.parse(process.env.STARTUP_AB_NODE_ARGS ?? '{}')
+for (const name of Object.keys(variantNodeArgs)) if (!(name in variants)) throw new Error(`STARTUP_AB_NODE_ARGS: "${name}" is not one of the variants`)
 if (hey === undefined) throw new Error('hey is not installed (apt-get install hey)')
 if (!['intercept', 'http'].includes(MODE)) throw new Error(`STARTUP_AB_MODE: "${MODE}" is neither intercept nor http`)
 
@@ -51,7 +55,7 @@ function collections (stdoutPath) {
 async function measure (name, run, load) {
   const own = join(directory, `${name}-${run}`)
   mkdirSync(own)
-  const bin = await oursAsRun('full', { directory: own, pki, nodeArgs: [...SHIPPED_NODE_ARGS, '--trace-gc'], accessLog: 'file', configKeys: variants[name] })
+  const bin = await oursAsRun('full', { directory: own, pki, nodeArgs: [...SHIPPED_NODE_ARGS, ...(variantNodeArgs[name] ?? '').split(' ').filter(Boolean), '--trace-gc'], accessLog: 'file', configKeys: variants[name] })
   processes.push(bin.started)
   const stdoutPath = join(own, 'access.log')
   await delay(IDLE_SECONDS * 1000)

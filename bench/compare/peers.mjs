@@ -83,9 +83,10 @@ export const FULL_INTERCEPT_HOSTS = [TLS_HOST, 'api.example.com']
  * `minimal`: `listen`, one user (Basic), `destinations` allowing loopback. `full`: the same plus
  * `interception` (the operator CA, `trustedDestinationCa`, two hosts: 127.0.0.2, the origin's TLS
  * address, and api.example.com; http:// forwarding goes to 127.0.0.1, so neither) and one header
- * rule for those two hosts. `configKeys` are added to the file's top level.
+ * rule for those two hosts. `configKeys` are added to the file's top level; `env` to the
+ * process's environment.
  */
-export async function oursAsRun (variant, { directory, pki, nodeArgs = [], accessLog, configKeys = {} }) {
+export async function oursAsRun (variant, { directory, pki, nodeArgs = [], env = {}, accessLog, configKeys = {} }) {
   const port = await freePort()
   const config = {
     listen: [{ host: '127.0.0.1', port }],
@@ -100,7 +101,7 @@ export async function oursAsRun (variant, { directory, pki, nodeArgs = [], acces
     }
     config.headers = [{ hosts: FULL_INTERCEPT_HOSTS, set: { 'X-Bench-Rule': 'full-config' }, remove: ['Cookie'] }]
   }
-  return launchBin({ directory, name: `ours-${variant}`, config: { ...config, ...configKeys }, ports: [port], nodeArgs, stdoutPath: accessLogPath(directory, accessLog) })
+  return launchBin({ directory, name: `ours-${variant}`, config: { ...config, ...configKeys }, ports: [port], nodeArgs, env, stdoutPath: accessLogPath(directory, accessLog) })
 }
 
 /**
