@@ -1,8 +1,9 @@
 // A/B of Node options or configuration keys on warm processes: two bins of this checkout with the
 // per-request suite's full configuration (bench/compare/peers.mjs, its access log into
 // /dev/null), one with the options `npm start` passes (bench/shipped-node-args.mjs), the other
-// with `NODE_OPTIONS_AB` added to them (Node options; `NAME=value` entries go to its environment instead) and `NODE_AB_CONFIG` (a JSON object) to the
-// configuration's top level, run side by side against its origin (bench/origin.mjs). Each is warmed with hey for
+// with `NODE_OPTIONS_AB` added to them (Node options; `NAME=value` entries go to its
+// environment instead) and `NODE_AB_CONFIG` (a JSON object) to the configuration's top level,
+// run side by side against its origin (bench/origin.mjs). Each is warmed with hey for
 // NODE_AB_WARM s (20), then the two alternate in NODE_AB_ROUNDS (8) rounds of NODE_AB_SECONDS
 // (4) s, 32 connections, the order swapped every round. Prints each bin's CPU per request (user
 // + system from /proc/PID/stat over the 2xx answers) per round, the medians of CPU, req/s and

@@ -29,8 +29,8 @@
 // `--no-maglev` since 29 November 2026: V8's mid-tier optimizing compiler, on by default from
 // Node 24 (Node 20 and 22 run without it, so there the option changes nothing). On Node 24 its
 // compilations, off the main thread and on it, leave freed memory in glibc's malloc arenas that
-// is never given back. Node 24.22.3, the full bin: `bench/memory.mjs` (4 fresh processes each, 5 s of
-// hey per scenario) 121 / 132 MiB after http:// / intercepted load against 140 / 149;
+// is never given back. Node 24.22.3, the full bin: `bench/memory.mjs` (4 fresh processes each,
+// 5 s of hey per scenario) 121 / 132 MiB after http:// / intercepted load against 140 / 149;
 // `bench/node-options-ab.mjs` (warm processes, 16 alternating rounds of 4 s) CPU per request
 // 0.96x the shipped bin's for http:// and 1.04x intercepted (rounds 0.79x to 1.33x), RSS at the
 // end 126 against 152 and 135 against 153; `bench/startup-release-ab.mjs` (6 fresh processes

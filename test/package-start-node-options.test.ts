@@ -37,7 +37,7 @@ test('the Node running the tests starts with the shipped Node options: an option
   const shipped = await shippedNodeArgs()
   const { stdout } = await run(process.execPath, [...shipped, '-e', 'process.stdout.write(JSON.stringify(process.execArgv))'], { env: childEnv() })
   t.same((JSON.parse(stdout) as string[]).slice(0, shipped.length), shipped)
-  // Node refuses this one in NODE_OPTIONS, which is why the docs say to put it on the command line.
+  // Node refuses these two in NODE_OPTIONS, which is why the docs say to put them on the command line.
   for (const option of ['--no-allocation-site-pretenuring', '--no-maglev']) {
     const refused = await run(process.execPath, ['-e', '0'], { env: { ...childEnv(), NODE_OPTIONS: option } }).then(() => null, (error: Error) => error)
     t.match(refused?.message, /not allowed in NODE_OPTIONS/, option)

@@ -7,8 +7,9 @@
 //   BENCH_SUITE=per-request BENCH_SCENARIOS=connect npm run bench:compare             # one piece only
 //   (memory is read in every run: idle, then after each scenario's rounds)
 //
-// Scenarios (BENCH_SCENARIOS, default all three), each with its own rounds (BENCH_ROUNDS, 5),
-// the paths' order rotating from round to round, the paths a target compares one right after the
+// Scenarios (BENCH_SCENARIOS, default all three), each with its own rounds (BENCH_ROUNDS, 5, of
+// BENCH_DURATION s, 6, after a warm-up run of BENCH_WARMUP_MS, 2000, through every path), the
+// paths' order rotating from round to round, the paths a target compares one right after the
 // other (their order rotating too: ADJACENT); medians over the rounds, and for each target the
 // median of the rounds' ratios of those paths (run in the same minute):
 // - `http`: hey (BENCH_CONNECTIONS, 32 connections, keep-alive, BENCH_DURATION s per run) GETs
