@@ -59,8 +59,8 @@ test('the shipped Node options take effect: V8 optimizes hot code with TurboFan 
   const shipped = await targets(await shippedNodeArgs())
   t.ok([...shipped].some((target) => target.startsWith('TURBOFAN')), 'the loop was optimized, so the trace can name a compiler')
   t.notOk(shipped.has('MAGLEV'), 'nothing compiled by Maglev')
-  // Node 24's V8 runs Maglev by default, Node 20's and 22's do not: there the check below shows
-  // that the one above can fail; on the older two both runs compile with TurboFan alone.
+  // Node 24's V8 runs Maglev by default, Node 20's and 22's do not. On Node 24 the check below
+  // shows that the one above can fail; on the older two both runs compile with TurboFan alone.
   if (Number(process.versions.node.split('.')[0]) >= 24) t.ok((await targets([])).has('MAGLEV'), 'without the options Node 24 compiles with Maglev')
 })
 
