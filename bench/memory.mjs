@@ -24,7 +24,7 @@ import { fileURLToPath } from 'node:url'
 import { runLoad, SCENARIOS } from './compare/load-scenarios.mjs'
 import { makeOriginPki, startOrigin } from './compare/origin.mjs'
 import { startOurs } from './compare/peers.mjs'
-import { cpuSeconds, memoryMiB, statusKiB, stopProcess } from './compare/processes.mjs'
+import { cpuSeconds, memoryMiB, nodeOptionsAndEnv, statusKiB, stopProcess } from './compare/processes.mjs'
 import { rssParts } from './rss-parts.mjs'
 import { LOAD_SCENARIOS } from './compare/settings.mjs'
 import { detectTools } from './compare/tools.mjs'
@@ -43,9 +43,7 @@ const scenarios = (process.env.MEMORY_SCENARIOS || LOAD_SCENARIOS.join(',')).spl
 for (const scenario of scenarios) if (!(scenario in SCENARIOS)) throw new Error(`MEMORY_SCENARIOS: unknown "${scenario}"`)
 const variants = (process.env.MEMORY_VARIANTS || `shipped=${SHIPPED_NODE_ARGS.join(' ')}`).split('|').map((text) => {
   const [label, args = ''] = text.split(/=(.*)/s)
-  const tokens = args.split(/\s+/).filter(Boolean)
-  const env = Object.fromEntries(tokens.filter((t) => !t.startsWith('-')).map((t) => t.split(/=(.*)/s)))
-  return { label, nodeArgs: tokens.filter((t) => t.startsWith('-')), env }
+  return { label, ...nodeOptionsAndEnv(args) }
 })
 
 /** Sends SIGUSR2 to the proxy and resolves with the hook's `memory-usage` line, parsed. */

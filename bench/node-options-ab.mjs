@@ -26,7 +26,7 @@ import { hey } from './bin-load.mjs'
 import { runHey } from './compare/hey.mjs'
 import { makeOriginPki, PLAIN_HOST, TLS_HOST, startOrigin } from './compare/origin.mjs'
 import { BENCH_USER, oursAsRun } from './compare/peers.mjs'
-import { cpuSeconds, memoryMiB, stopProcess } from './compare/processes.mjs'
+import { cpuSeconds, memoryMiB, nodeOptionsAndEnv, stopProcess } from './compare/processes.mjs'
 import { median } from './compare/report.mjs'
 import { SHIPPED_NODE_ARGS } from './shipped-node-args.mjs'
 
@@ -36,12 +36,10 @@ const WARM = Number(process.env.NODE_AB_WARM ?? 20)
 const CONNECTIONS = 32
 const MODE = process.env.NODE_AB_MODE ?? 'intercept'
 const QUIET = Number(process.env.NODE_AB_QUIET ?? 0)
-const tokens = (process.env.NODE_OPTIONS_AB ?? '').split(/\s+/).filter(Boolean)
-// NAME=value entries go to the variant's environment (glibc's MALLOC_ settings, say), the rest to Node.
-const extra = tokens.filter((token) => token.startsWith('-'))
-const extraEnv = Object.fromEntries(tokens.filter((token) => !token.startsWith('-')).map((token) => token.split(/=(.*)/s).slice(0, 2)))
+const options = (process.env.NODE_OPTIONS_AB ?? '').trim()
+const { nodeArgs: extra, env: extraEnv } = nodeOptionsAndEnv(options)
 const configKeys = JSON.parse(process.env.NODE_AB_CONFIG ?? '{}')
-if (tokens.length === 0 && Object.keys(configKeys).length === 0) throw new Error('NODE_OPTIONS_AB or NODE_AB_CONFIG: the Node options or configuration keys to compare with the shipped ones')
+if (options === '' && Object.keys(configKeys).length === 0) throw new Error('NODE_OPTIONS_AB or NODE_AB_CONFIG: the Node options or configuration keys to compare with the shipped ones')
 if (hey === undefined) throw new Error('hey is not installed (apt-get install hey)')
 if (!['intercept', 'http'].includes(MODE)) throw new Error(`NODE_AB_MODE: "${MODE}" is neither intercept nor http`)
 
@@ -63,7 +61,7 @@ try {
   processes.push(...origin.processes)
   const target = MODE === 'http' ? `http://${PLAIN_HOST}:${origin.httpPort}/small` : `https://${TLS_HOST}:${origin.httpsPort}/small`
   const load = (port, seconds) => runHey(hey, target, port, seconds, CONNECTIONS, true, BENCH_USER)
-  const variantName = [...tokens, ...(Object.keys(configKeys).length === 0 ? [] : [JSON.stringify(configKeys)])].join(' ')
+  const variantName = [...(options === '' ? [] : [options]), ...(Object.keys(configKeys).length === 0 ? [] : [JSON.stringify(configKeys)])].join(' ')
   const bins = { shipped: await startBin('shipped', SHIPPED_NODE_ARGS), [variantName]: await startBin('variant', [...SHIPPED_NODE_ARGS, ...extra], configKeys, extraEnv) }
   const names = Object.keys(bins)
   for (const name of names) await load(bins[name].port, WARM)

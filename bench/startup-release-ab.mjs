@@ -14,8 +14,8 @@
 // STARTUP_AB_VARIANTS: a JSON object of variant name to configuration keys added to the full
 // configuration (default: `false` against the default). STARTUP_AB_MODE: `http` (GET
 // http://127.0.0.1/small) or `intercept` (GET https://127.0.0.2/small, intercepted). Needs hey
-// and openssl. STARTUP_AB_NODE_ARGS: a JSON object of variant name to Node options (a string,
-// space-separated) added to the shipped ones for that variant, e.g.
+// and openssl. STARTUP_AB_NODE_ARGS: a JSON object of variant name to Node options added to the
+// shipped ones for that variant and `NAME=value` environment entries (one string, space-separated), e.g.
 // STARTUP_AB_VARIANTS='{"shipped":{},"nomaglev":{}}' STARTUP_AB_NODE_ARGS='{"nomaglev":"--no-maglev"}'.
 import { mkdirSync, mkdtempSync, readFileSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
@@ -25,7 +25,7 @@ import { hey } from './bin-load.mjs'
 import { runHey } from './compare/hey.mjs'
 import { makeOriginPki, PLAIN_HOST, TLS_HOST, startOrigin } from './compare/origin.mjs'
 import { BENCH_USER, oursAsRun } from './compare/peers.mjs'
-import { cpuSeconds, memoryMiB, stopProcess } from './compare/processes.mjs'
+import { cpuSeconds, memoryMiB, nodeOptionsAndEnv, stopProcess } from './compare/processes.mjs'
 import { median } from './compare/report.mjs'
 import { detectTools } from './compare/tools.mjs'
 import { SHIPPED_NODE_ARGS } from './shipped-node-args.mjs'
@@ -55,7 +55,8 @@ function collections (stdoutPath) {
 async function measure (name, run, load) {
   const own = join(directory, `${name}-${run}`)
   mkdirSync(own)
-  const bin = await oursAsRun('full', { directory: own, pki, nodeArgs: [...SHIPPED_NODE_ARGS, ...(variantNodeArgs[name] ?? '').split(' ').filter(Boolean), '--trace-gc'], accessLog: 'file', configKeys: variants[name] })
+  const variantOptions = nodeOptionsAndEnv(variantNodeArgs[name] ?? '')
+  const bin = await oursAsRun('full', { directory: own, pki, nodeArgs: [...SHIPPED_NODE_ARGS, ...variantOptions.nodeArgs, '--trace-gc'], env: variantOptions.env, accessLog: 'file', configKeys: variants[name] })
   processes.push(bin.started)
   const stdoutPath = join(own, 'access.log')
   await delay(IDLE_SECONDS * 1000)

@@ -13,6 +13,16 @@ process.once('exit', () => { for (const child of started) if (child.exitCode ===
  * `stdoutPath` (a file, or /dev/null) its stdout goes there instead, as a service's log would,
  * and only stderr is kept.
  */
+/**
+ * A variant's options as the A/B harnesses take them, space-separated: Node options (the tokens
+ * that start with `-`) and environment entries (`NAME=value`, glibc's `MALLOC_` settings say).
+ */
+export function nodeOptionsAndEnv (text) {
+  const tokens = text.split(/\s+/).filter(Boolean)
+  const env = Object.fromEntries(tokens.filter((token) => !token.startsWith('-')).map((token) => token.split(/=(.*)/s).slice(0, 2)))
+  return { nodeArgs: tokens.filter((token) => token.startsWith('-')), env }
+}
+
 export function startProcess (command, args, { stdoutPath, ...options } = {}) {
   const fd = stdoutPath === undefined ? undefined : openSync(stdoutPath, 'a')
   let child
