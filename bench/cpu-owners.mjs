@@ -1,5 +1,7 @@
 // Where a proxy's CPU goes, per request: `perf record` of one path at a time under hey (32
-// keep-alive connections, http:// or intercepted requests) after a 2 s warm-up, each sample
+// keep-alive connections, http:// or intercepted requests), or under the per-request suite's
+// CONNECT client (32 clients each sending a CONNECT, reading the answer and closing), after a
+// 2 s warm-up, each sample
 // read back with the JIT's symbol map (`--perf-basic-prof-only-functions`) and given to its
 // owner: the nearest JavaScript frame's file (ours by file under dist/lib, a package by name,
 // Node's own modules by name; "no JS frame" for libuv, the HTTP parser's C++ and the like), in
@@ -12,8 +14,9 @@
 //
 //   npm run build && node bench/cpu-owners.mjs . bench/floor-fastify-proxy.mjs
 //   OWNERS_MODE=intercept OWNERS_FUNCTIONS='^ours' node bench/cpu-owners.mjs .
+//   OWNERS_MODE=connect node bench/cpu-owners.mjs bench/proxy-server.mjs bench/floor-fastify-connect.mjs
 //
-// Knobs: OWNERS_MODE (http, or intercept), OWNERS_SECONDS (5), OWNERS_TOP (owners listed, 16),
+// Knobs: OWNERS_MODE (http, intercept, or connect: per answered CONNECT), OWNERS_SECONDS (5), OWNERS_TOP (owners listed, 16),
 // OWNERS_FUNCTIONS (a pattern: the functions of the owners it matches are listed too),
 // OWNERS_NODE_ARGS (more Node options, space-separated: `--no-turbo-inlining` gives inlined
 // functions their own samples, at a cost that changes the shares). Needs perf (apt-get install
@@ -23,7 +26,9 @@ import { rmSync } from 'node:fs'
 import { join } from 'node:path'
 import { createInterface } from 'node:readline'
 import { setTimeout as sleep } from 'node:timers/promises'
+import { connectLoad } from './compare/connect-client.mjs'
 import { runHey } from './compare/hey.mjs'
+import { PLAIN_HOST } from './compare/origin.mjs'
 import { cpuSeconds, stopProcess } from './compare/processes.mjs'
 import { loadBench, pathStarter } from './load-paths.mjs'
 import { locate } from './compare/tools.mjs'
@@ -32,6 +37,7 @@ import { SHIPPED_NODE_ARGS } from './shipped-node-args.mjs'
 const paths = process.argv.slice(2)
 if (paths.length === 0) throw new Error('usage: node bench/cpu-owners.mjs <tree[@variant] | bench/floor-*.mjs> ...')
 const MODE = process.env.OWNERS_MODE ?? 'http'
+if (!['http', 'intercept', 'connect'].includes(MODE)) throw new Error(`OWNERS_MODE: "${MODE}" is not http, intercept or connect`)
 const SECONDS = Number(process.env.OWNERS_SECONDS ?? 5)
 const TOP = Number(process.env.OWNERS_TOP ?? 16)
 const FUNCTIONS = process.env.OWNERS_FUNCTIONS === undefined ? undefined : new RegExp(process.env.OWNERS_FUNCTIONS)
@@ -43,6 +49,14 @@ if (hey === undefined) throw new Error('hey is not installed (apt-get install he
 if (perf === undefined) throw new Error('perf is not installed (apt-get install linux-perf)')
 
 const { directory, destinationCa, operatorCa, origin, url } = await loadBench('cpu-owners', MODE)
+/** Puts `seconds` of load on the proxy at `port` and resolves with the requests (or CONNECTs) answered. */
+async function load (port, seconds, user) {
+  if (MODE !== 'connect') return (await runHey(hey, url, port, seconds, 32, true, user)).requests
+  const authorization = user === undefined ? undefined : `Basic ${Buffer.from(`${user.name}:${user.password}`).toString('base64')}`
+  const { answered, errors, firstError } = await connectLoad({ proxyPort: port, target: `${PLAIN_HOST}:${origin.httpPort}`, seconds, parallel: 32, authorization })
+  if (errors > 0) throw new Error(`CONNECT load: ${errors} errors, the first: ${firstError}`)
+  return answered
+}
 const start = pathStarter({ directory, operatorCa, destinationCa, nodeArgs: [...SHIPPED_NODE_ARGS, ...EXTRA_NODE_ARGS, '--perf-basic-prof-only-functions'] })
 
 /** The owner of one stack frame of `perf script`'s output, or null for a frame of native code. */
@@ -105,23 +119,24 @@ async function ownersOf (file) {
 }
 
 const micros = (samples, requests) => (samples * 1e6 / SAMPLES_PER_SECOND / requests).toFixed(1).padStart(6)
-console.log(`CPU per ${MODE === 'http' ? 'http://' : 'intercepted'} request by owner (hey, 32 connections, ${SECONDS} s recorded at ${SAMPLES_PER_SECOND} Hz), Node ${process.version}`)
+const unit = { http: 'http:// request', intercept: 'intercepted request', connect: 'answered CONNECT' }[MODE]
+console.log(`CPU per ${unit} by owner (${MODE === 'connect' ? 'CONNECT client' : 'hey'}, 32 connections, ${SECONDS} s recorded at ${SAMPLES_PER_SECOND} Hz), Node ${process.version}`)
 for (const path of paths) {
   const { started, port, user } = await start(path)
   const { pid } = started.child
-  await runHey(hey, url, port, 2, 32, true, user)
+  await load(port, 2, user)
   const file = join(directory, `perf-${pid}.data`)
   const recorder = spawn(perf, ['record', '-F', String(SAMPLES_PER_SECOND), '-g', '-o', file, '-p', String(pid)], { stdio: 'ignore' })
   await sleep(500)
   const before = cpuSeconds(pid)
-  const { requests } = await runHey(hey, url, port, SECONDS, 32, true, user)
+  const requests = await load(port, SECONDS, user)
   const cpu = cpuSeconds(pid) - before
   recorder.kill('SIGINT')
   await new Promise((resolve) => recorder.once('exit', resolve))
   const { owners, functions, threads } = await ownersOf(file)
   await stopProcess(started)
   rmSync(`/tmp/perf-${pid}.map`, { force: true })
-  console.log(`\n${path}: ${requests} requests, ${(cpu * 1e6 / requests).toFixed(1)} µs CPU per request (/proc); perf: main thread ${micros(threads.mainKernel, requests).trim()} kernel + ${micros(threads.mainUser, requests).trim()} user, other threads ${micros(threads.other, requests).trim()} (${[...threads.otherByName].sort((a, b) => b[1] - a[1]).map(([name, samples]) => `${name} ${micros(samples, requests).trim()}`).join(', ')})`)
+  console.log(`\n${path}: ${requests} requests, ${(cpu * 1e6 / requests).toFixed(1)} µs CPU per ${MODE === 'connect' ? 'CONNECT' : 'request'} (/proc); perf: main thread ${micros(threads.mainKernel, requests).trim()} kernel + ${micros(threads.mainUser, requests).trim()} user, other threads ${micros(threads.other, requests).trim()} (${[...threads.otherByName].sort((a, b) => b[1] - a[1]).map(([name, samples]) => `${name} ${micros(samples, requests).trim()}`).join(', ')})`)
   console.log('    user  kernel  (µs per request)')
   for (const [owner, c] of [...owners].sort((a, b) => (b[1].user + b[1].kernel) - (a[1].user + a[1].kernel)).slice(0, TOP)) {
     console.log(`  ${micros(c.user, requests)}  ${micros(c.kernel, requests)}  ${owner}`)

@@ -47,7 +47,7 @@ import { runHey } from './hey.mjs'
 import { runUndiciLoad } from './load-scenarios.mjs'
 import { PLAIN_HOST, TLS_HOST } from './origin.mjs'
 import { BENCH_USER, SUITE_PEERS, startPeers } from './peers.mjs'
-import { cpuSeconds, memoryMiB, tcpPassiveOpens } from './processes.mjs'
+import { cpuSeconds, endedChildrenCpuSeconds, memoryMiB, tcpPassiveOpens } from './processes.mjs'
 import { rssParts } from '../rss-parts.mjs'
 import { median } from './report.mjs'
 
@@ -152,8 +152,13 @@ export function roundRatios (byPath, name, base, metric) {
   }).filter(Number.isFinite)
 }
 
-/** Runs `measure(path)` through every path, `settings.rounds` times, the order rotating; a warm-up first. */
-async function rounds ({ settings, problems, print }, scenario, paths, measure, adjacent = []) {
+/**
+ * Runs `measure(path)` through every path, `settings.rounds` times, the order rotating; a warm-up
+ * first. Besides the proxy's CPU, each run records the client's (the child process that ran it)
+ * and the origin's (`originPids`) per request: on a machine they share, what one proxy makes
+ * them do counts in its req/s too.
+ */
+async function rounds ({ settings, problems, print }, scenario, paths, measure, adjacent, originPids) {
   const byPath = Object.fromEntries(paths.map((p) => [p.name, []]))
   if (settings.warmupMs >= 100) {
     for (const path of paths) {
@@ -163,6 +168,8 @@ async function rounds ({ settings, problems, print }, scenario, paths, measure, 
   for (let round = 0; round < settings.rounds; round++) {
     for (const path of roundOrder(paths, round, adjacent)) {
       const before = path.pid === undefined ? NaN : cpuSeconds(path.pid)
+      const clientBefore = endedChildrenCpuSeconds()
+      const originBefore = originCpuSeconds(originPids)
       const acceptedBefore = tcpPassiveOpens()
       let result
       try {
@@ -171,13 +178,27 @@ async function rounds ({ settings, problems, print }, scenario, paths, measure, 
         result = { requests: 0, reqPerSec: NaN, p50: NaN, p99: NaN, errors: 1, failure: error.message.split('\n')[0] }
       }
       const cpu = path.pid === undefined ? NaN : cpuSeconds(path.pid) - before
-      const record = { round, ...result, accepted: tcpPassiveOpens() - acceptedBefore, cpuSeconds: cpu, cpuMicrosPerRequest: cpu * 1e6 / result.requests }
+      const perRequest = (seconds) => seconds * 1e6 / result.requests
+      const record = {
+        round,
+        ...result,
+        accepted: tcpPassiveOpens() - acceptedBefore,
+        cpuSeconds: cpu,
+        cpuMicrosPerRequest: perRequest(cpu),
+        clientMicrosPerRequest: perRequest(endedChildrenCpuSeconds() - clientBefore),
+        originMicrosPerRequest: perRequest(originCpuSeconds(originPids) - originBefore)
+      }
       byPath[path.name].push(record)
-      print(`round ${round + 1} ${scenario} ${path.name}: ${fixed(result.reqPerSec)} ${scenario === 'connect' ? 'CONNECT' : 'req'}/s, ${fixed(record.cpuMicrosPerRequest, 1)} µs CPU per ${scenario === 'connect' ? 'CONNECT' : 'request'}, errors ${result.errors}${result.failure ?? result.firstError ? ` (${result.failure ?? result.firstError})` : ''}, ${record.accepted} connections accepted`)
+      print(`round ${round + 1} ${scenario} ${path.name}: ${fixed(result.reqPerSec)} ${scenario === 'connect' ? 'CONNECT' : 'req'}/s, ${fixed(record.cpuMicrosPerRequest, 1)} µs CPU per ${scenario === 'connect' ? 'CONNECT' : 'request'} (client ${fixed(record.clientMicrosPerRequest, 1)}, origin ${fixed(record.originMicrosPerRequest, 1)}), errors ${result.errors}${result.failure ?? result.firstError ? ` (${result.failure ?? result.firstError})` : ''}, ${record.accepted} connections accepted`)
       if (result.requests === 0 || (settings.smoke && result.errors > 0)) problems.push(`${scenario} ${path.name}: ${result.requests} answered, ${result.errors} errors`)
     }
   }
   return byPath
+}
+
+/** CPU seconds of the origin's processes so far. */
+function originCpuSeconds (pids) {
+  return pids.reduce((sum, pid) => sum + cpuSeconds(pid), 0)
 }
 
 /**
@@ -204,6 +225,8 @@ function summarizeScenario (byPath) {
     cpuToRelay: toRelay[name],
     rate: median(runs.map((r) => r.reqPerSec)),
     cpuMicrosPerRequest: median(runs.map((r) => r.cpuMicrosPerRequest)),
+    clientMicrosPerRequest: median(runs.map((r) => r.clientMicrosPerRequest)),
+    originMicrosPerRequest: median(runs.map((r) => r.originMicrosPerRequest)),
     p50: median(runs.map((r) => r.p50)),
     p99: median(runs.map((r) => r.p99)),
     accepted: median(runs.map((r) => r.accepted)),
@@ -231,6 +254,7 @@ export async function runPerRequestSuite (run, { origin, context, tools }) {
   const runs = {}
   const direct = { name: 'direct', label: 'direct (no proxy)' }
   const asPath = (r) => ({ name: r.peer.name, label: r.peer.label, port: r.port, pid: r.pid, peer: r.peer })
+  const originPids = origin.processes.map((started) => started.child.pid)
   for (const scenario of settings.scenarios) {
     const through = running.filter((r) => r.peer.scenarios.includes(scenario)).map(asPath)
     if (through.length === 0) continue
@@ -246,10 +270,10 @@ export async function runPerRequestSuite (run, { origin, context, tools }) {
           refused: r.refused,
           firstError: r.firstError
         }
-      }, ADJACENT.connect)
+      }, ADJACENT.connect, originPids)
     } else {
       const measure = (path, seconds) => clientRun(scenario, origin, context.pki, settings, path, seconds)
-      runs[scenario] = await rounds(run, scenario, [direct, ...through], measure, ADJACENT[scenario])
+      runs[scenario] = await rounds(run, scenario, [direct, ...through], measure, ADJACENT[scenario] ?? [], originPids)
     }
     for (const r of running) memory[r.peer.name][scenario] = memoryOf(r)
     print()
@@ -271,14 +295,15 @@ export function suiteTables ({ labels, runs, summary, sameMinute = {}, memory, p
     const connect = scenario === 'connect'
     out.push(`### ${SUITE_LABELS[scenario]}${connect ? '' : settings.httpClient === 'node' ? ' (undici: bench/load.mjs)' : ' (hey)'}\n`)
     out.push(connect
-      ? '| path | answered CONNECT/s | proxy CPU µs per answered CONNECT | against the relay (median of the rounds\' ratios) | each round (µs) | errors |\n|---|---|---|---|---|---|'
-      : '| path | req/s | proxy CPU µs per request | each round (µs) | p50 ms | p99 ms | errors | TCP connections accepted per run |\n|---|---|---|---|---|---|---|---|')
+      ? '| path | answered CONNECT/s | proxy CPU µs per answered CONNECT | against the relay (median of the rounds\' ratios) | each round (µs) | client / origin CPU µs | errors |\n|---|---|---|---|---|---|---|'
+      : '| path | req/s | proxy CPU µs per request | each round (µs) | client / origin CPU µs | p50 ms | p99 ms | errors | TCP connections accepted per run |\n|---|---|---|---|---|---|---|---|---|')
     for (const [name, s] of Object.entries(byPath)) {
       const each = name === 'direct' ? '-' : runs[scenario][name].map((r) => fixed(r.cpuMicrosPerRequest, 1)).join(' / ')
       const cpu = name === 'direct' ? '-' : fixed(s.cpuMicrosPerRequest, 1)
+      const others = `${fixed(s.clientMicrosPerRequest, 1)} / ${fixed(s.originMicrosPerRequest, 1)}`
       out.push(connect
-        ? `| ${labels[name]} | ${thousands(s.rate)} | ${cpu} | ${fixed(s.cpuToRelay, 2)}x | ${each} | ${s.errors} |`
-        : `| ${labels[name]} | ${thousands(s.rate)} | ${cpu} | ${each} | ${fixed(s.p50, 1)} | ${fixed(s.p99, 1)} | ${s.errors} | ${thousands(s.accepted)} |`)
+        ? `| ${labels[name]} | ${thousands(s.rate)} | ${cpu} | ${fixed(s.cpuToRelay, 2)}x | ${each} | ${others} | ${s.errors} |`
+        : `| ${labels[name]} | ${thousands(s.rate)} | ${cpu} | ${each} | ${others} | ${fixed(s.p50, 1)} | ${fixed(s.p99, 1)} | ${s.errors} | ${thousands(s.accepted)} |`)
     }
     out.push('')
     const comparisons = sameMinute[scenario] ?? []
@@ -306,6 +331,6 @@ export function suiteTables ({ labels, runs, summary, sameMinute = {}, memory, p
     const cell = (part) => `${fixed(m.idle.parts[part])} / ${fixed(m[last].parts[part])}`
     out.push(`| ${labels[name]} | ${['v8Pages', 'mainMalloc', 'threadMalloc', 'otherAnonymous', 'fileBacked'].map(cell).join(' | ')} |`)
   }
-  out.push(`\n${settings.rounds} rounds of ${settings.duration} s, ${settings.connections} connections; medians. CPU: user + system from /proc/<pid>/stat over the requests answered (2xx; 200 to CONNECT), Squid's helpers included. Access logs: ${settings.accessLog === 'null' ? '/dev/null' : 'files'}.`)
+  out.push(`\n${settings.rounds} rounds of ${settings.duration} s, ${settings.connections} connections; medians. CPU: user + system from /proc/<pid>/stat over the requests answered (2xx; 200 to CONNECT), Squid's helpers included; the client's (its process, started for each run) and the origin's the same way. Access logs: ${settings.accessLog === 'null' ? '/dev/null' : 'files'}.`)
   return out.join('\n')
 }

@@ -133,6 +133,18 @@ export function cpuSeconds (pid) {
   return ticks / CLOCK_TICKS
 }
 
+/**
+ * User + system CPU seconds of this process's children that have exited and been waited for
+ * (`cutime` + `cstime` of /proc/self/stat). Read before and after a client run (hey, bench/load.mjs,
+ * the CONNECT client: each a child that exits at the end of its run), the difference is that
+ * client's CPU, as long as no other child ended in between.
+ */
+export function endedChildrenCpuSeconds () {
+  const text = readFileSync('/proc/self/stat', 'utf8')
+  const fields = text.slice(text.lastIndexOf(')') + 2).split(' ')
+  return (Number(fields[13]) + Number(fields[14])) / CLOCK_TICKS
+}
+
 /** A `/proc/<pid>/status` field in KiB (0 when the process or field is gone). */
 export function statusKiB (pid, field) {
   try {
