@@ -1,26 +1,26 @@
 // Where a proxy's CPU goes, per request: `perf record` of one path at a time under hey (32
 // keep-alive connections, http:// or intercepted requests), or under the per-request suite's
 // CONNECT client (32 clients each sending a CONNECT, reading the answer and closing), after a
-// 2 s warm-up, each sample
-// read back with the JIT's symbol map (`--perf-basic-prof-only-functions`) and given to its
-// owner: the nearest JavaScript frame's file (ours by file under dist/lib, a package by name,
-// Node's own modules by name; "no JS frame" for libuv, the HTTP parser's C++ and the like), in
-// the kernel or in user space by where the sample landed, the main thread apart from V8's and
-// libuv's other threads (those by thread name: V8Worker, libuv-worker, ...). A V8 CPU profile
-// (`--cpu-prof`) counts wall time, so a write that wakes the client shows as a long `writev`;
-// perf counts CPU time only. The CPU per request is /proc's, as the suites read it; the split
-// is perf's. perf itself costs CPU (more per request the deeper and slower the path), so
-// compare shares, and totals only with the suites. Paths as in bench/load-paths.mjs.
+// 2 s warm-up, each sample read back with the JIT's symbol map
+// (`--perf-basic-prof-only-functions`) and given to its owner: the nearest JavaScript frame's
+// file (ours by file under dist/lib, a package by name, Node's own modules by name; "no JS
+// frame" for libuv, the HTTP parser's C++ and the like), in the kernel or in user space by
+// where the sample landed, the main thread apart from V8's and libuv's other threads (those by
+// thread name: V8Worker, libuv-worker, ...). A V8 CPU profile (`--cpu-prof`) counts wall time,
+// so a write that wakes the client shows as a long `writev`; perf counts CPU time only. The CPU
+// per request is /proc's, as the suites read it; the split is perf's. perf itself costs CPU
+// (more per request the deeper and slower the path), so compare shares, and totals only with
+// the suites. Paths as in bench/load-paths.mjs.
 //
 //   npm run build && node bench/cpu-owners.mjs . bench/floor-fastify-proxy.mjs
 //   OWNERS_MODE=intercept OWNERS_FUNCTIONS='^ours' node bench/cpu-owners.mjs .
 //   OWNERS_MODE=connect node bench/cpu-owners.mjs bench/proxy-server.mjs bench/floor-fastify-connect.mjs
 //
-// Knobs: OWNERS_MODE (http, intercept, or connect: per answered CONNECT), OWNERS_SECONDS (5), OWNERS_TOP (owners listed, 16),
-// OWNERS_FUNCTIONS (a pattern: the functions of the owners it matches are listed too),
-// OWNERS_NODE_ARGS (more Node options, space-separated: `--no-turbo-inlining` gives inlined
-// functions their own samples, at a cost that changes the shares). Needs perf (apt-get install
-// linux-perf) and hey; nginx is the origin when installed.
+// Knobs: OWNERS_MODE (http, intercept, or connect: per answered CONNECT), OWNERS_SECONDS (5),
+// OWNERS_TOP (owners listed, 16), OWNERS_FUNCTIONS (a pattern: the functions of the owners it
+// matches are listed too), OWNERS_NODE_ARGS (more Node options, space-separated:
+// `--no-turbo-inlining` gives inlined functions their own samples, at a cost that changes the
+// shares). Needs perf (apt-get install linux-perf) and hey; nginx is the origin when installed.
 import { spawn } from 'node:child_process'
 import { rmSync } from 'node:fs'
 import { join } from 'node:path'
@@ -137,7 +137,7 @@ for (const path of paths) {
   await stopProcess(started)
   rmSync(`/tmp/perf-${pid}.map`, { force: true })
   console.log(`\n${path}: ${requests} requests, ${(cpu * 1e6 / requests).toFixed(1)} µs CPU per ${MODE === 'connect' ? 'CONNECT' : 'request'} (/proc); perf: main thread ${micros(threads.mainKernel, requests).trim()} kernel + ${micros(threads.mainUser, requests).trim()} user, other threads ${micros(threads.other, requests).trim()} (${[...threads.otherByName].sort((a, b) => b[1] - a[1]).map(([name, samples]) => `${name} ${micros(samples, requests).trim()}`).join(', ')})`)
-  console.log('    user  kernel  (µs per request)')
+  console.log(`    user  kernel  (µs per ${MODE === 'connect' ? 'CONNECT' : 'request'})`)
   for (const [owner, c] of [...owners].sort((a, b) => (b[1].user + b[1].kernel) - (a[1].user + a[1].kernel)).slice(0, TOP)) {
     console.log(`  ${micros(c.user, requests)}  ${micros(c.kernel, requests)}  ${owner}`)
   }

@@ -4,6 +4,9 @@
 // socket to the same server, where one Fastify route forwards each origin-form request to the
 // CONNECT target over HTTPS (one undici Pool per target, keep-alive, the destination verified
 // against the given CA) and streams the answer back. No hooks, no telemetry, no access log.
+// The same route forwards absolute-form http:// requests as bench/floor-fastify-proxy.mjs does,
+// so that one process can take both kinds of load, as the bin with interception configured
+// does: the floor of its memory after both.
 // Like the product, requests wait (100 ms at most) while a tunnel's handshake is under way: without
 // that, hey (Go 1.19's Transport) abandons its spare tunnels by the thousand under load, and the
 // floor would measure the storm instead of the requests (see limits.tunnelSetupWait).
@@ -39,13 +42,21 @@ function afterSetUps () {
   })
 }
 
-function poolFor (target) {
-  let pool = pools.get(target)
+function poolFor (origin) {
+  let pool = pools.get(origin)
   if (pool === undefined) {
-    pool = new Pool(`https://${target}`, { connect: { ca: destinationCa } })
-    pools.set(target, pool)
+    pool = new Pool(origin, origin.startsWith('https:') ? { connect: { ca: destinationCa } } : {})
+    pools.set(origin, pool)
   }
   return pool
+}
+
+/** Where a request goes: its tunnel's CONNECT target over HTTPS, or its absolute-form http:// URL. */
+function destinationOf (request) {
+  const target = targets.get(request.raw.socket)
+  if (target !== undefined) return { origin: `https://${target}`, path: request.url }
+  const url = new URL(request.url)
+  return { origin: url.origin, path: url.pathname + url.search }
 }
 
 const app = Fastify({ logger: false, keepAliveTimeout: 60_000 })
@@ -54,10 +65,11 @@ app.addContentTypeParser('*', (_request, payload, done) => done(null, payload))
 app.all('*', async (request, reply) => {
   const setUps = afterSetUps()
   if (setUps !== null) await setUps
-  const target = targets.get(request.raw.socket)
+  const { origin, path } = destinationOf(request)
   const headers = { ...request.headers }
+  delete headers['proxy-connection']
   delete headers.connection
-  const response = await poolFor(target).request({ method: request.method, path: request.url, headers, body: request.body ?? null })
+  const response = await poolFor(origin).request({ method: request.method, path, headers, body: request.body ?? null })
   reply.code(response.statusCode).headers(response.headers)
   return reply.send(response.body)
 })
