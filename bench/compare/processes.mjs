@@ -9,11 +9,6 @@ const started = new Set()
 process.once('exit', () => { for (const child of started) if (child.exitCode === null) child.kill('SIGKILL') })
 
 /**
- * Spawns `command`, keeping the last 4000 characters of its output for error messages. With
- * `stdoutPath` (a file, or /dev/null) its stdout goes there instead, as a service's log would,
- * and only stderr is kept.
- */
-/**
  * A variant's options as the A/B harnesses take them, space-separated: Node options (the tokens
  * that start with `-`) and environment entries (`NAME=value`, glibc's `MALLOC_` settings say).
  */
@@ -23,6 +18,11 @@ export function nodeOptionsAndEnv (text) {
   return { nodeArgs: tokens.filter((token) => token.startsWith('-')), env }
 }
 
+/**
+ * Spawns `command`, keeping the last 4000 characters of its output for error messages. With
+ * `stdoutPath` (a file, or /dev/null) its stdout goes there instead, as a service's log would,
+ * and only stderr is kept.
+ */
 export function startProcess (command, args, { stdoutPath, ...options } = {}) {
   const fd = stdoutPath === undefined ? undefined : openSync(stdoutPath, 'a')
   let child
