@@ -21,7 +21,7 @@ import { join } from 'node:path'
 import { connectLoad } from './compare/connect-client.mjs'
 import { runHey } from './compare/hey.mjs'
 import { makeOriginPki, PLAIN_HOST, startOrigin, TLS_HOST } from './compare/origin.mjs'
-import { BENCH_USER, SUITE_PEERS } from './compare/peers.mjs'
+import { BENCH_AUTHORIZATION, BENCH_USER, SUITE_PEERS } from './compare/peers.mjs'
 import { cpuSeconds, memoryMiB, stopProcess } from './compare/processes.mjs'
 import { median } from './compare/report.mjs'
 import { detectTools } from './compare/tools.mjs'
@@ -36,7 +36,6 @@ if (load !== 'intercept' && load !== 'http') throw new Error(`AFTER_LOAD: "${loa
 const loadRuns = Number(process.env.AFTER_LOAD_RUNS ?? 5)
 const rounds = Number(process.env.AFTER_LOAD_ROUNDS ?? 8)
 const seconds = Number(process.env.AFTER_LOAD_SECONDS ?? 2)
-const BASIC = `Basic ${Buffer.from(`${BENCH_USER.name}:${BENCH_USER.password}`).toString('base64')}`
 const fullBin = SUITE_PEERS.find((peer) => peer.name === 'ours-full')
 
 const tools = detectTools().found
@@ -65,11 +64,11 @@ try {
     }
   }
   const target = `${PLAIN_HOST}:${origin.httpPort}`
-  for (const p of proxies) await connectLoad({ proxyPort: p.proxy.port, target, seconds: 1, parallel: 32, authorization: BASIC })
+  for (const p of proxies) await connectLoad({ proxyPort: p.proxy.port, target, seconds: 1, parallel: 32, authorization: BENCH_AUTHORIZATION })
   for (let round = 0; round < rounds; round++) {
     for (const p of round % 2 === 0 ? proxies : [...proxies].reverse()) {
       const before = cpuSeconds(p.proxy.pid)
-      const result = await connectLoad({ proxyPort: p.proxy.port, target, seconds, parallel: 32, authorization: BASIC })
+      const result = await connectLoad({ proxyPort: p.proxy.port, target, seconds, parallel: 32, authorization: BENCH_AUTHORIZATION })
       if (result.answered === 0) throw new Error(`${p.name}: no CONNECT answered (${result.firstError})`)
       p.runs.push((cpuSeconds(p.proxy.pid) - before) / result.answered * 1e6)
     }

@@ -29,6 +29,7 @@ import { setTimeout as sleep } from 'node:timers/promises'
 import { connectLoad } from './compare/connect-client.mjs'
 import { runHey } from './compare/hey.mjs'
 import { PLAIN_HOST } from './compare/origin.mjs'
+import { basicAuthorization } from './compare/peers.mjs'
 import { cpuSeconds, stopProcess } from './compare/processes.mjs'
 import { loadBench, pathStarter } from './load-paths.mjs'
 import { locate } from './compare/tools.mjs'
@@ -52,7 +53,7 @@ const { directory, destinationCa, operatorCa, origin, url } = await loadBench('c
 /** Puts `seconds` of load on the proxy at `port` and resolves with the requests (or CONNECTs) answered. */
 async function load (port, seconds, user) {
   if (MODE !== 'connect') return (await runHey(hey, url, port, seconds, 32, true, user)).requests
-  const authorization = user === undefined ? undefined : `Basic ${Buffer.from(`${user.name}:${user.password}`).toString('base64')}`
+  const authorization = user === undefined ? undefined : basicAuthorization(user)
   const { answered, errors, firstError } = await connectLoad({ proxyPort: port, target: `${PLAIN_HOST}:${origin.httpPort}`, seconds, parallel: 32, authorization })
   if (errors > 0) throw new Error(`CONNECT load: ${errors} errors, the first: ${firstError}`)
   return answered

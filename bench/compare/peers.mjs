@@ -72,6 +72,10 @@ async function launchBin ({ directory, name, config, ports, nodeArgs = [], env =
 
 /** The proxy user of the per-request suite: ours and Squid ask every client for it (Basic). */
 export const BENCH_USER = { name: 'bench', password: 'bench-proxy-password' }
+/** The `Proxy-Authorization` (Basic) that carries `user`'s credentials. */
+export const basicAuthorization = (user) => `Basic ${Buffer.from(`${user.name}:${user.password}`).toString('base64')}`
+/** {@link BENCH_USER}'s `Proxy-Authorization`, as the clients that send the header themselves (the CONNECT client, undici) need it. */
+export const BENCH_AUTHORIZATION = basicAuthorization(BENCH_USER)
 /** Where the suite's proxies write their access log: a file in their folder, or /dev/null (BENCH_ACCESS_LOG=null). */
 const accessLogPath = (directory, accessLog) => (accessLog === 'null' ? '/dev/null' : join(directory, 'access.log'))
 /** The hosts the full configuration intercepts: the origin's TLS address, and a name no traffic goes to. */

@@ -46,7 +46,7 @@ import { connectLoad } from './connect-client.mjs'
 import { runHey } from './hey.mjs'
 import { runUndiciLoad } from './load-scenarios.mjs'
 import { PLAIN_HOST, TLS_HOST } from './origin.mjs'
-import { BENCH_USER, SUITE_PEERS, startPeers } from './peers.mjs'
+import { BENCH_AUTHORIZATION, BENCH_USER, SUITE_PEERS, startPeers } from './peers.mjs'
 import { cpuSeconds, endedChildrenCpuSeconds, memoryMiB, tcpPassiveOpens } from './processes.mjs'
 import { rssParts } from '../rss-parts.mjs'
 import { median } from './report.mjs'
@@ -59,7 +59,6 @@ export const SUITE_LABELS = {
 }
 const fixed = (n, digits = 0) => (Number.isFinite(n) ? n.toFixed(digits) : '-')
 const thousands = (n) => (Number.isFinite(n) ? Math.round(n).toLocaleString('en-US') : '-')
-const BASIC = `Basic ${Buffer.from(`${BENCH_USER.name}:${BENCH_USER.password}`).toString('base64')}`
 
 /** Starts the suite's paths that take part in a selected scenario and have their tools. */
 async function startPaths ({ settings, problems, processes, print }, context, tools) {
@@ -83,7 +82,7 @@ async function startPaths ({ settings, problems, processes, print }, context, to
 function clientRun (scenario, origin, pki, settings, path, seconds) {
   const auth = Boolean(path.peer?.auth)
   if (settings.httpClient === 'node') {
-    const options = { duration: seconds, connections: settings.connections, warmupMs: 0, authorization: auth ? BASIC : undefined }
+    const options = { duration: seconds, connections: settings.connections, warmupMs: 0, authorization: auth ? BENCH_AUTHORIZATION : undefined }
     return runUndiciLoad(scenario === 'http' ? 'http' : 'intercept', origin, pki, options, path.port)
   }
   const url = scenario === 'http' ? `http://${PLAIN_HOST}:${origin.httpPort}/small` : `https://${TLS_HOST}:${origin.httpsPort}/small`
@@ -92,7 +91,7 @@ function clientRun (scenario, origin, pki, settings, path, seconds) {
 
 /** One CONNECT-cost run through `path`. */
 function connectRun (origin, settings, path, seconds) {
-  return connectLoad({ proxyPort: path.port, target: `${PLAIN_HOST}:${origin.httpPort}`, seconds, parallel: settings.connections, authorization: path.peer.auth ? BASIC : undefined })
+  return connectLoad({ proxyPort: path.port, target: `${PLAIN_HOST}:${origin.httpPort}`, seconds, parallel: settings.connections, authorization: path.peer.auth ? BENCH_AUTHORIZATION : undefined })
 }
 
 /**
