@@ -7,6 +7,8 @@ import { keyUsageNames, parseLeaf } from './helpers/leaf-inspection'
 const CASES: Array<{ keyKind: CaKeyKind, oid: string, name: string }> = [
   { keyKind: 'ec-p256-sec1', oid: '1.2.840.10045.4.3.2', name: 'ecdsa-with-SHA256' },
   { keyKind: 'ec-p384-pkcs8-encrypted', oid: '1.2.840.10045.4.3.3', name: 'ecdsa-with-SHA384' },
+  // A P-521 signature (two 66-byte integers) is longer than 127 bytes: DER's long length form.
+  { keyKind: 'ec-p521-pkcs8', oid: '1.2.840.10045.4.3.4', name: 'ecdsa-with-SHA512' },
   { keyKind: 'rsa-pkcs1', oid: '1.2.840.113549.1.1.11', name: 'sha256WithRSAEncryption' }
 ]
 

@@ -28,7 +28,7 @@ export const CA_PROVIDER_DEFAULTS = {
 
 /**
  * Creates the certificate provider backed by a CA the operator
- * controls: leaves for each intercepted host are minted with PKI.js, signed by the CA key,
+ * controls: leaves for each intercepted host are minted and signed by the CA key,
  * and cached per host (bounded LRU, single-flight, renewed before expiry). Pass it as
  * `certificateProvider` of `tlsInterception`.
  *

@@ -1,23 +1,22 @@
 // The operator's CA: loaded and checked (its fields read from its DER through
 // ./certificate-fields, its name constraints through ./name-constraints), its key, and the leaves
-// it signs (with PKI.js, loaded at the first one).
+// it signs (written by ./certificate-writer).
 
 import { createHash, type X509Certificate, createPrivateKey, webcrypto, type KeyObject } from 'node:crypto'
 import { createSecureContext } from 'node:tls'
 import { ForwardProxyCertificateError } from './errors'
 import { NAME_CONSTRAINTS_OID, readNameConstraints, type NameSubtrees } from './name-constraints'
 import { parseCertificates, pemCertificateBlocks, derToPem } from './pem'
-import { readCertificateFields, type CertificateFields } from './certificate-fields'
+import { readCertificateFields, subjectPublicKeyBitsOf, type CertificateFields } from './certificate-fields'
 import { DER_TAG, DerError, bitStringBits, childrenOf, contentOf, expectElement, readElement } from './der'
-import { asn1Js, nodeCryptoEngine, pkiJs } from './pki-library'
+import { commonNameOnly, signCertificate, type CertificateSigningKey, type SignatureHash } from './certificate-writer'
 import {
   EXTENSION_OID,
   leafExtensions,
   type LeafKeyPair,
   leafName,
   type LeafValidity,
-  randomSerialNumber,
-  x509Time
+  randomSerialNumber
 } from './leaf'
 import type { ForwardProxyIssuedLeaf, ForwardProxyLeafKeyType } from '../../types/certificates'
 
@@ -37,7 +36,7 @@ export interface CertificateAuthority {
   /** The nameConstraints of the CA and its intermediates, which every leaf name must satisfy. */
   readonly nameConstraints: readonly NameSubtrees[]
   /** Resolves to the WebCrypto signing key (imported once, in the background). */
-  readonly signingKey: Promise<CaSigningKey>
+  readonly signingKey: Promise<CertificateSigningKey>
 }
 
 /** What `loadCertificateAuthority` reads. */
@@ -181,15 +180,6 @@ function subjectKeyIdentifier (parsed: CertificateFields): Uint8Array {
   return new Uint8Array(createHash('sha1').update(parsed.subjectPublicKeyBits).digest())
 }
 
-/** Digest used with the CA key for leaf signatures. */
-type SignatureHash = 'SHA-256' | 'SHA-384' | 'SHA-512'
-
-/** The CA key as WebCrypto needs it for PKI.js: non-extractable, sign only. */
-interface CaSigningKey {
-  readonly privateKey: webcrypto.CryptoKey
-  readonly hash: SignatureHash
-}
-
 type ImportAlgorithm = webcrypto.RsaHashedImportParams | webcrypto.EcKeyImportParams
 
 const EC_CURVES: Readonly<Record<string, { namedCurve: string, hash: SignatureHash }>> = {
@@ -249,7 +239,7 @@ function caKeyAlgorithm (keyObject: KeyObject): { algorithm: ImportAlgorithm, ha
  * Imports the CA key into WebCrypto as a non-extractable signing key. The PKCS#8 bytes made
  * on the way are wiped once imported.
  */
-async function importCaSigningKey (keyObject: KeyObject): Promise<CaSigningKey> {
+async function importCaSigningKey (keyObject: KeyObject): Promise<CertificateSigningKey> {
   const { algorithm, hash } = caKeyAlgorithm(keyObject)
   const pkcs8 = keyObject.export({ type: 'pkcs8', format: 'der' })
   try {
@@ -259,8 +249,6 @@ async function importCaSigningKey (keyObject: KeyObject): Promise<CaSigningKey> 
     pkcs8.fill(0)
   }
 }
-
-const COMMON_NAME = '2.5.4.3'
 
 /** A leaf certificate signed by the CA, without its private key. */
 export interface SignedLeaf {
@@ -272,8 +260,9 @@ export interface SignedLeaf {
 
 /**
  * Signs a leaf certificate for `host` over the public key `spki` (DER SubjectPublicKeyInfo)
- * with `ca` (subject CN = host, random serial, the leaf extensions), with PKI.js over WebCrypto. `keyType` picks the key usage bits.
- * Used by `mintLeaf` and by signers of requests whose private key lives elsewhere (EST).
+ * with `ca`: subject CN = host, the CA's subject as issuer, a random serial, the leaf
+ * extensions. `keyType` picks the key usage bits. Used by `mintLeaf` and by signers of
+ * requests whose private key lives elsewhere (EST).
  * @throws ForwardProxyCertificateError (`invalid_host`, `mint_failed`).
  */
 export async function signLeaf (
@@ -284,43 +273,30 @@ export async function signLeaf (
   validity: LeafValidity
 ): Promise<SignedLeaf> {
   const name = leafName(host)
-  const { AttributeTypeAndValue, Certificate, PublicKeyInfo, RelativeDistinguishedNames } = pkiJs()
-  const { Integer, Utf8String, fromBER } = asn1Js()
-  const publicKeyInfo = PublicKeyInfo.fromBER(spki)
-  const serial = randomSerialNumber()
-  const certificate = new Certificate({
-    version: 2,
-    serialNumber: new Integer({ valueHex: serial }),
-    issuer: RelativeDistinguishedNames.fromBER(ca.subject),
-    subject: new RelativeDistinguishedNames({
-      typesAndValues: [new AttributeTypeAndValue({ type: COMMON_NAME, value: new Utf8String({ value: host }) })]
-    }),
-    notBefore: x509Time(validity.notBefore),
-    notAfter: x509Time(validity.notAfter),
-    subjectPublicKeyInfo: publicKeyInfo,
-    extensions: leafExtensions({
-      name,
-      keyType,
-      leafPublicKeyBits: publicKeyInfo.subjectPublicKey.valueBlock.valueHexView,
-      caKeyIdentifier: ca.keyIdentifier
-    })
-  })
-  let der: ArrayBuffer | null
+  const serialNumber = randomSerialNumber()
+  let der: Buffer | null
   try {
-    const signingKey = await ca.signingKey
-    await certificate.sign(signingKey.privateKey as unknown as CryptoKeyOf<typeof certificate.sign>, signingKey.hash, nodeCryptoEngine())
-    der = certificate.toSchema(true).toBER(false)
+    const leafPublicKeyBits = subjectPublicKeyBitsOf(spki)
+    der = await signCertificate({
+      serialNumber,
+      issuer: ca.subject,
+      subject: commonNameOnly(host),
+      notBefore: validity.notBefore,
+      notAfter: validity.notAfter,
+      subjectPublicKeyInfo: spki,
+      extensions: leafExtensions({ name, keyType, leafPublicKeyBits, caKeyIdentifier: ca.keyIdentifier })
+    }, await ca.signingKey)
+    // An encoding that does not read back is a failed mint too.
+    readCertificateFields(der)
   } catch {
     der = null
   }
-  // An encoding that does not parse back is a failed mint too.
-  if (der === null || fromBER(der).offset === -1) throw new ForwardProxyCertificateError('mint_failed', `signing the leaf certificate for ${host} failed`)
-  return { cert: derToPem(new Uint8Array(der), 'CERTIFICATE'), serialNumber: Buffer.from(serial).toString('hex').toUpperCase() }
+  if (der === null) throw new ForwardProxyCertificateError('mint_failed', `signing the leaf certificate for ${host} failed`)
+  return { cert: derToPem(der, 'CERTIFICATE'), serialNumber: Buffer.from(serialNumber).toString('hex').toUpperCase() }
 }
 
 /**
- * Mints a leaf for `host` signed by `ca` with PKI.js over WebCrypto, and
- * builds its secure context once: the leaf, then the CA chain, with the leaf's key.
+ * Mints a leaf for `host` signed by `ca`, and builds its secure context once: the leaf, then the CA chain, with the leaf's key.
  * @throws ForwardProxyCertificateError (`invalid_host`, `mint_failed`).
  */
 export async function mintLeaf (ca: CertificateAuthority, host: string, keyPair: LeafKeyPair, validity: LeafValidity): Promise<ForwardProxyIssuedLeaf> {
@@ -336,5 +312,3 @@ export async function mintLeaf (ca: CertificateAuthority, host: string, keyPair:
     secureContext: createSecureContext({ cert: cert + ca.chainPem, key: keyPair.privateKeyPem })
   }
 }
-
-type CryptoKeyOf<F> = F extends (key: infer K, ...rest: never[]) => unknown ? K : never

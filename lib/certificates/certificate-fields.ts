@@ -65,3 +65,10 @@ function readExtensions (field: DerElement): Map<string, Uint8Array> {
   }
   return extensions
 }
+
+/** The subjectPublicKey bits of a DER SubjectPublicKeyInfo (for RFC 5280 key identifiers). @throws DerError */
+export function subjectPublicKeyBitsOf (spki: Uint8Array): Uint8Array {
+  const publicKey = childrenOf(expectElement(spki, DER_TAG.sequence))[1]
+  if (publicKey === undefined) throw new DerError('not a SubjectPublicKeyInfo')
+  return bitStringBits(publicKey)
+}

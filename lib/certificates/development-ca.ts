@@ -2,7 +2,6 @@
 
 import { createHash, webcrypto, randomBytes, X509Certificate } from 'node:crypto'
 import { hostname as osHostname } from 'node:os'
-import type { Extension } from 'pkijs'
 import {
   chmodSync,
   closeSync,
@@ -16,14 +15,15 @@ import {
   writeSync
 } from 'node:fs'
 import { join } from 'node:path'
-import { EXTENSION_OID, certificateExtension, randomSerialNumber, x509Time } from './leaf'
-import { asn1Js, nodeCryptoEngine, pkiJs } from './pki-library'
+import { EXTENSION_OID, randomSerialNumber } from './leaf'
+import { commonNameOnly, signCertificate, type CertificateExtension } from './certificate-writer'
+import { subjectPublicKeyBitsOf } from './certificate-fields'
+import { derBitString, derContext, derOctetString, derSequence, derSmallInteger, derTrue } from './der-writer'
 import { derToPem, KEY_FILE_RULE, octalMode, tooOpenKeyFile } from './pem'
 import type { ForwardProxyCaCertificateProvider } from '../../types/certificates'
 import { createCaCertificateProvider } from './ca-certificate-provider'
 import { ForwardProxyCertificateError } from './errors'
 
-const COMMON_NAME = '2.5.4.3'
 const MINUTE_MS = 60_000
 
 /** Defaults of {@link mintDevelopmentCa}. */
@@ -57,7 +57,7 @@ export interface DevelopmentCaMaterial {
 }
 
 /**
- * Mints a self-signed development CA with PKI.js (loaded now) over Node's WebCrypto: an ECDSA P-256 key,
+ * Mints a self-signed development CA over Node's WebCrypto: an ECDSA P-256 key,
  * basicConstraints cA true with pathLen 0 (critical), keyUsage keyCertSign and cRLSign
  * (critical), subject and authority key identifiers, a random positive serial, and a common
  * name saying what it is (`fastify-forward-proxy development CA (<host>, <date>)`). Valid from
@@ -72,26 +72,19 @@ export async function mintDevelopmentCa (options: DevelopmentCaOptions = {}): Pr
   const notAfter = new Date(now + (options.lifetimeMs ?? DEVELOPMENT_CA_DEFAULTS.lifetimeMs))
   const commonName = `fastify-forward-proxy development CA (${options.hostname ?? osHostname()}, ${new Date(now).toISOString().slice(0, 10)})`
 
-  const { AttributeTypeAndValue, Certificate, PublicKeyInfo, RelativeDistinguishedNames } = pkiJs()
-  const { Integer, Utf8String } = asn1Js()
   const keys = await webcrypto.subtle.generateKey({ name: 'ECDSA', namedCurve: 'P-256' }, true, ['sign', 'verify'])
-  const publicKeyInfo = PublicKeyInfo.fromBER(await webcrypto.subtle.exportKey('spki', keys.publicKey))
-  const keyIdentifier = createHash('sha1').update(publicKeyInfo.subjectPublicKey.valueBlock.valueHexView).digest()
-  const name = new RelativeDistinguishedNames({
-    typesAndValues: [new AttributeTypeAndValue({ type: COMMON_NAME, value: new Utf8String({ value: commonName }) })]
-  })
-  const certificate = new Certificate({
-    version: 2,
-    serialNumber: new Integer({ valueHex: randomSerialNumber() }),
+  const spki = new Uint8Array(await webcrypto.subtle.exportKey('spki', keys.publicKey))
+  const keyIdentifier = createHash('sha1').update(subjectPublicKeyBitsOf(spki)).digest()
+  const name = commonNameOnly(commonName)
+  const der = await signCertificate({
+    serialNumber: randomSerialNumber(),
     issuer: name,
     subject: name,
-    notBefore: x509Time(notBefore),
-    notAfter: x509Time(notAfter),
-    subjectPublicKeyInfo: publicKeyInfo,
+    notBefore,
+    notAfter,
+    subjectPublicKeyInfo: spki,
     extensions: caExtensions(keyIdentifier)
-  })
-  await certificate.sign(keys.privateKey as unknown as CryptoKeyOf<typeof certificate.sign>, 'SHA-256', nodeCryptoEngine())
-  const der = new Uint8Array(certificate.toSchema(true).toBER(false))
+  }, { privateKey: keys.privateKey, hash: 'SHA-256' })
   const pkcs8 = new Uint8Array(await webcrypto.subtle.exportKey('pkcs8', keys.privateKey))
   try {
     return { cert: derToPem(der, 'CERTIFICATE'), key: derToPem(pkcs8, 'PRIVATE KEY'), commonName, notBefore, notAfter }
@@ -101,23 +94,16 @@ export async function mintDevelopmentCa (options: DevelopmentCaOptions = {}): Pr
 }
 
 /** basicConstraints (critical, cA, pathLen 0), keyUsage (critical), subject and authority key identifiers. */
-function caExtensions (keyIdentifier: Uint8Array): Extension[] {
-  const { AuthorityKeyIdentifier, BasicConstraints } = pkiJs()
-  const { BitString, OctetString } = asn1Js()
-  const basicConstraints = new BasicConstraints({ cA: true, pathLenConstraint: 0 })
+function caExtensions (keyIdentifier: Uint8Array): CertificateExtension[] {
   // Named bits: keyCertSign is bit 5 (0x04), cRLSign bit 6 (0x02); bit 7 unused.
-  const keyUsage = new BitString({ valueHex: new Uint8Array([0x06]), unusedBits: 1 })
-  const subjectKeyIdentifier = new OctetString({ valueHex: keyIdentifier })
-  const authorityKeyIdentifier = new AuthorityKeyIdentifier({ keyIdentifier: new OctetString({ valueHex: keyIdentifier }) })
+  const keyUsage = derBitString(Uint8Array.of(0x06), 1)
   return [
-    certificateExtension(EXTENSION_OID.basicConstraints, true, basicConstraints.toSchema(), basicConstraints),
-    certificateExtension(EXTENSION_OID.keyUsage, true, keyUsage, keyUsage),
-    certificateExtension(EXTENSION_OID.subjectKeyIdentifier, false, subjectKeyIdentifier, subjectKeyIdentifier),
-    certificateExtension(EXTENSION_OID.authorityKeyIdentifier, false, authorityKeyIdentifier.toSchema(), authorityKeyIdentifier)
+    { oid: EXTENSION_OID.basicConstraints, critical: true, value: derSequence(derTrue(), derSmallInteger(0)) },
+    { oid: EXTENSION_OID.keyUsage, critical: true, value: keyUsage },
+    { oid: EXTENSION_OID.subjectKeyIdentifier, critical: false, value: derOctetString(keyIdentifier) },
+    { oid: EXTENSION_OID.authorityKeyIdentifier, critical: false, value: derSequence(derContext(0, false, keyIdentifier)) }
   ]
 }
-
-type CryptoKeyOf<F> = F extends (key: infer K, ...rest: never[]) => unknown ? K : never
 
 /** File names of the development CA inside the data directory. */
 const DEVELOPMENT_CA_FILES = { cert: 'ca.pem', key: 'ca.key' } as const

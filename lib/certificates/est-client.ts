@@ -5,7 +5,7 @@ import { setTimeout as sleep } from 'node:timers/promises'
 import { Agent, request } from 'undici'
 import type { Certificate } from 'pkijs'
 import { ForwardProxyEstError } from './errors'
-import { EXTENSION_OID, type LeafKeyPair, leafGeneralName, leafName } from './leaf'
+import { EXTENSION_OID, type LeafKeyPair, leafName, subjectAltNameValue } from './leaf'
 import { asn1Js, nodeCryptoEngine, pkiJs } from './pki-library'
 
 const EXCERPT_LENGTH = 160
@@ -201,9 +201,9 @@ export const EXTENSION_REQUEST_OID = '1.2.840.113549.1.9.14'
  */
 export async function certificationRequest (host: string, keyPair: LeafKeyPair): Promise<Buffer> {
   const name = leafName(host)
-  const { Attribute, AttributeTypeAndValue, CertificationRequest, Extension, Extensions, GeneralNames, PublicKeyInfo, RelativeDistinguishedNames } = pkiJs()
+  const { Attribute, AttributeTypeAndValue, CertificationRequest, Extension, Extensions, PublicKeyInfo, RelativeDistinguishedNames } = pkiJs()
   const { Utf8String } = asn1Js()
-  const subjectAltName = new GeneralNames({ names: [leafGeneralName(name)] })
+  const subjectAltName = new Uint8Array(subjectAltNameValue(name)).buffer
   const request = new CertificationRequest({
     version: 0,
     subject: new RelativeDistinguishedNames({
@@ -213,7 +213,7 @@ export async function certificationRequest (host: string, keyPair: LeafKeyPair):
     attributes: [new Attribute({
       type: EXTENSION_REQUEST_OID,
       values: [new Extensions({
-        extensions: [new Extension({ extnID: EXTENSION_OID.subjectAltName, critical: false, extnValue: subjectAltName.toSchema().toBER(false) })]
+        extensions: [new Extension({ extnID: EXTENSION_OID.subjectAltName, critical: false, extnValue: subjectAltName })]
       }).toSchema()]
     })]
   })

@@ -1,10 +1,9 @@
-// Leaf certificates: key pairs, extensions, names, validity and serial numbers, over PKI.js and
-// Node's WebCrypto.
+// Leaf certificates: key pairs, extensions, names, validity and serial numbers.
 
 import { generateKeyPair, createHash, randomFillSync } from 'node:crypto'
-import type { Extension, GeneralName, Time } from 'pkijs'
 import { isIPv6 } from 'node:net'
-import { asn1Js, pkiJs } from './pki-library'
+import type { CertificateExtension } from './certificate-writer'
+import { derBitString, derContext, derObjectIdentifier, derOctetString, derSequence } from './der-writer'
 import type { ForwardProxyLeafKeyType } from '../../types/certificates'
 import { parseIPv4, parseIPv6 } from '../protocol/hosts'
 import { ForwardProxyCertificateError } from './errors'
@@ -107,54 +106,33 @@ export interface LeafExtensionInput {
  * subjectAltName (iPAddress for an IP host, else dNSName); authorityKeyIdentifier from the
  * CA; subjectKeyIdentifier (RFC 5280 method 1).
  */
-export function leafExtensions (input: LeafExtensionInput): Extension[] {
-  const { AuthorityKeyIdentifier, BasicConstraints, ExtKeyUsage, GeneralNames } = pkiJs()
-  const { BitString, OctetString } = asn1Js()
-  const basicConstraints = new BasicConstraints({ cA: false })
+export function leafExtensions (input: LeafExtensionInput): CertificateExtension[] {
+  // cA is FALSE by default, and DER leaves a default out: an empty SEQUENCE.
+  const basicConstraints = derSequence()
   // Named bits: digitalSignature is bit 0 (0x80), keyEncipherment bit 2 (0x20).
-  const keyUsage = input.keyType === 'rsa-2048'
-    ? new BitString({ valueHex: new Uint8Array([0xa0]), unusedBits: 5 })
-    : new BitString({ valueHex: new Uint8Array([0x80]), unusedBits: 7 })
-  const extKeyUsage = new ExtKeyUsage({ keyPurposes: [SERVER_AUTH_OID] })
-  const subjectAltName = new GeneralNames({ names: [leafGeneralName(input.name)] })
-  const authorityKeyIdentifier = new AuthorityKeyIdentifier({ keyIdentifier: new OctetString({ valueHex: input.caKeyIdentifier }) })
-  const subjectKeyIdentifier = new OctetString({ valueHex: createHash('sha1').update(input.leafPublicKeyBits).digest() })
+  const keyUsage = input.keyType === 'rsa-2048' ? derBitString(Uint8Array.of(0xa0), 5) : derBitString(Uint8Array.of(0x80), 7)
+  const extKeyUsage = derSequence(derObjectIdentifier(SERVER_AUTH_OID))
+  // AuthorityKeyIdentifier ::= SEQUENCE { keyIdentifier [0] IMPLICIT OCTET STRING, ... }
+  const authorityKeyIdentifier = derSequence(derContext(0, false, input.caKeyIdentifier))
+  const subjectKeyIdentifier = derOctetString(createHash('sha1').update(input.leafPublicKeyBits).digest())
   return [
-    certificateExtension(EXTENSION_OID.basicConstraints, true, basicConstraints.toSchema(), basicConstraints),
-    certificateExtension(EXTENSION_OID.keyUsage, true, keyUsage, keyUsage),
-    certificateExtension(EXTENSION_OID.extKeyUsage, false, extKeyUsage.toSchema(), extKeyUsage),
-    certificateExtension(EXTENSION_OID.subjectAltName, false, subjectAltName.toSchema(), subjectAltName),
-    certificateExtension(EXTENSION_OID.authorityKeyIdentifier, false, authorityKeyIdentifier.toSchema(), authorityKeyIdentifier),
-    certificateExtension(EXTENSION_OID.subjectKeyIdentifier, false, subjectKeyIdentifier, subjectKeyIdentifier)
+    { oid: EXTENSION_OID.basicConstraints, critical: true, value: basicConstraints },
+    { oid: EXTENSION_OID.keyUsage, critical: true, value: keyUsage },
+    { oid: EXTENSION_OID.extKeyUsage, critical: false, value: extKeyUsage },
+    { oid: EXTENSION_OID.subjectAltName, critical: false, value: subjectAltNameValue(input.name) },
+    { oid: EXTENSION_OID.authorityKeyIdentifier, critical: false, value: authorityKeyIdentifier },
+    { oid: EXTENSION_OID.subjectKeyIdentifier, critical: false, value: subjectKeyIdentifier }
   ]
 }
 
-/** The subjectAltName entry for `name`: an iPAddress for an IP name, else a dNSName. */
-export function leafGeneralName (name: LeafName): GeneralName {
-  const { GeneralName } = pkiJs()
-  const { OctetString } = asn1Js()
-  return name.type === 'ip'
-    ? new GeneralName({ type: GENERAL_NAME_IP, value: new OctetString({ valueHex: name.bytes }) })
-    : new GeneralName({ type: GENERAL_NAME_DNS, value: name.name })
-}
-
-/** One certificate extension: `value` DER-encoded as its extnValue, `parsedValue` kept for PKI.js. */
-export function certificateExtension (
-  extnID: string,
-  critical: boolean,
-  value: { toBER: (sizeOnly?: boolean) => ArrayBuffer },
-  parsedValue: unknown
-): Extension {
-  return new (pkiJs().Extension)({ extnID, critical, extnValue: value.toBER(false), parsedValue })
-}
-
-const UTC_TIME = 0
-const GENERALIZED_TIME = 1
-const UTC_TIME_END = Date.UTC(2050, 0, 1) // RFC 5280 4.1.2.5: UTCTime through 2049
-
-/** A certificate's notBefore or notAfter: UTCTime through 2049, GeneralizedTime from 2050. */
-export function x509Time (date: Date): Time {
-  return new (pkiJs().Time)({ type: date.getTime() < UTC_TIME_END ? UTC_TIME : GENERALIZED_TIME, value: date })
+/**
+ * The subjectAltName value naming `name` alone (GeneralNames, DER): an iPAddress ([7], the
+ * address's bytes) for an IP name, else a dNSName ([2], an IA5String).
+ */
+export function subjectAltNameValue (name: LeafName): Buffer {
+  return derSequence(name.type === 'ip'
+    ? derContext(GENERAL_NAME_IP, false, name.bytes)
+    : derContext(GENERAL_NAME_DNS, false, Buffer.from(name.name, 'latin1')))
 }
 
 /** The name a leaf is issued for: an IP address (4 or 16 bytes) or a DNS name. */

@@ -1,10 +1,10 @@
-// PKI.js and asn1js, loaded when a certificate is first built or a PKCS#7 or PKCS#10 message first
-// read or written, not when the plugin or the bin starts.
+// PKI.js and asn1js, loaded when the EST client first writes a PKCS#10 request or reads a PKCS#7
+// answer, not when the plugin or the bin starts.
 //
-// Why: PKI.js's bundle (with asn1js and its hash and byte-stream helpers) costs about 5 MiB of
-// resident memory once loaded. A proxy without interception never needs it, and one with an
-// operator CA checks that CA at start-up without it (./certificate-fields), so it is loaded with
-// the first leaf minted.
+// Why: PKI.js's bundle (with asn1js and its hash and byte-stream helpers) holds about 2 MiB of
+// heap once loaded, and loading it pauses the event loop. Leaves and the development CA are
+// written without it (./certificate-writer), and the operator's CA is checked without it
+// (./certificate-fields), so only a proxy enrolling over EST loads it.
 
 import type * as PkiJs from 'pkijs'
 import type * as Asn1Js from 'asn1js'

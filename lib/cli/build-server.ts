@@ -220,8 +220,8 @@ export async function startProxyServer (config: ProxyServerConfig, options: Star
   }
 }
 
-// Loaded only when the configuration uses them: the certificate code (PKI.js, asn1js) and the
-// OpenTelemetry SDK cost about 4 and 6 MiB of resident memory each (docs/benchmarks.md).
+// Loaded only when the configuration uses them: the interception code and the OpenTelemetry SDK
+// (about 6 MiB of resident memory, docs/benchmarks.md).
 // Each names what it takes from the module, so the unused-export check (knip) sees it used.
 function interceptionFromConfig (): Pick<typeof import('./interception-from-config'), 'registerInterceptionFromConfig'> {
   const { registerInterceptionFromConfig }: typeof import('./interception-from-config') = require('./interception-from-config')

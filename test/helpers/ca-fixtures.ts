@@ -12,6 +12,7 @@ export type CaKeyKind =
   | 'ec-p256-sec1' // BEGIN EC PRIVATE KEY
   | 'ec-p256-pkcs8' // BEGIN PRIVATE KEY
   | 'ec-p384-pkcs8-encrypted' // BEGIN ENCRYPTED PRIVATE KEY, passphrase FIXTURE_PASSPHRASE
+  | 'ec-p521-pkcs8' // BEGIN PRIVATE KEY
   | 'rsa-pkcs1' // BEGIN RSA PRIVATE KEY (2048 bits)
 
 /** Passphrase of every encrypted fixture key; tests check it never shows in errors. */
@@ -94,6 +95,9 @@ async function makeKey (kind: CaKeyKind, keyPath: string): Promise<void> {
       return
     case 'ec-p384-pkcs8-encrypted':
       await run('openssl', ['genpkey', '-algorithm', 'EC', '-pkeyopt', 'ec_paramgen_curve:P-384', '-aes-256-cbc', '-pass', `pass:${FIXTURE_PASSPHRASE}`, '-out', keyPath])
+      return
+    case 'ec-p521-pkcs8':
+      await run('openssl', ['genpkey', '-algorithm', 'EC', '-pkeyopt', 'ec_paramgen_curve:P-521', '-out', keyPath])
       return
     case 'rsa-pkcs1':
       await run('openssl', ['genrsa', '-traditional', '-out', keyPath, '2048'])

@@ -3,6 +3,8 @@
  * place: when lib/ is regrouped, only these paths change, never the tests.
  */
 export { mintDevelopmentCa } from '../../lib/certificates/development-ca'
+export { derContext, derElement, derObjectIdentifier, derSmallInteger, derTime, derUnsignedInteger } from '../../lib/certificates/der-writer'
+export { readElement, objectIdentifierOf, timeOf } from '../../lib/certificates/der'
 export { type CachedLeaf, LeafCache, RENEWAL_RETRY_BASE_MS, RENEWAL_RETRY_MAX_MS } from '../../lib/certificates/leaf-cache'
 export { isLoopbackHost, type RunningProxyServer, type StartOptions, startProxyServer } from '../../lib/cli/build-server'
 export { configFromCommandLine, parseCommandLine, startupSummary } from '../../lib/cli/command-line'
