@@ -3,7 +3,9 @@
 // Run `npm run build` first; this uses dist/. Everything stays on 127.0.0.1.
 // BENCH_DURATION (s per measurement, default 5), BENCH_CONCURRENCY (mints or connections in
 // flight, default 16), BENCH_HOSTS (distinct SNI names in the handshake test, default 50).
-// The handshake clients run in a child process (`node bench/certificates.mjs client ...`).
+// The handshake clients run in a child process (`node bench/certificates.mjs client ...`), and so
+// does each first leaf of a fresh process (`node bench/certificates.mjs first-leaf ...`: whatever
+// the first mint loads is loaded then, as in a proxy just started).
 import { execFileSync, spawn } from 'node:child_process'
 import { once } from 'node:events'
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs'
@@ -11,6 +13,7 @@ import { createRequire } from 'node:module'
 import { cpus, tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
+import { monitorEventLoopDelay } from 'node:perf_hooks'
 import { connect, createServer } from 'node:tls'
 
 const duration = Number(process.env.BENCH_DURATION ?? '5') * 1000
@@ -18,13 +21,18 @@ const concurrency = Number(process.env.BENCH_CONCURRENCY ?? '16')
 const hostCount = Number(process.env.BENCH_HOSTS ?? '50')
 const hosts = Array.from({ length: hostCount }, (_, index) => `host-${index}.bench.example`)
 
+const require = createRequire(import.meta.url)
+const { createCaCertificateProvider } = require('../dist/lib/index.js')
+
 if (process.argv[2] === 'client') {
   await runClients(Number(process.argv[3]), process.argv[4])
   process.exit(0)
 }
+if (process.argv[2] === 'first-leaf') {
+  await mintFirstLeaf(process.argv[3], process.argv[4])
+  process.exit(0)
+}
 
-const require = createRequire(import.meta.url)
-const { createCaCertificateProvider } = require('../dist/lib/index.js')
 const directory = mkdtempSync(join(tmpdir(), 'ffp-bench-ca-'))
 try {
   console.log(`node ${process.version}, ${cpus().length} CPUs (${cpus()[0]?.model ?? 'unknown'}), ${duration / 1000} s per measurement, concurrency ${concurrency}`)
@@ -43,6 +51,9 @@ try {
       console.log(`first-mint latency, leaf ${keyType.padEnd(10)} keyPoolSize ${keyPoolSize}: median ${latency.toFixed(2)} ms (one new host at a time, pool refilled between)`)
     }
   }
+  const fresh = []
+  for (let index = 0; index < 3; index++) fresh.push(await firstLeafOfFreshProcess('ec'))
+  console.log(`first leaf of a fresh process (ECDSA CA and leaf), 3 processes: ${fresh.map((r) => `${r.ms.toFixed(1)} ms`).join(' / ')}; the event loop's longest stall meanwhile ${fresh.map((r) => `${r.stallMs.toFixed(1)} ms`).join(' / ')}`)
   for (const keyType of ['ecdsa-p256', 'rsa-2048']) {
     const result = await handshakeRate(ec, keyType)
     console.log(`TLS handshakes, warm cache, leaf ${keyType.padEnd(10)} ${result.perSecond.toFixed(0).padStart(6)} handshakes/s over ${hostCount} SNI names (${result.count} in ${(result.ms / 1000).toFixed(1)} s, TLS 1.3, no resumption)`)
@@ -87,6 +98,27 @@ async function firstMintLatency (ca, keyType, keyPoolSize) {
   }
   samples.sort((a, b) => a - b)
   return samples[Math.floor(samples.length / 2)]
+}
+
+async function firstLeafOfFreshProcess (kind) {
+  const child = spawn(process.execPath, [fileURLToPath(import.meta.url), 'first-leaf', join(directory, `${kind}.pem`), join(directory, `${kind}.key`)], { stdio: ['ignore', 'pipe', 'inherit'], env: process.env })
+  let output = ''
+  child.stdout.on('data', (chunk) => { output += chunk })
+  await once(child, 'exit')
+  return JSON.parse(output)
+}
+
+/** In a fresh process: one leaf from a new provider, timed, with the event loop's delay monitored meanwhile. */
+async function mintFirstLeaf (certPath, keyPath) {
+  const provider = createCaCertificateProvider({ cert: readFileSync(certPath, 'utf8'), key: readFileSync(keyPath, 'utf8') })
+  await new Promise((resolve) => setTimeout(resolve, 300)) // the CA key's import and the start-up done
+  const delay = monitorEventLoopDelay({ resolution: 1 })
+  delay.enable()
+  const start = performance.now()
+  await provider.getLeaf('first.bench.example')
+  const ms = performance.now() - start
+  delay.disable()
+  process.stdout.write(JSON.stringify({ ms, stallMs: delay.max / 1e6 }))
 }
 
 async function handshakeRate (ca, keyType) {
