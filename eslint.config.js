@@ -9,7 +9,9 @@ module.exports = [
       // .gitignore's: node_modules/, dist/ (the build), .tap/ (tap's runs), .forward-proxy/ (the development CA)
       ...neostandard.resolveIgnoresFromGitignore(),
       'coverage/',
-      'bench/results/'
+      'bench/results/',
+      // Written by scripts/generate-config-validator.ts (ajv's standalone code).
+      'lib/cli/config-validator.generated.js'
     ]
   }),
   {

@@ -3,8 +3,8 @@
 
 import { readFileSync } from 'node:fs'
 import { dirname, resolve } from 'node:path'
-import Ajv from 'ajv'
-import { CONFIG_SCHEMA } from './config-schema'
+import type { ValidateFunction } from 'ajv'
+import { validate as generatedValidate } from './config-validator.generated'
 import { checkCaptureConfig, type CaptureConfig } from './capture-config'
 import type { ForwardProxyHeaderRule } from '../../types/header-rules'
 import type { ForwardProxyClientProtocols } from '../../types/interception'
@@ -124,7 +124,8 @@ export interface EstConfig {
 /** The built-in configuration: HTTP/1.1 on 127.0.0.1:8080, no auth, strict policy. */
 export const DEFAULT_LISTENER: ListenerConfig = { host: '127.0.0.1', port: 8080 }
 
-const validate = new Ajv({ allErrors: false, strict: true, verbose: true }).compile(CONFIG_SCHEMA)
+// ./config-schema's validator, compiled ahead of time (scripts/generate-config-validator.ts).
+const validate = generatedValidate as ValidateFunction
 
 /**
  * Validates a parsed configuration object against the schema and applies defaults.
