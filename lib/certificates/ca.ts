@@ -296,7 +296,8 @@ export async function signLeaf (
 }
 
 /**
- * Mints a leaf for `host` signed by `ca`, and builds its secure context once: the leaf, then the CA chain, with the leaf's key.
+ * Mints a leaf for `host` signed by `ca`, and builds its secure context once: the leaf, then
+ * the CA chain, with the leaf's key.
  * @throws ForwardProxyCertificateError (`invalid_host`, `mint_failed`).
  */
 export async function mintLeaf (ca: CertificateAuthority, host: string, keyPair: LeafKeyPair, validity: LeafValidity): Promise<ForwardProxyIssuedLeaf> {
