@@ -3,14 +3,6 @@
 
 import { DER_TAG } from './der'
 
-/** Tag bytes written here besides those ./der reads. */
-const TAG = {
-  integer: 0x02,
-  null: 0x05,
-  utf8String: 0x0c,
-  set: 0x31
-} as const
-
 /** One element: `tag`, the definite length of `content` (short form below 128), then `content`. */
 export function derElement (tag: number, ...content: readonly Uint8Array[]): Buffer {
   let length = 0
@@ -27,7 +19,7 @@ export function derElement (tag: number, ...content: readonly Uint8Array[]): Buf
 
 /** A SET of `elements`, which the caller gives in DER's order (one element needs none). */
 export function derSet (...elements: readonly Uint8Array[]): Buffer {
-  return derElement(TAG.set, ...elements)
+  return derElement(DER_TAG.set, ...elements)
 }
 
 /** A SEQUENCE of `elements`. */
@@ -45,7 +37,7 @@ export function derUnsignedInteger (magnitude: Uint8Array): Buffer {
   while (start < magnitude.length - 1 && magnitude[start] === 0) start++
   const bytes = magnitude.subarray(start)
   const padded = (bytes[0] ?? 0) >= 0x80 || bytes.length === 0 ? [Uint8Array.of(0), bytes] : [bytes]
-  return derElement(TAG.integer, ...padded)
+  return derElement(DER_TAG.integer, ...padded)
 }
 
 /** A small non-negative INTEGER (the certificate's version, a path length). */
@@ -63,7 +55,7 @@ export function derTrue (): Buffer {
 
 /** NULL (the parameters of an RSA algorithm identifier). */
 export function derNull (): Buffer {
-  return derElement(TAG.null)
+  return derElement(DER_TAG.null)
 }
 
 /** An OBJECT IDENTIFIER from its dotted form (two arcs at least, the first 0, 1 or 2). */
@@ -94,7 +86,7 @@ export function derBitString (bits: Uint8Array, unusedBits = 0): Buffer {
 
 /** A UTF8String. */
 export function derUtf8String (text: string): Buffer {
-  return derElement(TAG.utf8String, Buffer.from(text, 'utf8'))
+  return derElement(DER_TAG.utf8String, Buffer.from(text, 'utf8'))
 }
 
 const UTC_TIME_END = Date.UTC(2050, 0, 1)

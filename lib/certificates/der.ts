@@ -13,15 +13,22 @@ export interface DerElement {
   readonly end: number
 }
 
-/** Tag bytes this module's callers look for (universal class, and the context-specific ones of X.509). */
+/**
+ * Tag bytes this module's callers look for and ./der-writer writes (universal class, and the
+ * context-specific ones of X.509).
+ */
 export const DER_TAG = {
   boolean: 0x01,
+  integer: 0x02,
   bitString: 0x03,
   octetString: 0x04,
+  null: 0x05,
   objectIdentifier: 0x06,
+  utf8String: 0x0c,
   utcTime: 0x17,
   generalizedTime: 0x18,
   sequence: 0x30,
+  set: 0x31,
   /** [0] constructed (the certificate's version, nameConstraints' permittedSubtrees). */
   context0: 0xa0,
   /** [1] constructed (nameConstraints' excludedSubtrees). */
