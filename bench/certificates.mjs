@@ -100,12 +100,17 @@ async function firstMintLatency (ca, keyType, keyPoolSize) {
   return samples[Math.floor(samples.length / 2)]
 }
 
-async function firstLeafOfFreshProcess (kind) {
-  const child = spawn(process.execPath, [fileURLToPath(import.meta.url), 'first-leaf', join(directory, `${kind}.pem`), join(directory, `${kind}.key`)], { stdio: ['ignore', 'pipe', 'inherit'], env: process.env })
+/** Runs this script in a child process with `args` (its mode first) and resolves with the JSON it prints. */
+async function runThisScript (args) {
+  const child = spawn(process.execPath, [fileURLToPath(import.meta.url), ...args], { stdio: ['ignore', 'pipe', 'inherit'], env: process.env })
   let output = ''
   child.stdout.on('data', (chunk) => { output += chunk })
   await once(child, 'exit')
   return JSON.parse(output)
+}
+
+async function firstLeafOfFreshProcess (kind) {
+  return await runThisScript(['first-leaf', join(directory, `${kind}.pem`), join(directory, `${kind}.key`)])
 }
 
 /** In a fresh process: one leaf from a new provider, timed, with the event loop's delay monitored meanwhile. */
@@ -135,13 +140,9 @@ async function handshakeRate (ca, keyType) {
   server.on('tlsClientError', () => {})
   server.listen(0, '127.0.0.1')
   await once(server, 'listening')
-  const caPath = join(directory, 'ec.pem')
-  const child = spawn(process.execPath, [fileURLToPath(import.meta.url), 'client', String(server.address().port), caPath], { stdio: ['ignore', 'pipe', 'inherit'], env: process.env })
-  let output = ''
-  child.stdout.on('data', (chunk) => { output += chunk })
-  await once(child, 'exit')
+  const result = await runThisScript(['client', String(server.address().port), join(directory, 'ec.pem')])
   server.close()
-  return JSON.parse(output)
+  return result
 }
 
 async function runClients (port, caPath) {
