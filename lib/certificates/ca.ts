@@ -2,7 +2,7 @@
 // ./certificate-fields, its name constraints through ./name-constraints), its key, and the leaves
 // it signs (written by ./certificate-writer).
 
-import { createHash, type X509Certificate, createPrivateKey, webcrypto, type KeyObject } from 'node:crypto'
+import { type X509Certificate, createPrivateKey, webcrypto, type KeyObject } from 'node:crypto'
 import { createSecureContext } from 'node:tls'
 import { ForwardProxyCertificateError } from './errors'
 import { NAME_CONSTRAINTS_OID, readNameConstraints, type NameSubtrees } from './name-constraints'
@@ -12,6 +12,7 @@ import { DER_TAG, DerError, bitStringBits, childrenOf, contentOf, expectElement,
 import { commonNameOnly, signCertificate, type CertificateSigningKey, type SignatureHash } from './certificate-writer'
 import {
   EXTENSION_OID,
+  keyIdentifierOf,
   leafExtensions,
   type LeafKeyPair,
   leafName,
@@ -176,8 +177,7 @@ function subjectKeyIdentifier (parsed: CertificateFields): Uint8Array {
       // Unreadable: computed below, as for a CA without one.
     }
   }
-  // RFC 5280 4.2.1.2 method 1: SHA-1 of the subjectPublicKey bits.
-  return new Uint8Array(createHash('sha1').update(parsed.subjectPublicKeyBits).digest())
+  return keyIdentifierOf(parsed.subjectPublicKeyBits)
 }
 
 type ImportAlgorithm = webcrypto.RsaHashedImportParams | webcrypto.EcKeyImportParams

@@ -1,6 +1,6 @@
 // The development CA: minted on first start, kept in the data directory, reused while valid.
 
-import { createHash, webcrypto, randomBytes, X509Certificate } from 'node:crypto'
+import { webcrypto, randomBytes, X509Certificate } from 'node:crypto'
 import { hostname as osHostname } from 'node:os'
 import {
   chmodSync,
@@ -15,7 +15,7 @@ import {
   writeSync
 } from 'node:fs'
 import { join } from 'node:path'
-import { EXTENSION_OID, randomSerialNumber } from './leaf'
+import { EXTENSION_OID, keyIdentifierOf, randomSerialNumber } from './leaf'
 import { commonNameOnly, signCertificate, type CertificateExtension } from './certificate-writer'
 import { subjectPublicKeyBitsOf } from './certificate-fields'
 import { derBitString, derContext, derOctetString, derSequence, derSmallInteger, derTrue } from './der-writer'
@@ -74,7 +74,7 @@ export async function mintDevelopmentCa (options: DevelopmentCaOptions = {}): Pr
 
   const keys = await webcrypto.subtle.generateKey({ name: 'ECDSA', namedCurve: 'P-256' }, true, ['sign', 'verify'])
   const spki = new Uint8Array(await webcrypto.subtle.exportKey('spki', keys.publicKey))
-  const keyIdentifier = createHash('sha1').update(subjectPublicKeyBitsOf(spki)).digest()
+  const keyIdentifier = keyIdentifierOf(subjectPublicKeyBitsOf(spki))
   const name = commonNameOnly(commonName)
   const der = await signCertificate({
     serialNumber: randomSerialNumber(),

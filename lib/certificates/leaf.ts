@@ -114,7 +114,7 @@ export function leafExtensions (input: LeafExtensionInput): CertificateExtension
   const extKeyUsage = derSequence(derObjectIdentifier(SERVER_AUTH_OID))
   // AuthorityKeyIdentifier ::= SEQUENCE { keyIdentifier [0] IMPLICIT OCTET STRING, ... }
   const authorityKeyIdentifier = derSequence(derContext(0, false, input.caKeyIdentifier))
-  const subjectKeyIdentifier = derOctetString(createHash('sha1').update(input.leafPublicKeyBits).digest())
+  const subjectKeyIdentifier = derOctetString(keyIdentifierOf(input.leafPublicKeyBits))
   return [
     { oid: EXTENSION_OID.basicConstraints, critical: true, value: basicConstraints },
     { oid: EXTENSION_OID.keyUsage, critical: true, value: keyUsage },
@@ -123,6 +123,15 @@ export function leafExtensions (input: LeafExtensionInput): CertificateExtension
     { oid: EXTENSION_OID.authorityKeyIdentifier, critical: false, value: authorityKeyIdentifier },
     { oid: EXTENSION_OID.subjectKeyIdentifier, critical: false, value: subjectKeyIdentifier }
   ]
+}
+
+/**
+ * A key identifier by RFC 5280's method 1: the SHA-1 of a subjectPublicKey's bits (without the
+ * BIT STRING's tag, length and unused-bits count). The subject key identifier of the leaves and
+ * of the development CA, and of an operator CA that carries none.
+ */
+export function keyIdentifierOf (subjectPublicKeyBits: Uint8Array): Uint8Array {
+  return new Uint8Array(createHash('sha1').update(subjectPublicKeyBits).digest())
 }
 
 /**
