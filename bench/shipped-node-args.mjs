@@ -37,4 +37,23 @@
 // each, three 4 s segments of hey) CPU per request 118.7 / 78.8 / 76.6 µs against 111.7 / 73.8 /
 // 80.7 for http:// and 108.2 / 84.5 / 76.6 against 115.5 / 88.1 / 85.3 intercepted, RSS at the
 // end 124 against 147 and 132 against 145. Node refuses it in NODE_OPTIONS too.
-export const SHIPPED_NODE_ARGS = ['--max-semi-space-size=8', '--no-allocation-site-pretenuring', '--no-maglev']
+//
+// `--no-sparkplug` since 29 November 2026 (twenty-seventh session): V8's baseline compiler,
+// Sparkplug, on by default in Node 20, 22 and 24, turns warm functions' bytecode into machine
+// code, which V8 never drops (`--flush-baseline-code` is off by default), so the start-up's
+// functions keep theirs for the life of the process. Hot functions are still optimized by
+// TurboFan. The full bin: `bench/memory.mjs` (Node 22.23.5, 4 fresh processes each, 5 s of hey
+// per scenario) 106 / 114 MiB after http:// / intercepted load against 108 / 116, code space 1.0
+// / 1.3 MiB against 2.0 / 2.5, CPU 0.099 / 0.102 CPU-s per 1,000 requests against 0.098 / 0.101;
+// Node 24.22.3 (3 processes each, 5 s) 124 / 136 / 182 / 184 MiB after new TLS connections per
+// request, plain and intercepted 64 MiB downloads and opaque tunnels against 127 / 154 / 188 /
+// 191, CPU 0.773 against 0.733 CPU-s per 1,000 new connections, 0.61 / 2.98 against 0.66 / 3.04
+// per GiB; live heap after a full collection, after 2 x (4 s http:// + 4 s intercepted) of hey,
+// 16.5 MiB against 18.1 to 18.6 (Node 22). `bench/node-options-ab.mjs` (Node 22, warm processes):
+// CPU per request 1.09x and then 0.93x (10 rounds) the shipped bin's for http://, 0.90x
+// intercepted. `bench/startup-release-ab.mjs` (Node 24, 5 fresh processes each, three 4 s segments):
+// 120.1 / 76.2 / 84.7 µs per http:// request against 125.8 / 77.7 / 72.6, 125.8 / 93.1 / 83.3 per
+// intercepted one against 133.4 / 93.8 / 81.0, RSS at the end 120.5 against 122.4 and 124.8
+// against 127.1. The per-request suite's CONNECT rounds (Node 24, plugin over relay, two runs
+// each, alternating): 1.24x and 1.22x against 1.23x and 1.26x. Node refuses it in NODE_OPTIONS.
+export const SHIPPED_NODE_ARGS = ['--max-semi-space-size=8', '--no-allocation-site-pretenuring', '--no-maglev', '--no-sparkplug']

@@ -14,7 +14,7 @@ async function shippedNodeArgs (): Promise<string[]> {
   return (await import(join(ROOT, 'bench/shipped-node-args.mjs')) as { SHIPPED_NODE_ARGS: string[] }).SHIPPED_NODE_ARGS
 }
 
-test('npm start and the container image run the server with the Node options the benchmarks measure as shipped (bench/shipped-node-args.mjs): V8\'s young generation capped at 16 MiB, no lower, and Maglev off', async (t) => {
+test('npm start and the container image run the server with the Node options the benchmarks measure as shipped (bench/shipped-node-args.mjs): V8\'s young generation capped at 16 MiB, no lower, Maglev and Sparkplug off', async (t) => {
   const shipped = await shippedNodeArgs()
   const start = (JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')) as { scripts: { start: string } }).scripts.start
   // `exec`: the shell npm runs the script in becomes node, so the signals npm forwards reach it.
@@ -31,14 +31,17 @@ test('npm start and the container image run the server with the Node options the
   // Node 24 runs V8's mid-tier compiler, Maglev, whose compilations left 13 to 26 MiB of freed
   // memory in glibc's arenas after load; Node 20 and 22 run without it.
   t.ok(shipped.includes('--no-maglev'), 'Maglev is off')
+  // Sparkplug's baseline code is never dropped: the start-up's functions kept theirs for good,
+  // 2 to 3 MiB after load; hot code is optimized by TurboFan either way.
+  t.ok(shipped.includes('--no-sparkplug'), 'Sparkplug is off')
 })
 
 test('the Node running the tests starts with the shipped Node options: an option it no longer knew would stop npm start and the image at once', async (t) => {
   const shipped = await shippedNodeArgs()
   const { stdout } = await run(process.execPath, [...shipped, '-e', 'process.stdout.write(JSON.stringify(process.execArgv))'], { env: childEnv() })
   t.same((JSON.parse(stdout) as string[]).slice(0, shipped.length), shipped)
-  // Node refuses these two in NODE_OPTIONS, which is why the docs say to put them on the command line.
-  for (const option of ['--no-allocation-site-pretenuring', '--no-maglev']) {
+  // Node refuses these three in NODE_OPTIONS, which is why the docs say to put them on the command line.
+  for (const option of ['--no-allocation-site-pretenuring', '--no-maglev', '--no-sparkplug']) {
     const refused = await run(process.execPath, ['-e', '0'], { env: { ...childEnv(), NODE_OPTIONS: option } }).then(() => null, (error: Error) => error)
     t.match(refused?.message, /not allowed in NODE_OPTIONS/, option)
   }
@@ -62,6 +65,22 @@ test('the shipped Node options take effect: V8 optimizes hot code with TurboFan 
   // Node 24's V8 runs Maglev by default, Node 20's and 22's do not. On Node 24 the check below
   // shows that the one above can fail; on the older two both runs compile with TurboFan alone.
   if (Number(process.versions.node.split('.')[0]) >= 24) t.ok((await targets([])).has('MAGLEV'), 'without the options Node 24 compiles with Maglev')
+})
+
+test('the shipped Node options take effect: V8 compiles no baseline (Sparkplug) code, even for functions called often', async (t) => {
+  const warm = [
+    'function next (n) { return n + 1 }',
+    'let n = 0',
+    'for (let i = 0; i < 50000; i++) n = next(n)',
+    'process.stdout.write(String(n))'
+  ].join('\n')
+  /** The functions V8 reported compiling to baseline code (`--trace-baseline-batch-compilation`). */
+  const baselineLines = async (options: string[]): Promise<number> => {
+    const { stdout } = await run(process.execPath, [...options, '--trace-baseline-batch-compilation', '-e', warm], { env: childEnv(), maxBuffer: 16 << 20 })
+    return stdout.split('\n').filter((line) => /baseline/i.test(line)).length
+  }
+  t.equal(await baselineLines(await shippedNodeArgs()), 0, 'nothing compiled to baseline code')
+  t.ok(await baselineLines([]) > 0, 'without the options the same run compiles baseline code, so the check above can fail')
 })
 
 test('the shipped Node options take effect: a process started with them ends a run of short-lived allocations with a young generation of 16 MiB, not more', async (t) => {
