@@ -2,8 +2,8 @@
 // built), the per-request suite's full configuration (interception with an operator CA, a
 // header rule), the Node options `npm start` passes, started one after the other in
 // IDLE_AB_RUNS (6) alternating pairs. For each process: the time from spawn to its
-// "listening" log line, then, IDLE_AB_SETTLE_MS (1500) later, its live heap after full
-// collections and its RSS (a preloaded handler, `--expose-gc`, answers SIGUSR2). Prints every
+// "listening" log line, then, IDLE_AB_SETTLE_MS (1500) later, its live heap after a full
+// collection and its RSS (bench/memory-hook.cjs, preloaded, answers SIGUSR2). Prints every
 // process and the medians by tree. The live heap is the steady figure: what the loaded code and
 // its state hold, the same from one process to the next.
 //
@@ -13,6 +13,8 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join, resolve } from 'node:path'
 import { once } from 'node:events'
+import { fileURLToPath } from 'node:url'
+import { binConfig } from './load-paths.mjs'
 import { makeCa } from './pki.mjs'
 import { SHIPPED_NODE_ARGS } from './shipped-node-args.mjs'
 import { median } from './compare/report.mjs'
@@ -23,33 +25,20 @@ const here = resolve(import.meta.dirname, '..')
 const trees = process.argv.length > 3 ? process.argv.slice(2, 4).map((tree) => resolve(tree)) : [resolve(process.argv[2] ?? ''), here]
 if (process.argv[2] === undefined) throw new Error('usage: node bench/idle-build-ab.mjs <tree-before> [<tree-after>]')
 
-// Preloaded into each bin: on SIGUSR2, full collections, then the live heap and RSS on stderr.
-const PROBE = `process.on('SIGUSR2', () => {
-  for (let i = 0; i < 4; i++) globalThis.gc()
-  const { heapUsed, rss } = process.memoryUsage()
-  process.stderr.write('idle-memory ' + JSON.stringify({ heapUsed, rss }) + '\\n')
-})
-`
+// Answers SIGUSR2 with `memory-usage <JSON>` on stderr, after a full collection (MEMORY_HOOK_GC=1).
+const HOOK = fileURLToPath(new URL('./memory-hook.cjs', import.meta.url))
 
 const directory = mkdtempSync(join(tmpdir(), 'ffp-idle-build-ab-'))
 try {
-  const probePath = join(directory, 'idle-memory-probe.cjs')
-  writeFileSync(probePath, PROBE)
   const ca = makeCa(directory, 'operator-ca')
   const configPath = join(directory, 'full.json')
-  writeFileSync(configPath, JSON.stringify({
-    listen: [{ host: '127.0.0.1', port: 0 }],
-    users: { bench: 'bench-proxy-password' },
-    destinations: { allowedPorts: '*', allowedNetworks: ['127.0.0.0/8'] },
-    interception: { hosts: ['127.0.0.2', 'api.example.com'], ca: { cert: ca.certPath, key: ca.keyPath }, trustedDestinationCa: ca.certPath },
-    headers: [{ hosts: ['127.0.0.2', 'api.example.com'], set: { 'X-Bench-Rule': 'full-config' }, remove: ['Cookie'] }]
-  }))
+  writeFileSync(configPath, JSON.stringify(binConfig(0, 'info', false, { operatorCa: ca, destinationCa: ca })))
 
   /** One fresh bin of `tree`: start-up time, then its idle live heap and RSS (MiB). */
   async function measure (tree) {
     const started = performance.now()
-    const args = [...SHIPPED_NODE_ARGS, '--expose-gc', '--require', probePath, join(tree, 'dist', 'lib', 'cli', 'main.js'), '--config', configPath]
-    const child = spawn(process.execPath, args, { env: { ...process.env, NODE_ENV: 'production' }, stdio: ['ignore', 'pipe', 'pipe'] })
+    const args = [...SHIPPED_NODE_ARGS, '--expose-gc', '--require', HOOK, join(tree, 'dist', 'lib', 'cli', 'main.js'), '--config', configPath]
+    const child = spawn(process.execPath, args, { env: { ...process.env, NODE_ENV: 'production', MEMORY_HOOK_GC: '1' }, stdio: ['ignore', 'pipe', 'pipe'] })
     let stdout = ''
     let stderr = ''
     child.stderr.on('data', (chunk) => { stderr += chunk })
@@ -62,11 +51,11 @@ try {
     })
     await new Promise((resolve) => setTimeout(resolve, SETTLE_MS))
     child.kill('SIGUSR2')
-    while (!stderr.includes('idle-memory ')) await once(child.stderr, 'data')
-    const { heapUsed, rss } = JSON.parse(/idle-memory (.*)/.exec(stderr)[1])
+    while (!stderr.includes('memory-usage ')) await once(child.stderr, 'data')
+    const { heapUsed, rss } = JSON.parse(/memory-usage (\{.*\})\n/.exec(stderr)[1])
     child.kill('SIGTERM')
     await once(child, 'exit')
-    return { listeningMs, heapMiB: heapUsed / 2 ** 20, rssMiB: rss / 2 ** 20 }
+    return { listeningMs, heapMiB: heapUsed, rssMiB: rss }
   }
 
   const results = new Map(trees.map((tree) => [tree, []]))

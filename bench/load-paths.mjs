@@ -26,7 +26,7 @@ export async function loadBench (name, mode) {
 }
 
 /** The per-request suite's full configuration (bench/compare/peers.mjs), at `level`; the minimal one without interception and the header rule. */
-function binConfig (port, level, minimal, { operatorCa, destinationCa }) {
+export function binConfig (port, level, minimal, { operatorCa, destinationCa }) {
   const full = {
     listen: [{ host: '127.0.0.1', port }],
     users: { [BENCH_USER.name]: BENCH_USER.password },

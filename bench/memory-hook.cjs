@@ -1,4 +1,4 @@
-// Preloaded into the proxy by bench/memory.mjs only (`node --require`), never part of the
+// Preloaded into the proxy by bench/memory.mjs and bench/idle-build-ab.mjs (`node --require`), never part of the
 // product: on SIGUSR2 it writes one line to stderr, `memory-usage <JSON>`, with
 // process.memoryUsage() and the size of each V8 heap space (MiB), so the benchmark can tell
 // heap, array buffers, code and the rest of RSS apart. With MEMORY_HOOK_GC=1 (and --expose-gc)
@@ -7,7 +7,8 @@
 'use strict'
 const v8 = require('node:v8')
 
-const mib = (bytes) => Math.round(bytes / 1048576 * 10) / 10
+// Two decimals: bench/idle-build-ab.mjs compares builds whose live heaps differ by tenths.
+const mib = (bytes) => Math.round(bytes / 1048576 * 100) / 100
 
 process.on('SIGUSR2', () => {
   if (process.env.MEMORY_HOOK_GC === '1' && typeof global.gc === 'function') global.gc()
