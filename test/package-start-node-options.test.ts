@@ -14,6 +14,11 @@ async function shippedNodeArgs (): Promise<string[]> {
   return (await import(join(ROOT, 'bench/shipped-node-args.mjs')) as { SHIPPED_NODE_ARGS: string[] }).SHIPPED_NODE_ARGS
 }
 
+/** What `node ...options -e script` writes to stdout. */
+async function nodeOutput (options: string[], script: string): Promise<string> {
+  return (await run(process.execPath, [...options, '-e', script], { env: childEnv(), maxBuffer: 16 << 20 })).stdout
+}
+
 test('npm start and the container image run the server with the Node options the benchmarks measure as shipped (bench/shipped-node-args.mjs): V8\'s young generation capped at 16 MiB, no lower, Maglev and Sparkplug off', async (t) => {
   const shipped = await shippedNodeArgs()
   const start = (JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')) as { scripts: { start: string } }).scripts.start
@@ -56,7 +61,7 @@ test('the shipped Node options take effect: V8 optimizes hot code with TurboFan 
   ].join('\n')
   /** The compilers V8 named as targets while optimizing the loop above (`--trace-opt`). */
   const targets = async (options: string[]): Promise<Set<string>> => {
-    const { stdout } = await run(process.execPath, [...options, '--trace-opt', '-e', hot], { env: childEnv(), maxBuffer: 16 << 20 })
+    const stdout = await nodeOutput([...options, '--trace-opt'], hot)
     return new Set([...stdout.matchAll(/target (MAGLEV|TURBOFAN\w*)/g)].map((match) => match[1] ?? ''))
   }
   const shipped = await targets(await shippedNodeArgs())
@@ -76,7 +81,7 @@ test('the shipped Node options take effect: V8 compiles no baseline (Sparkplug) 
   ].join('\n')
   /** The functions V8 reported compiling to baseline code (`--trace-baseline-batch-compilation`). */
   const baselineLines = async (options: string[]): Promise<number> => {
-    const { stdout } = await run(process.execPath, [...options, '--trace-baseline-batch-compilation', '-e', warm], { env: childEnv(), maxBuffer: 16 << 20 })
+    const stdout = await nodeOutput([...options, '--trace-baseline-batch-compilation'], warm)
     return stdout.split('\n').filter((line) => /baseline/i.test(line)).length
   }
   t.equal(await baselineLines(await shippedNodeArgs()), 0, 'nothing compiled to baseline code')
@@ -90,7 +95,7 @@ test('the shipped Node options take effect: a process started with them ends a r
     'for (let i = 0; i < 3e6; i++) { kept.push({ i, list: [i] }); if (kept.length > 20000) kept = [] }',
     "process.stdout.write(String(v8.getHeapSpaceStatistics().find((space) => space.space_name === 'new_space').space_size))"
   ].join('\n')
-  const newSpace = async (options: string[]): Promise<number> => Number((await run(process.execPath, [...options, '-e', allocate], { env: childEnv() })).stdout)
+  const newSpace = async (options: string[]): Promise<number> => Number(await nodeOutput(options, allocate))
   const MiB = 1024 * 1024
   t.equal(await newSpace(await shippedNodeArgs()), 16 * MiB, 'capped at 16 MiB')
   t.ok(await newSpace([]) > 16 * MiB, 'without the options the same run grows it past 16 MiB, so the check above can fail')
