@@ -102,17 +102,19 @@ async function main () {
 
 /**
  * The per-request suite (BENCH_SUITE=per-request): hey for every load scenario, so it needs hey,
- * unless BENCH_HTTP_CLIENT=node (bench/load.mjs, undici); its paths, rounds and tables are in
- * bench/compare/per-request.mjs.
+ * unless BENCH_HTTP_CLIENT=node (bench/load.mjs, undici) or curl; its paths, rounds and tables
+ * are in bench/compare/per-request.mjs.
  */
 async function perRequestMain (tools, host) {
-  const client = settings.httpClient === 'node' ? 'bench/load.mjs (undici)' : 'hey'
-  if (settings.httpClient === 'hey') {
-    if (tools.found.hey === undefined) {
-      problems.push('the per-request suite needs hey (apt-get install hey), or BENCH_HTTP_CLIENT=node')
+  const client = { node: 'bench/load.mjs (undici)', curl: 'curl --parallel', hey: 'hey' }[settings.httpClient]
+  if (settings.httpClient !== 'node') {
+    const path = tools.found[settings.httpClient]
+    if (path === undefined) {
+      problems.push(`BENCH_HTTP_CLIENT=${settings.httpClient} needs ${settings.httpClient} (apt-get install ${settings.httpClient}), or BENCH_HTTP_CLIENT=node`)
       return
     }
-    settings.heyPath = tools.found.hey
+    if (settings.httpClient === 'hey') settings.heyPath = path
+    else settings.curlPath = path
   }
   print(`client: ${client} (${settings.connections} connections, keep-alive) for http:// and intercepted requests; bench/compare/connect-client.mjs for CONNECT`)
   await withOrigin(tools, async ({ directory, pki, origin, versions }) => {

@@ -24,6 +24,9 @@
 // - `intercept-hey`: the same client GETs https://127.0.0.2/small, direct and through the full bin,
 //   Squid and the bare Fastify intercepting floor (bench/floor-fastify-intercept.mjs), all three
 //   intercepting it (hey does not verify certificates).
+// BENCH_HTTP_CLIENT=node puts bench/load.mjs (undici) in hey's place in both, and
+// BENCH_HTTP_CLIENT=curl puts curl there (bench/compare/curl.mjs: `--parallel` transfers over as
+// many keep-alive connections); both verify the intercepting proxies' leaves against the operator CA.
 // - `connect`: 32 clients open a connection, send CONNECT to the origin's plain port, read the
 //   answer and close (bench/compare/connect-client.mjs), through the bare Node 'connect' relay
 //   (bench/floor-connect-proxy.mjs), the bare Fastify CONNECT route (bench/floor-fastify-connect.mjs),
@@ -43,6 +46,7 @@
 // bench/compare/tools.mjs when Debian's GnuTLS `squid` is the one installed.
 import { setTimeout as delay } from 'node:timers/promises'
 import { connectLoad } from './connect-client.mjs'
+import { runCurl } from './curl.mjs'
 import { runHey } from './hey.mjs'
 import { runUndiciLoad } from './load-scenarios.mjs'
 import { PLAIN_HOST, TLS_HOST } from './origin.mjs'
@@ -57,6 +61,8 @@ export const SUITE_LABELS = {
   'intercept-hey': 'intercepted (127.0.0.2), keep-alive, 13 B responses',
   connect: 'CONNECT to the origin, answer read, connection closed'
 }
+/** The client of the http:// and intercepted rounds, by BENCH_HTTP_CLIENT, for those headings. */
+const CLIENT_LABELS = { hey: 'hey', node: 'undici: bench/load.mjs', curl: 'curl --parallel, HTTP/1.1' }
 const fixed = (n, digits = 0) => (Number.isFinite(n) ? n.toFixed(digits) : '-')
 const thousands = (n) => (Number.isFinite(n) ? Math.round(n).toLocaleString('en-US') : '-')
 
@@ -76,8 +82,9 @@ async function startPaths ({ settings, problems, processes, print }, context, to
 
 /**
  * One run of `scenario` through `path` (direct when it has no port) with the suite's client:
- * hey, or bench/load.mjs (undici) under BENCH_HTTP_CLIENT=node, whose intercepted requests go
- * through CONNECT tunnels it opens itself and verify the proxy's leaves against the operator CA.
+ * hey, bench/load.mjs (undici) under BENCH_HTTP_CLIENT=node, or curl under BENCH_HTTP_CLIENT=curl.
+ * undici and curl verify the intercepted answers against the operator CA (direct, against the
+ * destination CA); hey verifies nothing.
  */
 function clientRun (scenario, origin, pki, settings, path, seconds) {
   const auth = Boolean(path.peer?.auth)
@@ -86,7 +93,23 @@ function clientRun (scenario, origin, pki, settings, path, seconds) {
     return runUndiciLoad(scenario === 'http' ? 'http' : 'intercept', origin, pki, options, path.port)
   }
   const url = scenario === 'http' ? `http://${PLAIN_HOST}:${origin.httpPort}/small` : `https://${TLS_HOST}:${origin.httpsPort}/small`
-  return runHey(settings.heyPath, url, path.port, seconds, settings.connections, true, auth ? BENCH_USER : undefined)
+  const proxyUser = auth ? BENCH_USER : undefined
+  if (settings.httpClient === 'curl') {
+    return runCurl(settings.curlPath, url, path.port, seconds, settings.connections, { proxyUser, caPath: curlVerification(scenario, pki, path), http1: true })
+  }
+  return runHey(settings.heyPath, url, path.port, seconds, settings.connections, true, proxyUser)
+}
+
+/**
+ * What curl verifies an https:// answer against: the destination CA direct, the operator CA
+ * through an intercepting path, nothing through Squid. Squid's client-first leaf names the IP
+ * target 127.0.0.2 as a DNS name, not an IP address, which curl rightly refuses (undici's client
+ * is told to accept it); `--insecure` costs curl no less TLS work, only the checks.
+ */
+function curlVerification (scenario, pki, path) {
+  if (scenario === 'http') return undefined
+  if (path.port === undefined) return pki.destinationCa.certPath
+  return path.name === 'squid' ? 'insecure' : pki.operatorCa.certPath
 }
 
 /** One CONNECT-cost run through `path`. */
@@ -292,7 +315,7 @@ export function suiteTables ({ labels, runs, summary, sameMinute = {}, memory, p
   const out = []
   for (const [scenario, byPath] of Object.entries(summary)) {
     const connect = scenario === 'connect'
-    out.push(`### ${SUITE_LABELS[scenario]}${connect ? '' : settings.httpClient === 'node' ? ' (undici: bench/load.mjs)' : ' (hey)'}\n`)
+    out.push(`### ${SUITE_LABELS[scenario]}${connect ? '' : ` (${CLIENT_LABELS[settings.httpClient]})`}\n`)
     out.push(connect
       ? '| path | answered CONNECT/s | proxy CPU µs per answered CONNECT | against the relay (median of the rounds\' ratios) | each round (µs) | client / origin CPU µs | errors |\n|---|---|---|---|---|---|---|'
       : '| path | req/s | proxy CPU µs per request | each round (µs) | client / origin CPU µs | p50 ms | p99 ms | errors | TCP connections accepted per run |\n|---|---|---|---|---|---|---|---|---|')
