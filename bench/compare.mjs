@@ -102,19 +102,18 @@ async function main () {
 
 /**
  * The per-request suite (BENCH_SUITE=per-request): hey for every load scenario, so it needs hey,
- * unless BENCH_HTTP_CLIENT=node (bench/load.mjs, undici) or curl; its paths, rounds and tables
+ * unless BENCH_HTTP_CLIENT is node (bench/load.mjs, undici), curl or chromium; its paths, rounds and tables
  * are in bench/compare/per-request.mjs.
  */
 async function perRequestMain (tools, host) {
-  const client = { node: 'bench/load.mjs (undici)', curl: 'curl --parallel', hey: 'hey' }[settings.httpClient]
+  const client = { node: 'bench/load.mjs (undici)', curl: 'curl --parallel', chromium: 'headless Chromium, fetch() in a page', hey: 'hey' }[settings.httpClient]
   if (settings.httpClient !== 'node') {
     const path = tools.found[settings.httpClient]
     if (path === undefined) {
       problems.push(`BENCH_HTTP_CLIENT=${settings.httpClient} needs ${settings.httpClient} (apt-get install ${settings.httpClient}), or BENCH_HTTP_CLIENT=node`)
       return
     }
-    if (settings.httpClient === 'hey') settings.heyPath = path
-    else settings.curlPath = path
+    settings[`${settings.httpClient}Path`] = path
   }
   print(`client: ${client} (${settings.connections} connections, keep-alive) for http:// and intercepted requests; bench/compare/connect-client.mjs for CONNECT`)
   await withOrigin(tools, async ({ directory, pki, origin, versions }) => {

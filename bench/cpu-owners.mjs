@@ -16,7 +16,8 @@
 //   OWNERS_MODE=intercept OWNERS_FUNCTIONS='^ours' node bench/cpu-owners.mjs .
 //   OWNERS_MODE=connect node bench/cpu-owners.mjs bench/proxy-server.mjs bench/floor-fastify-connect.mjs
 //
-// Knobs: OWNERS_MODE (http, intercept, or connect: per answered CONNECT), OWNERS_SECONDS (5),
+// Knobs: OWNERS_MODE (http, intercept, or connect: per answered CONNECT), OWNERS_CLIENT (curl:
+// `curl --parallel` over 32 connections, bench/compare/curl.mjs, in hey's place), OWNERS_SECONDS (5),
 // OWNERS_TOP (owners listed, 16), OWNERS_FUNCTIONS (a pattern: the functions of the owners it
 // matches are listed too), OWNERS_NODE_ARGS (more Node options, space-separated:
 // `--no-turbo-inlining` gives inlined functions their own samples, at a cost that changes the
@@ -27,6 +28,7 @@ import { join } from 'node:path'
 import { createInterface } from 'node:readline'
 import { setTimeout as sleep } from 'node:timers/promises'
 import { connectLoad } from './compare/connect-client.mjs'
+import { runCurl } from './compare/curl.mjs'
 import { runHey } from './compare/hey.mjs'
 import { PLAIN_HOST } from './compare/origin.mjs'
 import { basicAuthorization } from './compare/peers.mjs'
@@ -49,9 +51,18 @@ const perf = locate(['perf'])
 if (hey === undefined) throw new Error('hey is not installed (apt-get install hey)')
 if (perf === undefined) throw new Error('perf is not installed (apt-get install linux-perf)')
 
+const curl = process.env.OWNERS_CLIENT === 'curl' ? locate(['curl']) : undefined
+if (process.env.OWNERS_CLIENT === 'curl' && curl === undefined) throw new Error('curl is not installed (apt-get install curl)')
 const { directory, destinationCa, operatorCa, origin, url } = await loadBench('cpu-owners', MODE)
 /** Puts `seconds` of load on the proxy at `port` and resolves with the requests (or CONNECTs) answered. */
 async function load (port, seconds, user) {
+  if (MODE !== 'connect' && curl !== undefined) {
+    // The intercepting floor's leaf, like the bins', is signed by the operator CA.
+    const caPath = MODE === 'http' ? undefined : operatorCa.certPath
+    const { requests, errors, firstError } = await runCurl(curl, url, port, seconds, 32, { proxyUser: user, caPath, http1: true })
+    if (errors > 0) throw new Error(`curl: ${errors} errors, the first: ${firstError}`)
+    return requests
+  }
   if (MODE !== 'connect') return (await runHey(hey, url, port, seconds, 32, true, user)).requests
   const authorization = user === undefined ? undefined : basicAuthorization(user)
   const { answered, errors, firstError } = await connectLoad({ proxyPort: port, target: `${PLAIN_HOST}:${origin.httpPort}`, seconds, parallel: 32, authorization })

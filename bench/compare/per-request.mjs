@@ -24,9 +24,11 @@
 // - `intercept-hey`: the same client GETs https://127.0.0.2/small, direct and through the full bin,
 //   Squid and the bare Fastify intercepting floor (bench/floor-fastify-intercept.mjs), all three
 //   intercepting it (hey does not verify certificates).
-// BENCH_HTTP_CLIENT=node puts bench/load.mjs (undici) in hey's place in both, and
+// BENCH_HTTP_CLIENT=node puts bench/load.mjs (undici) in hey's place in both,
 // BENCH_HTTP_CLIENT=curl puts curl there (bench/compare/curl.mjs: `--parallel` transfers over as
-// many keep-alive connections); both verify the intercepting proxies' leaves against the operator CA.
+// many keep-alive connections; both verify the intercepting proxies' leaves against the operator
+// CA), and BENCH_HTTP_CLIENT=chromium headless Chromium (bench/compare/browser.mjs: a page of the
+// origin fetching from it, as many fetches in flight, over the connections the browser opens).
 // - `connect`: 32 clients open a connection, send CONNECT to the origin's plain port, read the
 //   answer and close (bench/compare/connect-client.mjs), through the bare Node 'connect' relay
 //   (bench/floor-connect-proxy.mjs), the bare Fastify CONNECT route (bench/floor-fastify-connect.mjs),
@@ -45,6 +47,7 @@
 // Squid needs the squid-openssl build (ssl_bump, security_file_certgen): see BENCH_SQUID_ROOT in
 // bench/compare/tools.mjs when Debian's GnuTLS `squid` is the one installed.
 import { setTimeout as delay } from 'node:timers/promises'
+import { runBrowser } from './browser.mjs'
 import { connectLoad } from './connect-client.mjs'
 import { runCurl } from './curl.mjs'
 import { runHey } from './hey.mjs'
@@ -62,7 +65,7 @@ export const SUITE_LABELS = {
   connect: 'CONNECT to the origin, answer read, connection closed'
 }
 /** The client of the http:// and intercepted rounds, by BENCH_HTTP_CLIENT, for those headings. */
-const CLIENT_LABELS = { hey: 'hey', node: 'undici: bench/load.mjs', curl: 'curl --parallel, HTTP/1.1' }
+const CLIENT_LABELS = { hey: 'hey', node: 'undici: bench/load.mjs', curl: 'curl --parallel, HTTP/1.1', chromium: 'headless Chromium, fetch() in a page of the origin' }
 const fixed = (n, digits = 0) => (Number.isFinite(n) ? n.toFixed(digits) : '-')
 const thousands = (n) => (Number.isFinite(n) ? Math.round(n).toLocaleString('en-US') : '-')
 
@@ -82,9 +85,10 @@ async function startPaths ({ settings, problems, processes, print }, context, to
 
 /**
  * One run of `scenario` through `path` (direct when it has no port) with the suite's client:
- * hey, bench/load.mjs (undici) under BENCH_HTTP_CLIENT=node, or curl under BENCH_HTTP_CLIENT=curl.
- * undici and curl verify the intercepted answers against the operator CA (direct, against the
- * destination CA); hey verifies nothing.
+ * hey, bench/load.mjs (undici) under BENCH_HTTP_CLIENT=node, curl under BENCH_HTTP_CLIENT=curl,
+ * or headless Chromium under BENCH_HTTP_CLIENT=chromium. undici and curl verify the intercepted
+ * answers against the operator CA (direct, against the destination CA); hey and Chromium
+ * verify nothing.
  */
 function clientRun (scenario, origin, pki, settings, path, seconds) {
   const auth = Boolean(path.peer?.auth)
@@ -96,6 +100,9 @@ function clientRun (scenario, origin, pki, settings, path, seconds) {
   const proxyUser = auth ? BENCH_USER : undefined
   if (settings.httpClient === 'curl') {
     return runCurl(settings.curlPath, url, path.port, seconds, settings.connections, { proxyUser, caPath: curlVerification(scenario, pki, path), http1: true })
+  }
+  if (settings.httpClient === 'chromium') {
+    return runBrowser(settings.chromiumPath, url, path.port, seconds, settings.connections, { proxyUser, insecure: scenario !== 'http' })
   }
   return runHey(settings.heyPath, url, path.port, seconds, settings.connections, true, proxyUser)
 }

@@ -65,7 +65,7 @@ function roundSettings (smoke, defaults = { duration: 3, warmupMs: 1000 }) {
 
 /**
  * The per-request suite's knobs: the same names, other defaults (every path, hey for every load
- * scenario unless BENCH_HTTP_CLIENT=node or curl), and BENCH_ACCESS_LOG (`file`: ours' stdout
+ * scenario unless BENCH_HTTP_CLIENT is node, curl or chromium), and BENCH_ACCESS_LOG (`file`: ours' stdout
  * and Squid's access_log into files in the run's folder; `null`: both into /dev/null).
  */
 function readSuiteSettings (smoke) {
@@ -79,9 +79,9 @@ function readSuiteSettings (smoke) {
     accessLog: list('BENCH_ACCESS_LOG', ['file'], ['file', 'null'])[0],
     oursNodeArgs: oursNodeArgs(),
     origin: list('BENCH_ORIGIN', ['nginx'], ['nginx', 'node'])[0],
-    // hey (Go's net/http), `node`: bench/load.mjs (undici), or `curl` (bench/compare/curl.mjs) for
-    // the http:// and intercepted rounds.
-    httpClient: list('BENCH_HTTP_CLIENT', ['hey'], ['hey', 'node', 'curl'])[0],
+    // hey (Go's net/http), `node`: bench/load.mjs (undici), `curl` (bench/compare/curl.mjs) or
+    // `chromium` (bench/compare/browser.mjs) for the http:// and intercepted rounds.
+    httpClient: list('BENCH_HTTP_CLIENT', ['hey'], ['hey', 'node', 'curl', 'chromium'])[0],
     // Seconds every path sits quiet after the last scenario before its memory is read once more (0: not read).
     quietAfter: number('BENCH_QUIET_AFTER', 0),
     jsonPath: process.env.BENCH_JSON ?? (smoke ? '' : 'bench/results/per-request-latest.json')

@@ -14,12 +14,13 @@ const CANDIDATES = {
   nginx: ['/usr/sbin/nginx', 'nginx'],
   hey: ['hey'],
   curl: ['curl'],
+  chromium: ['chromium'],
   squid: [...underRoot('/usr/sbin/squid'), '/usr/sbin/squid', 'squid'],
   certgen: [...underRoot('/usr/lib/squid/security_file_certgen'), '/usr/lib/squid/security_file_certgen'],
   ncsaAuth: [...underRoot('/usr/lib/squid/basic_ncsa_auth'), '/usr/lib/squid/basic_ncsa_auth'],
   mitmdump: ['mitmdump']
 }
-const PACKAGES = { nginx: 'nginx', hey: 'hey', curl: 'curl', squid: 'squid-openssl', certgen: 'squid-openssl', ncsaAuth: 'squid-openssl', mitmdump: 'mitmproxy' }
+const PACKAGES = { nginx: 'nginx', hey: 'hey', curl: 'curl', chromium: 'chromium', squid: 'squid-openssl', certgen: 'squid-openssl', ncsaAuth: 'squid-openssl', mitmdump: 'mitmproxy' }
 
 /** The first of `names` installed: an absolute path that exists, or a program on the PATH; undefined when none is. */
 export function locate (names) {
