@@ -132,7 +132,7 @@ async function ownersOf (file) {
 
 const micros = (samples, requests) => (samples * 1e6 / SAMPLES_PER_SECOND / requests).toFixed(1).padStart(6)
 const unit = { http: 'http:// request', intercept: 'intercepted request', connect: 'answered CONNECT' }[MODE]
-console.log(`CPU per ${unit} by owner (${MODE === 'connect' ? 'CONNECT client' : 'hey'}, 32 connections, ${SECONDS} s recorded at ${SAMPLES_PER_SECOND} Hz), Node ${process.version}`)
+console.log(`CPU per ${unit} by owner (${MODE === 'connect' ? 'CONNECT client' : curl === undefined ? 'hey' : 'curl --parallel'}, 32 connections, ${SECONDS} s recorded at ${SAMPLES_PER_SECOND} Hz), Node ${process.version}`)
 for (const path of paths) {
   const { started, port, user } = await start(path)
   const { pid } = started.child
