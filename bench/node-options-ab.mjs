@@ -17,7 +17,10 @@
 //   NODE_AB_CONFIG='{"releaseIdleMemory":false}' NODE_AB_QUIET=6 node bench/node-options-ab.mjs
 //
 // NODE_AB_MODE: `intercept` (GET https://127.0.0.2/small through the proxy, intercepted) or
-// `http` (GET http://127.0.0.1/small). Needs hey and openssl.
+// `http` (GET http://127.0.0.1/small). NODE_AB_CONNECTIONS (32) and NODE_AB_RATE (requests per
+// second on each connection, hey's `-q`; unset: as fast as answered) set the load of the
+// rounds (the warm-up is always at full rate): `NODE_AB_CONNECTIONS=6 NODE_AB_RATE=150` is a
+// browser's rate. Needs hey and openssl.
 import { mkdirSync, mkdtempSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
@@ -33,7 +36,8 @@ import { SHIPPED_NODE_ARGS } from './shipped-node-args.mjs'
 const ROUNDS = Number(process.env.NODE_AB_ROUNDS ?? 8)
 const SECONDS = Number(process.env.NODE_AB_SECONDS ?? 4)
 const WARM = Number(process.env.NODE_AB_WARM ?? 20)
-const CONNECTIONS = 32
+const CONNECTIONS = Number(process.env.NODE_AB_CONNECTIONS ?? 32)
+const RATE = process.env.NODE_AB_RATE === undefined ? undefined : Number(process.env.NODE_AB_RATE)
 const MODE = process.env.NODE_AB_MODE ?? 'intercept'
 const QUIET = Number(process.env.NODE_AB_QUIET ?? 0)
 const options = (process.env.NODE_OPTIONS_AB ?? '').trim()
@@ -60,11 +64,12 @@ try {
   const origin = await startOrigin(undefined, directory, pki.origin)
   processes.push(...origin.processes)
   const target = MODE === 'http' ? `http://${PLAIN_HOST}:${origin.httpPort}/small` : `https://${TLS_HOST}:${origin.httpsPort}/small`
-  const load = (port, seconds) => runHey(hey, target, port, seconds, CONNECTIONS, true, BENCH_USER)
+  // The warm-up (`limited` false) runs at full rate on 32 connections whatever the rounds' load.
+  const load = (port, seconds, limited = true) => runHey(hey, target, port, seconds, limited ? CONNECTIONS : 32, true, BENCH_USER, limited ? RATE : undefined)
   const variantName = [...(options === '' ? [] : [options]), ...(Object.keys(configKeys).length === 0 ? [] : [JSON.stringify(configKeys)])].join(' ')
   const bins = { shipped: await startBin('shipped', SHIPPED_NODE_ARGS), [variantName]: await startBin('variant', [...SHIPPED_NODE_ARGS, ...extra], configKeys, extraEnv) }
   const names = Object.keys(bins)
-  for (const name of names) await load(bins[name].port, WARM)
+  for (const name of names) await load(bins[name].port, WARM, false)
   const runs = Object.fromEntries(names.map((name) => [name, []]))
   // The CPU each bin spent since its last round ended (while the other ran, and while quiet).
   const lastEnd = Object.fromEntries(names.map((name) => [name, cpuSeconds(bins[name].pid)]))
@@ -82,7 +87,7 @@ try {
     }
     if (QUIET > 0) await delay(QUIET * 1000)
   }
-  console.log(`${MODE}, Node ${process.version}, ${WARM} s warm-up, ${ROUNDS} rounds of ${SECONDS} s${QUIET > 0 ? `, ${QUIET} s quiet after each pair` : ''}, ${CONNECTIONS} connections (hey)\n`)
+  console.log(`${MODE}, Node ${process.version}, ${WARM} s warm-up, ${ROUNDS} rounds of ${SECONDS} s${QUIET > 0 ? `, ${QUIET} s quiet after each pair` : ''}, ${CONNECTIONS} connections (hey${RATE === undefined ? '' : `, at most ${RATE} requests per second on each`})\n`)
   for (const name of names) {
     const r = runs[name]
     console.log(`${name}: CPU µs per request ${r.map((x) => x.cpu.toFixed(1)).join(' / ')}, median ${median(r.map((x) => x.cpu)).toFixed(1)}; between rounds, per request of the next ${median(r.map((x) => x.between)).toFixed(1)}; req/s ${median(r.map((x) => x.reqPerSec)).toFixed(0)}; p99 ${median(r.map((x) => x.p99)).toFixed(1)} ms; RSS before each round ${rssBefore[name].map((x) => x.toFixed(0)).join(' / ')}, at the end ${memoryMiB(bins[name].pid).rss.toFixed(0)} MiB`)

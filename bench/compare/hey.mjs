@@ -23,10 +23,18 @@ export function parseHeySummary (text) {
  * `keepAlive` false, every request on a new connection (through a proxy: a new CONNECT tunnel).
  * With `proxyUser` ({ name, password }), hey sends them as Basic `Proxy-Authorization` (Go's
  * Transport does, from the proxy URL's userinfo, on every http:// request and CONNECT).
+ * `ratePerConnection`: at most that many requests per second on each connection (hey's `-q`);
+ * without it, as many as the proxy answers.
  */
-export function runHey (heyPath, url, proxyPort, duration, connections, keepAlive = true, proxyUser) {
+export function runHey (heyPath, url, proxyPort, duration, connections, keepAlive = true, proxyUser, ratePerConnection) {
   const userinfo = proxyUser === undefined ? '' : `${encodeURIComponent(proxyUser.name)}:${encodeURIComponent(proxyUser.password)}@`
-  const args = ['-z', `${duration}s`, '-c', String(connections), ...(keepAlive ? [] : ['-disable-keepalive']), ...(proxyPort === undefined ? [] : ['-x', `http://${userinfo}127.0.0.1:${proxyPort}`]), url]
+  const args = [
+    '-z', `${duration}s`, '-c', String(connections),
+    ...(ratePerConnection === undefined ? [] : ['-q', String(ratePerConnection)]),
+    ...(keepAlive ? [] : ['-disable-keepalive']),
+    ...(proxyPort === undefined ? [] : ['-x', `http://${userinfo}127.0.0.1:${proxyPort}`]),
+    url
+  ]
   return new Promise((resolve, reject) => {
     execFile(heyPath, args, { encoding: 'utf8', timeout: (duration + 120) * 1000, maxBuffer: 16 << 20 }, (error, stdout, stderr) => {
       if (error !== null) return reject(new Error(`hey: ${error.message}\n${stderr}`))
