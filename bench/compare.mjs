@@ -41,7 +41,7 @@ async function main () {
   print(`machine: ${host.nproc} cores (${host.model}), Node ${host.node}, load average ${host.loadAverage.join(' ')}, ulimit -n ${host.nofile}`)
   print(`settings: ${settings.rounds} rounds, ${settings.duration} s per run, ${settings.connections} connections${perRequest ? `, access logs ${settings.accessLog === 'null' ? 'to /dev/null' : 'to files'}` : ' (downloads: 1)'}, scenarios ${settings.scenarios.join(',')}, ${perRequest ? 'paths' : 'peers'} ${settings.peers.join(',')}${settings.oursNodeArgs.length === 0 ? '' : `, ${perRequest ? 'ours, the floors and the plugin' : 'ours'} started with node ${settings.oursNodeArgs.join(' ')}`}`)
   if (tools.note !== '') print(tools.note)
-  if (tools.missing.length > 0) print(`not installed: ${tools.missing.join(', ')} (install with: ${tools.installHint}); their peers are skipped${tools.found.nginx === undefined ? ', the origin is bench/origin.mjs' : ''}`)
+  if (tools.missing.length > 0) print(`not installed: ${tools.missing.join(', ')} (install with: ${tools.installHint}); what needs them is skipped${tools.found.nginx === undefined ? ', the origin is bench/origin.mjs' : ''}`)
   if (perRequest) return perRequestMain(tools, host)
 
   if (settings.httpClient === 'hey') {
@@ -102,8 +102,8 @@ async function main () {
 
 /**
  * The per-request suite (BENCH_SUITE=per-request): hey for every load scenario, so it needs hey,
- * unless BENCH_HTTP_CLIENT is node (bench/load.mjs, undici), curl or chromium; its paths, rounds and tables
- * are in bench/compare/per-request.mjs.
+ * unless BENCH_HTTP_CLIENT is node (bench/load.mjs, undici), curl or chromium; its paths, rounds
+ * and tables are in bench/compare/per-request.mjs.
  */
 async function perRequestMain (tools, host) {
   const client = { node: 'bench/load.mjs (undici)', curl: 'curl --parallel', chromium: 'headless Chromium, fetch() in a page', hey: 'hey' }[settings.httpClient]

@@ -24,15 +24,16 @@
 // - `intercept-hey`: the same client GETs https://127.0.0.2/small, direct and through the full bin,
 //   Squid and the bare Fastify intercepting floor (bench/floor-fastify-intercept.mjs), all three
 //   intercepting it (hey does not verify certificates).
-// BENCH_HTTP_CLIENT=node puts bench/load.mjs (undici) in hey's place in both,
-// BENCH_HTTP_CLIENT=curl puts curl there (bench/compare/curl.mjs: `--parallel` transfers over as
-// many keep-alive connections; both verify the intercepting proxies' leaves against the operator
-// CA), and BENCH_HTTP_CLIENT=chromium headless Chromium (bench/compare/browser.mjs: a page of the
-// origin fetching from it, as many fetches in flight, over the connections the browser opens).
 // - `connect`: 32 clients open a connection, send CONNECT to the origin's plain port, read the
 //   answer and close (bench/compare/connect-client.mjs), through the bare Node 'connect' relay
 //   (bench/floor-connect-proxy.mjs), the bare Fastify CONNECT route (bench/floor-fastify-connect.mjs),
 //   the plugin in a minimal Fastify app (bench/proxy-server.mjs), the full bin and Squid.
+// BENCH_HTTP_CLIENT=node puts bench/load.mjs (undici) in hey's place in the `http` and
+// `intercept-hey` rounds, BENCH_HTTP_CLIENT=curl puts curl there (bench/compare/curl.mjs:
+// `--parallel` transfers over as many keep-alive connections; both verify the intercepting
+// proxies' leaves against the operator CA), and BENCH_HTTP_CLIENT=chromium headless Chromium
+// (bench/compare/browser.mjs: a page of the origin fetching from it, as many fetches in flight,
+// over the connections the browser opens).
 // The CONNECT table also gives each path's CPU over the relay's as the median of the rounds'
 // ratios: the plugin and the relay ran in the same seconds, so this is the figure of its target.
 // Each run reads the proxy's user + system CPU from /proc/<pid>/stat (with its child processes:

@@ -65,8 +65,9 @@ function roundSettings (smoke, defaults = { duration: 3, warmupMs: 1000 }) {
 
 /**
  * The per-request suite's knobs: the same names, other defaults (every path, hey for every load
- * scenario unless BENCH_HTTP_CLIENT is node, curl or chromium), and BENCH_ACCESS_LOG (`file`: ours' stdout
- * and Squid's access_log into files in the run's folder; `null`: both into /dev/null).
+ * scenario unless BENCH_HTTP_CLIENT is node, curl or chromium), and BENCH_ACCESS_LOG (`file`:
+ * ours' stdout and Squid's access_log into files in the run's folder; `null`: both into
+ * /dev/null).
  */
 function readSuiteSettings (smoke) {
   return {
