@@ -87,7 +87,7 @@ async function openDevTools (endpoint) {
 async function devToolsEndpoint (profile, child, output) {
   const file = join(profile, 'DevToolsActivePort')
   for (let waited = 0; waited < 30_000; waited += 50) {
-    if (child.exitCode !== null) throw new Error(`chromium exited (${child.exitCode}) before it listened: ${output().slice(-500)}`)
+    if (child.exitCode !== null || child.pid === undefined) throw new Error(`chromium exited (${child.exitCode ?? 'not started'}) before it listened: ${output().slice(-500)}`)
     try {
       const [port, path] = readFileSync(file, 'utf8').split('\n')
       if (port !== undefined && path !== undefined && path !== '') return `ws://127.0.0.1:${port}${path}`
@@ -133,7 +133,7 @@ const PAGE_LOAD = `async (url, parallel, seconds) => {
  * undefined), answering its 407 with `proxyUser` ({ name, password }) when given, then has the
  * page fetch `url` for `duration` s with `connections` fetches in flight. `insecure`: accept any
  * certificate (https:// through an intercepting proxy). Resolves with the suite's result shape;
- * the opening fetch and navigation are not counted. The browser and its profile are gone when it
+ * the page's own load is not counted. The browser and its profile are gone when it
  * settles.
  */
 export async function runBrowser (chromiumPath, url, proxyPort, duration, connections, { proxyUser, insecure = false } = {}) {
@@ -142,7 +142,8 @@ export async function runBrowser (chromiumPath, url, proxyPort, duration, connec
   const child = spawn(chromiumPath, chromiumArgs(profile, proxyPort, insecure), { detached: true, stdio: ['ignore', 'ignore', 'pipe'], env: { ...process.env, HOME: profile } })
   let stderr = ''
   child.stderr.setEncoding('utf8').on('data', (chunk) => { stderr += chunk })
-  const exited = new Promise((resolve) => child.once('exit', resolve))
+  // 'error' without 'exit' when it could not be started at all.
+  const exited = new Promise((resolve) => { child.once('exit', resolve); child.once('error', resolve) })
   let devTools
   try {
     devTools = await openDevTools(await devToolsEndpoint(profile, child, () => stderr))

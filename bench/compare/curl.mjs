@@ -41,11 +41,10 @@ const WRITE_OUT = '%{stderr}%{http_code} %{time_total} %{errormsg}\n'
  * transfers at once, each connection reused. With `proxyUser` ({ name, password }), curl sends
  * them as Basic `Proxy-Authorization` from the first request on. `caPath`: the CA that https://
  * answers are verified against (the operator CA through an intercepting proxy), or `insecure`
- * for none; `http1`: HTTP/1.1
- * only inside a tunnel; Debian bookworm's curl 7.88.1 fails a share of its parallel HTTP/2
- * transfers inside any proxy's tunnel ("Failed initialization"; the same through Squid's
- * CONNECT to a Node HTTP/2 server). Stopped with SIGTERM at the end; the transfers still running
- * then are neither counted nor errors.
+ * for none. `http1`: HTTP/1.1 only inside a tunnel; Debian bookworm's curl 7.88.1 fails a share
+ * of its parallel HTTP/2 transfers inside any proxy's tunnel ("Failed initialization"; the same
+ * through Squid's CONNECT to a Node HTTP/2 server). Stopped with SIGTERM at the end; the
+ * transfers still running then are neither counted nor errors.
  */
 export function runCurl (curlPath, url, proxyPort, duration, connections, { proxyUser, caPath, http1 = false } = {}) {
   const verification = caPath === undefined ? [] : caPath === 'insecure' ? ['--insecure'] : ['--cacert', caPath]
