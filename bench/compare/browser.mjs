@@ -13,38 +13,57 @@ import { WebSocket } from 'undici'
 
 /**
  * Chromium's options: headless, a fresh profile, every request through the proxy (loopback
- * included) or none, and none of its own background traffic that a flag can turn off.
+ * included) or none, and none of its own background traffic that a flag can turn off
+ * ({@link QUIET_CHROMIUM_ARGS}).
  */
 function chromiumArgs (profile, proxyPort, insecure) {
   return [
-    '--headless=new',
-    // Root in CI containers needs it; the browser only loads the origin's own pages.
-    '--no-sandbox',
-    '--disable-gpu',
-    '--disable-dev-shm-usage',
+    ...HEADLESS_CHROMIUM_ARGS,
     `--user-data-dir=${profile}`,
     '--remote-debugging-port=0',
     ...(proxyPort === undefined ? [] : [`--proxy-server=http://127.0.0.1:${proxyPort}`, '--proxy-bypass-list=<-loopback>']),
     // The intercepting proxies' leaves are signed by a CA the browser's store does not hold (hey
     // verifies nothing either); direct, the origin's by the destination CA.
     ...(insecure ? ['--ignore-certificate-errors'] : []),
-    '--no-first-run',
-    '--no-default-browser-check',
-    '--disable-background-networking',
-    '--disable-component-update',
-    '--component-updater=url-source=data:',
-    '--disable-features=NetworkTimeServiceQuerying',
-    '--disable-sync',
-    '--disable-default-apps',
-    '--disable-extensions',
-    '--disable-domain-reliability',
-    '--disable-client-side-phishing-detection',
-    '--disable-breakpad',
-    '--metrics-recording-only',
-    '--disable-quic',
+    ...QUIET_CHROMIUM_ARGS,
     'about:blank'
   ]
 }
+
+/** Headless, in a container: what the browser tests (test/browser/) start Chromium with too. */
+export const HEADLESS_CHROMIUM_ARGS = [
+  '--headless=new',
+  // Root in CI containers needs it, and non-root containers often lack the user namespaces the
+  // sandbox wants; the browser only loads pages of the origins the tests and benchmarks start.
+  '--no-sandbox',
+  '--disable-gpu',
+  '--disable-dev-shm-usage'
+]
+
+/**
+ * The options that turn off the traffic Chromium makes on its own, as far as flags can (its
+ * sign-in and default search engine still connect at start; the proxies refuse them). The
+ * browser tests (test/browser/) start Chromium with them too.
+ */
+export const QUIET_CHROMIUM_ARGS = [
+  '--no-first-run',
+  '--no-default-browser-check',
+  '--disable-background-networking',
+  '--disable-component-update',
+  // Component updates that ignore --disable-component-update (on-demand installers) would
+  // still POST to update.googleapis.com; an update URL that cannot be fetched stops them.
+  '--component-updater=url-source=data:',
+  // The network time tracker's GET http://clients2.google.com/time/1/current.
+  '--disable-features=NetworkTimeServiceQuerying',
+  '--disable-sync',
+  '--disable-default-apps',
+  '--disable-extensions',
+  '--disable-domain-reliability',
+  '--disable-client-side-phishing-detection',
+  '--disable-breakpad',
+  '--metrics-recording-only',
+  '--disable-quic'
+]
 
 /** A DevTools protocol connection: `send` resolves with a command's result, `on` hears events. */
 async function openDevTools (endpoint) {

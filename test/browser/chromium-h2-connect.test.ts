@@ -6,6 +6,7 @@ import { createServer } from 'node:https'
 import { createServer as createHttpServer } from 'node:http'
 import type { AddressInfo } from 'node:net'
 import { join } from 'node:path'
+import { pathToFileURL } from 'node:url'
 import { startHttp2Proxy } from '../helpers/http2-proxy'
 import { makeSelfSignedCertificate } from '../helpers/tls-fixture'
 
@@ -73,6 +74,15 @@ function runChromium (t: Test, args: string[], env: NodeJS.ProcessEnv): Promise<
   })
 }
 
+/**
+ * The options the benchmarks' browser client runs Chromium with too (bench/compare/browser.mjs):
+ * headless in a container, and none of the traffic Chromium makes on its own that a flag turns off.
+ */
+async function sharedChromiumArgs (): Promise<{ headless: string[], quiet: string[] }> {
+  const browser = await import(pathToFileURL(join(__dirname, '..', '..', 'bench', 'compare', 'browser.mjs')).href) as { HEADLESS_CHROMIUM_ARGS: string[], QUIET_CHROMIUM_ARGS: string[] }
+  return { headless: browser.HEADLESS_CHROMIUM_ARGS, quiet: browser.QUIET_CHROMIUM_ARGS }
+}
+
 /** True when Chromium is on PATH; otherwise fails `t` (this test never skips). */
 function chromiumInstalled (t: Test): boolean {
   if (spawnSync('sh', ['-c', `command -v ${CHROMIUM}`]).status === 0) return true
@@ -124,7 +134,7 @@ test('browser: headless Chromium with an https:// proxy loads a loopback HTTPS p
   })
 
   // HOME in the test directory: nothing is read from or written to the user's own profile.
-  const run = await runChromium(t, chromiumArgs(t, proxy.port, [spkiHash(proxy.tls.cert), spkiHash(originTls.cert)], `https://${originAuthority}/`), { ...process.env, HOME: t.testdir() })
+  const run = await runChromium(t, await chromiumArgs(t, proxy.port, [spkiHash(proxy.tls.cert), spkiHash(originTls.cert)], `https://${originAuthority}/`), { ...process.env, HOME: t.testdir() })
   t.comment(`chromium exited with ${String(run.code ?? run.signal)} after ${run.ms} ms`)
   const diagnostics = { stderr: run.stderr.slice(-4000), seen }
 
@@ -149,16 +159,12 @@ test('browser: headless Chromium with an https:// proxy loads a loopback HTTPS p
  * the proxy at `proxyPort` (loopback included), the listed SPKI hashes trusted, no background
  * traffic, and the DOM of `url` dumped on stdout once loaded.
  */
-function chromiumArgs (t: Test, proxyPort: number, trustedSpki: string[], url: string): string[] {
+async function chromiumArgs (t: Test, proxyPort: number, trustedSpki: string[], url: string): Promise<string[]> {
+  const { headless, quiet } = await sharedChromiumArgs()
   const profile = join(t.testdir(), 'profile')
   mkdirSync(profile)
   return [
-    '--headless=new',
-    // Root in CI containers needs it, and non-root containers often lack the user namespaces
-    // the sandbox wants; the browser only renders this test's own page.
-    '--no-sandbox',
-    '--disable-gpu',
-    '--disable-dev-shm-usage',
+    ...headless,
     // A fresh profile; also what makes Chromium honour the SPKI list below.
     `--user-data-dir=${profile}`,
     // Everything through the proxy, loopback included (Chromium bypasses loopback by default).
@@ -166,23 +172,7 @@ function chromiumArgs (t: Test, proxyPort: number, trustedSpki: string[], url: s
     '--proxy-bypass-list=<-loopback>',
     `--ignore-certificate-errors-spki-list=${trustedSpki.join(',')}`,
     // No background traffic.
-    '--no-first-run',
-    '--no-default-browser-check',
-    '--disable-background-networking',
-    '--disable-component-update',
-    // Component updates that ignore --disable-component-update (on-demand installers) would
-    // still POST to update.googleapis.com; an update URL that cannot be fetched stops them.
-    '--component-updater=url-source=data:',
-    // The network time tracker's GET http://clients2.google.com/time/1/current.
-    '--disable-features=NetworkTimeServiceQuerying',
-    '--disable-sync',
-    '--disable-default-apps',
-    '--disable-extensions',
-    '--disable-domain-reliability',
-    '--disable-client-side-phishing-detection',
-    '--disable-breakpad',
-    '--metrics-recording-only',
-    '--disable-quic',
+    ...quiet,
     '--dump-dom',
     url
   ]
@@ -224,7 +214,7 @@ test('browser: headless Chromium with an https:// proxy loads an http:// page (H
       seen.push({ id: request.id, method: request.method, httpVersion: request.raw.httpVersion, url: `${String(request.headers[':scheme'] ?? '')} ${request.originalUrl}` })
     })
   })
-  const run = await runChromium(t, chromiumArgs(t, proxy.port, [spkiHash(proxy.tls.cert), spkiHash(scriptTls.cert)], `http://${pageAuthority}/`), { ...process.env, HOME: t.testdir() })
+  const run = await runChromium(t, await chromiumArgs(t, proxy.port, [spkiHash(proxy.tls.cert), spkiHash(scriptTls.cert)], `http://${pageAuthority}/`), { ...process.env, HOME: t.testdir() })
   const diagnostics = { stderr: run.stderr.slice(-4000), seen, served }
   t.equal(run.code, 0, 'chromium exited by itself', diagnostics)
   t.match(run.stdout, marker, 'the http:// page loaded', diagnostics)
