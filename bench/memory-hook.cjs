@@ -1,5 +1,5 @@
-// Preloaded into the proxy by bench/memory.mjs and bench/idle-build-ab.mjs (`node --require`), never part of the
-// product: on SIGUSR2 it writes one line to stderr, `memory-usage <JSON>`, with
+// Preloaded into the proxy by bench/memory.mjs and bench/idle-build-ab.mjs (`node --require`),
+// never part of the product: on SIGUSR2 it writes one line to stderr, `memory-usage <JSON>`, with
 // process.memoryUsage() and the size of each V8 heap space (MiB), so the benchmark can tell
 // heap, array buffers, code and the rest of RSS apart. With MEMORY_HOOK_GC=1 (and --expose-gc)
 // a full collection runs first; with MEMORY_HOOK_GC=last-resort, V8's "last resort" collection

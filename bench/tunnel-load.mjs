@@ -21,6 +21,7 @@ import { connect as netConnect } from 'node:net'
 import { performance } from 'node:perf_hooks'
 import { connect as tlsConnect } from 'node:tls'
 import { readConnectResponse } from './connect-response.mjs'
+import { quantileOfSorted } from './compare/report.mjs'
 import { drainedOrClosed } from './stream-events.mjs'
 
 const config = JSON.parse(process.argv[2])
@@ -192,7 +193,7 @@ async function worker (index) {
 await Promise.all(Array.from({ length: concurrency }, (_, index) => worker(index)))
 const seconds = (measureEnd - measureStart) / 1000
 latencies.sort((a, b) => a - b)
-const p99 = latencies[Math.min(latencies.length - 1, Math.floor(latencies.length * 0.99))] ?? 0
+const p99 = quantileOfSorted(latencies, 0.99) ?? 0
 process.stdout.write(JSON.stringify({
   scenario,
   protocol,

@@ -2,7 +2,7 @@
 // `--parallel` transfers over at most `connections` keep-alive connections, the way a script
 // that hands curl a list of URLs runs, through a proxy (`-x`, `--proxy-user`) or direct.
 import { spawn } from 'node:child_process'
-import { median } from './report.mjs'
+import { median, quantileOfSorted } from './report.mjs'
 
 /** The URL glob's upper bound: more transfers than any run gets through, generated one by one as curl goes. */
 const TRANSFERS = 100_000_000
@@ -27,8 +27,7 @@ export function parseCurlTransfers (text, seconds) {
     firstError ??= `${status} ${message.join(' ')}`.trim()
   }
   times.sort((a, b) => a - b)
-  const quantile = (q) => (times.length === 0 ? NaN : times[Math.min(times.length - 1, Math.floor(q * times.length))])
-  return { requests: times.length, reqPerSec: times.length / seconds, p50: median(times), p99: quantile(0.99), mbPerSec: NaN, errors, firstError, client: 'curl' }
+  return { requests: times.length, reqPerSec: times.length / seconds, p50: median(times), p99: quantileOfSorted(times, 0.99) ?? NaN, mbPerSec: NaN, errors, firstError, client: 'curl' }
 }
 
 // Written to stderr, which curl does not buffer: the lines of the transfers done before the run is

@@ -4,6 +4,7 @@
 // leavesPerSec, p50, p99 } (handshake latencies in ms, CONNECT included).
 import { readFileSync } from 'node:fs'
 import { openTunnel, runPool, startTls } from './connect-tunnel.mjs'
+import { quantileOfSorted } from './report.mjs'
 
 /** The i-th leaf host: 127.0.1.1 to 127.0.1.250, then 127.0.2.1, ... */
 export const leafHost = (i) => `127.0.${1 + Math.floor(i / 250)}.${1 + (i % 250)}`
@@ -22,6 +23,6 @@ if (process.argv[2] !== undefined) {
   })
   const seconds = (performance.now() - started) / 1000
   latencies.sort((a, b) => a - b)
-  const quantile = (q) => latencies[Math.min(latencies.length - 1, Math.floor(latencies.length * q))] ?? 0
+  const quantile = (q) => quantileOfSorted(latencies, q) ?? 0
   process.stdout.write(JSON.stringify({ done: latencies.length, errors: failures.length, firstError: failures[0]?.message, seconds, leavesPerSec: latencies.length / seconds, p50: quantile(0.5), p99: quantile(0.99) }) + '\n')
 }

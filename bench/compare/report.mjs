@@ -9,6 +9,11 @@ export function median (values) {
   return sorted.length % 2 === 1 ? sorted[middle] : (sorted[middle - 1] + sorted[middle]) / 2
 }
 
+/** The value at quantile `q` (0 to 1) of `sorted` (ascending), the higher one at a boundary; undefined when it is empty. */
+export function quantileOfSorted (sorted, q) {
+  return sorted[Math.min(sorted.length - 1, Math.floor(sorted.length * q))]
+}
+
 const fixed = (n, digits = 0) => (Number.isFinite(n) ? n.toFixed(digits) : '-')
 
 /**

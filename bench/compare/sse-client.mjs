@@ -3,6 +3,7 @@
 // byte, then closed. Argument: JSON { originPort, proxyPort?, samples }. Prints
 // { samples, errors, firstError, p50, p99 } in ms.
 import { connect } from 'node:net'
+import { quantileOfSorted } from './report.mjs'
 
 const { originPort, proxyPort, samples } = JSON.parse(process.argv[2])
 const target = proxyPort === undefined ? '/sse' : `http://127.0.0.1:${originPort}/sse`
@@ -33,5 +34,5 @@ for (let i = 0; i < samples; i++) {
   try { latencies.push(await firstByte()) } catch (error) { failures.push(error) }
 }
 latencies.sort((a, b) => a - b)
-const quantile = (q) => latencies[Math.min(latencies.length - 1, Math.floor(latencies.length * q))] ?? 0
+const quantile = (q) => quantileOfSorted(latencies, q) ?? 0
 process.stdout.write(JSON.stringify({ samples: latencies.length, errors: failures.length, firstError: failures[0]?.message, p50: quantile(0.5), p99: quantile(0.99) }) + '\n')
