@@ -2,11 +2,11 @@
 // package run), not the TypeScript sources the other CLI tests start: a user's tunnel limit and
 // request rate, a placeholder over plain http, a secret injected inside an intercepted tunnel,
 // and the metrics listener counting what happened. `npm test` builds dist first (pretest).
-import { statSync, readdirSync, writeFileSync } from 'node:fs'
+import { writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { test } from 'tap'
 import { request } from 'undici'
-import { BUILT_BIN, listeningUrls, runBuiltBin } from './helpers/cli-bin'
+import { builtFromCurrentSources, listeningUrls, runBuiltBin } from './helpers/cli-bin'
 import { LOOPBACK_ORIGINS, portOf } from './helpers/cli-server'
 import { makeInterceptionPki } from './helpers/interception-pki'
 import { startTlsOrigin } from './helpers/intercepting-proxy'
@@ -16,24 +16,12 @@ import { startOrigin } from './helpers/servers'
 import { startTcpDestination } from './helpers/tcp-destination'
 import { expectNothingDialedBefore } from './helpers/nothing-dialed'
 
-const ROOT = join(__dirname, '..')
 const SECRET = 'sk-built/5e2a+7c1d=9f3b8a6e'
 const PLACEHOLDER = 'PLACEHOLDER_BUILT_API'
 const AGENT = { 'Proxy-Authorization': basic('agent', 'agent-pw') }
 
-/** Newest modification time of the TypeScript files under `directory`. */
-function newestSource (directory: string): number {
-  let newest = 0
-  for (const entry of readdirSync(directory, { withFileTypes: true })) {
-    const path = join(directory, entry.name)
-    if (entry.isDirectory()) newest = Math.max(newest, newestSource(path))
-    else if (entry.name.endsWith('.ts')) newest = Math.max(newest, statSync(path).mtimeMs)
-  }
-  return newest
-}
-
 test('built bin: a user\'s tunnel limit and request rate, a placeholder refused over plain http and injected in an intercepted tunnel, and the metrics of all of it', async (t) => {
-  t.ok(statSync(BUILT_BIN).mtimeMs >= newestSource(join(ROOT, 'lib')), 'dist is built from the current sources (npm run build)')
+  t.ok(builtFromCurrentSources(), 'dist is built from the current sources (npm run build)')
   const pki = await makeInterceptionPki(t)
   const tlsOrigin = await startTlsOrigin(t, pki)
   const plainOrigin = await startOrigin(t)

@@ -11,19 +11,24 @@ import { startTlsOrigin } from './helpers/intercepting-proxy'
 import { basic, rawExchange } from './helpers/raw-client'
 import { childEnv } from './helpers/child-node'
 import { packInto } from './helpers/package-tarball'
+import { builtFromCurrentSources } from './helpers/cli-bin'
 import { credentialInjectionEnv } from './helpers/credential-injection-example'
 
 const ROOT = join(__dirname, '..')
 const run = promisify(execFile)
 
-// npm pack builds the package first (prepack: tsc), which a loaded machine can take a while over.
+// Installing the package and running each example takes a while on a loaded machine.
 file.setTimeout(240_000)
 
-/** `npm pack` builds (prepack) and packs into a temporary directory: the file list and the tarball. */
+/**
+ * `npm pack` into a temporary directory: the file list and the tarball. It packs dist/ as `npm
+ * test` built it (pretest), without prepack's build, which would rewrite the modules the other
+ * tests' bins are loading; the fresh-install check, run alone, packs with the build.
+ */
 async function pack (t: Test): Promise<{ files: string[], tarball: string, directory: string }> {
   const directory = mkdtempSync(join(tmpdir(), 'ffp-pack-'))
   t.teardown(() => rmSync(directory, { recursive: true, force: true }))
-  return { ...await packInto(directory), directory }
+  return { ...await packInto(directory, { build: false }), directory }
 }
 
 /** GitHub's heading anchors: lower case, punctuation dropped, spaces to hyphens. */
@@ -77,6 +82,10 @@ async function runExample (t: Test, cwd: string, script: string, env: Record<str
 }
 
 test('package: npm pack ships the examples (sources and compiled), LICENSE and every file the shipped Markdown links to; each example runs from the unpacked package with node', async (t) => {
+  if (!builtFromCurrentSources()) {
+    t.fail('dist/ is older than lib/ or examples/: run `npm run build` first (npm test does)')
+    return
+  }
   const { files, tarball, directory } = await pack(t)
   t.comment(`npm pack: ${files.length} files`)
   for (const path of ['LICENSE', 'README.md', 'package.json', 'dist/lib/index.js', 'dist/lib/cli/main.js', 'examples/embedding.ts', 'examples/proxy.example.json',

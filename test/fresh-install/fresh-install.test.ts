@@ -106,7 +106,7 @@ async function installFresh (t: Test): Promise<Scratch> {
   const directory = mkdtempSync(join(tmpdir(), 'ffp-fresh-install-'))
   t.teardown(() => rmSync(directory, { recursive: true, force: true }))
   const env = scratchEnv()
-  const { tarball, files } = await packInto(directory, env)
+  const { tarball, files } = await packInto(directory, { env })
   t.notOk(files.includes('npm-shrinkwrap.json'), 'the package ships no shrinkwrap that would pin its dependencies')
   writeFileSync(join(directory, 'package.json'), JSON.stringify({ name: 'ffp-fresh-install-smoke', version: '0.0.0', private: true }, null, 2))
   t.strictSame(lockfilesIn(directory), [], 'no lockfile in the scratch folder before the install')

@@ -1,4 +1,5 @@
 import { spawn, type ChildProcessWithoutNullStreams } from 'node:child_process'
+import { readdirSync, statSync } from 'node:fs'
 import { join } from 'node:path'
 import type { Test } from 'tap'
 import { childEnv, TS_LOADER } from './child-node'
@@ -27,6 +28,22 @@ export function runBin (t: Test, args: string[], env: Record<string, string> = {
 
 /** The built bin, `dist/lib/cli/main.js` (what `npm start` and the package run). */
 export const BUILT_BIN = join(ROOT, 'dist', 'lib', 'cli', 'main.js')
+
+/** Newest modification time of the TypeScript files under `directory`. */
+function newestSource (directory: string): number {
+  let newest = 0
+  for (const entry of readdirSync(directory, { withFileTypes: true })) {
+    const path = join(directory, entry.name)
+    if (entry.isDirectory()) newest = Math.max(newest, newestSource(path))
+    else if (entry.name.endsWith('.ts')) newest = Math.max(newest, statSync(path).mtimeMs)
+  }
+  return newest
+}
+
+/** True when the built bin is at least as new as every TypeScript file of `lib/` and `examples/` (the build's sources). */
+export function builtFromCurrentSources (): boolean {
+  return statSync(BUILT_BIN).mtimeMs >= Math.max(newestSource(join(ROOT, 'lib')), newestSource(join(ROOT, 'examples')))
+}
 
 /** Like {@link runBin}, for the built bin: `npm run build` (or `npm test`'s pretest) makes it. */
 export function runBuiltBin (t: Test, args: string[], env: Record<string, string> = {}): BinProcess {
