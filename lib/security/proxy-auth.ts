@@ -96,11 +96,11 @@ export async function registerProxyAuthentication (
       let pending: Promise<void> | undefined
       try {
         const admitted = limiter === null ? true : limiter.admitNow(client)
-        if (admitted === false) throw lockedOut()
+        if (admitted === false) throw lockedOut(limiter, client)
         pending = admitted === true
           ? check(attempt, request, client)
           : limiter?.admit(client).then((waited) => {
-            if (!waited) throw lockedOut()
+            if (!waited) throw lockedOut(limiter, client)
             return check(attempt, request, client)
           })
       } catch (error) {
@@ -150,8 +150,11 @@ function isThenable<T> (value: T | PromiseLike<T>): value is PromiseLike<T> {
   return typeof (value as Partial<PromiseLike<T>> | null)?.then === 'function'
 }
 
-function lockedOut (): ProxyError {
-  return refusedBy('auth.failureLimit', new ProxyError('http_request_denied', 'Too many failed proxy authentication attempts.', { status: 429, details: AUTH_LOCKOUT_DETAILS }))
+// The 429 says when the lockout ends (`Retry-After`), so a client with the right credentials
+// waits that long instead of guessing; a guesser learns nothing the documented window does not say.
+function lockedOut (limiter: AuthFailureLimiter | null, client: string): ProxyError {
+  const retryAfter = limiter?.secondsUntilUnlocked(client) ?? 0
+  return refusedBy('auth.failureLimit', new ProxyError('http_request_denied', 'Too many failed proxy authentication attempts.', { status: 429, details: AUTH_LOCKOUT_DETAILS, ...(retryAfter > 0 ? { retryAfter } : {}) }))
 }
 
 // What a CONNECT passed authentication with, so that the tunnel it opens can be checked again
@@ -235,6 +238,12 @@ export class AuthFailureLimiter {
   /** True when `client` has used up its failed attempts for the current window. */
   isLocked (client: string): boolean {
     return this.#failures(client) >= this.#settings.maxFailures
+  }
+
+  /** Whole seconds, at least 1, until `client`'s current window ends (0 when it has none). */
+  secondsUntilUnlocked (client: string): number {
+    const window = this.#current(client)
+    return window === undefined ? 0 : Math.max(1, Math.ceil((window.endsAt - this.#now()) / 1000))
   }
 
   /**
