@@ -21,7 +21,8 @@
 // OWNERS_TOP (owners listed, 16), OWNERS_FUNCTIONS (a pattern: the functions of the owners it
 // matches are listed too), OWNERS_NODE_ARGS (more Node options, space-separated:
 // `--no-turbo-inlining` gives inlined functions their own samples, at a cost that changes the
-// shares). Needs perf (apt-get install linux-perf) and hey; nginx is the origin when installed.
+// shares). Needs perf (apt-get install linux-perf), and hey unless curl or the CONNECT client
+// sends the load; nginx is the origin when installed.
 import { spawn } from 'node:child_process'
 import { rmSync } from 'node:fs'
 import { join } from 'node:path'
@@ -46,13 +47,13 @@ const TOP = Number(process.env.OWNERS_TOP ?? 16)
 const FUNCTIONS = process.env.OWNERS_FUNCTIONS === undefined ? undefined : new RegExp(process.env.OWNERS_FUNCTIONS)
 const EXTRA_NODE_ARGS = (process.env.OWNERS_NODE_ARGS ?? '').split(' ').filter((arg) => arg !== '')
 const SAMPLES_PER_SECOND = 2999
-const hey = locate(['hey'])
 const perf = locate(['perf'])
-if (hey === undefined) throw new Error('hey is not installed (apt-get install hey)')
 if (perf === undefined) throw new Error('perf is not installed (apt-get install linux-perf)')
-
 const curl = process.env.OWNERS_CLIENT === 'curl' ? locate(['curl']) : undefined
 if (process.env.OWNERS_CLIENT === 'curl' && curl === undefined) throw new Error('curl is not installed (apt-get install curl)')
+// hey is the client only of requests that curl does not send (CONNECTs have a client of their own).
+const hey = MODE === 'connect' || curl !== undefined ? undefined : locate(['hey'])
+if (MODE !== 'connect' && curl === undefined && hey === undefined) throw new Error('hey is not installed (apt-get install hey)')
 const { directory, destinationCa, operatorCa, origin, url } = await loadBench('cpu-owners', MODE)
 /** Puts `seconds` of load on the proxy at `port` and resolves with the requests (or CONNECTs) answered. */
 async function load (port, seconds, user) {
