@@ -7,7 +7,7 @@ import { tmpdir } from 'node:os'
 import { join, resolve } from 'node:path'
 import { makeCa, makeLeaf } from './pki.mjs'
 import { PLAIN_HOST, startOrigin, TLS_HOST } from './compare/origin.mjs'
-import { BENCH_USER, FULL_INTERCEPT_HOSTS } from './compare/peers.mjs'
+import { BENCH_USER, suiteConfig } from './compare/peers.mjs'
 import { freePort, startPortPrinter, startProcess, waitForPort } from './compare/processes.mjs'
 import { locate } from './compare/tools.mjs'
 
@@ -25,21 +25,9 @@ export async function loadBench (name, mode) {
   return { directory, destinationCa, operatorCa, origin, url }
 }
 
-/** The per-request suite's full configuration (bench/compare/peers.mjs), at `level`; the minimal one without interception and the header rule. */
-export function binConfig (port, level, minimal, { operatorCa, destinationCa }) {
-  const full = {
-    listen: [{ host: '127.0.0.1', port }],
-    users: { [BENCH_USER.name]: BENCH_USER.password },
-    destinations: { allowedPorts: '*', allowedNetworks: ['127.0.0.0/8'] },
-    interception: { hosts: FULL_INTERCEPT_HOSTS, ca: { cert: operatorCa.certPath, key: operatorCa.keyPath }, trustedDestinationCa: destinationCa.certPath },
-    headers: [{ hosts: FULL_INTERCEPT_HOSTS, set: { 'X-Bench-Rule': 'full-config' }, remove: ['Cookie'] }],
-    log: { level }
-  }
-  if (minimal) {
-    delete full.interception
-    delete full.headers
-  }
-  return full
+/** The per-request suite's full configuration (bench/compare/peers.mjs), or its minimal one, at log level `level`. */
+export function binConfig (port, level, minimal, cas) {
+  return { ...suiteConfig(minimal ? 'minimal' : 'full', port, cas), log: { level } }
 }
 
 /**

@@ -82,16 +82,13 @@ const accessLogPath = (directory, accessLog) => (accessLog === 'null' ? '/dev/nu
 export const FULL_INTERCEPT_HOSTS = [TLS_HOST, 'api.example.com']
 
 /**
- * Ours as users run it (the per-request suite): the bin at its default log level (`info`, one
- * access line per request, stdout into a file or /dev/null) with a generated configuration.
- * `minimal`: `listen`, one user (Basic), `destinations` allowing loopback. `full`: the same plus
- * `interception` (the operator CA, `trustedDestinationCa`, two hosts: 127.0.0.2, the origin's TLS
- * address, and api.example.com; http:// forwarding goes to 127.0.0.1, so neither) and one header
- * rule for those two hosts. `configKeys` are added to the file's top level; `env` to the
- * process's environment.
+ * The per-request suite's configuration of ours on `port`. `minimal`: `listen`, one user (Basic),
+ * `destinations` allowing loopback. `full`: the same plus `interception` (`operatorCa`,
+ * `trustedDestinationCa` `destinationCa`, two hosts: 127.0.0.2, the origin's TLS address, and
+ * api.example.com; http:// forwarding goes to 127.0.0.1, so neither) and one header rule for those
+ * two hosts. No `log` key: the default level, `info`, one access line per request.
  */
-export async function oursAsRun (variant, { directory, pki, nodeArgs = [], env = {}, accessLog, configKeys = {} }) {
-  const port = await freePort()
+export function suiteConfig (variant, port, { operatorCa, destinationCa }) {
   const config = {
     listen: [{ host: '127.0.0.1', port }],
     users: { [BENCH_USER.name]: BENCH_USER.password },
@@ -100,12 +97,23 @@ export async function oursAsRun (variant, { directory, pki, nodeArgs = [], env =
   if (variant === 'full') {
     config.interception = {
       hosts: FULL_INTERCEPT_HOSTS,
-      ca: { cert: pki.operatorCa.certPath, key: pki.operatorCa.keyPath },
-      trustedDestinationCa: pki.destinationCa.certPath
+      ca: { cert: operatorCa.certPath, key: operatorCa.keyPath },
+      trustedDestinationCa: destinationCa.certPath
     }
     config.headers = [{ hosts: FULL_INTERCEPT_HOSTS, set: { 'X-Bench-Rule': 'full-config' }, remove: ['Cookie'] }]
   }
-  return launchBin({ directory, name: `ours-${variant}`, config: { ...config, ...configKeys }, ports: [port], nodeArgs, env, stdoutPath: accessLogPath(directory, accessLog) })
+  return config
+}
+
+/**
+ * Ours as users run it (the per-request suite): the bin with {@link suiteConfig}'s `variant`
+ * (stdout, the access lines, into a file or /dev/null). `configKeys` are added to the file's top
+ * level; `env` to the process's environment.
+ */
+export async function oursAsRun (variant, { directory, pki, nodeArgs = [], env = {}, accessLog, configKeys = {} }) {
+  const port = await freePort()
+  const config = { ...suiteConfig(variant, port, pki), ...configKeys }
+  return launchBin({ directory, name: `ours-${variant}`, config, ports: [port], nodeArgs, env, stdoutPath: accessLogPath(directory, accessLog) })
 }
 
 /**
