@@ -117,13 +117,13 @@ test('redis: a replica killed with open tunnels gives its user\'s slots back onc
   // Held past the first leases' expiry, on Redis's clock: replica a renews them while it lives.
   const client = new Redis(redis.url)
   t.teardown(() => client.disconnect())
-  const firstExpiry = Math.max(...(await client.zrange('forward-proxy:slots:alice', 0, -1, 'WITHSCORES')).filter((_, index) => index % 2 === 1).map(Number))
+  const firstExpiry = Math.max(...(await client.zrange('forward-proxy:slots:alice', '0', '-1', 'WITHSCORES')).filter((_, index) => index % 2 === 1).map(Number))
   const redisNow = async (): Promise<number> => {
     const [seconds, micros] = await client.time()
     return Number(seconds) * 1000 + Math.floor(Number(micros) / 1000)
   }
   await eventually(async () => await redisNow() > firstExpiry, 5000)
-  const renewed = (await client.zrange('forward-proxy:slots:alice', 0, -1, 'WITHSCORES')).filter((_, index) => index % 2 === 1).map(Number)
+  const renewed = (await client.zrange('forward-proxy:slots:alice', '0', '-1', 'WITHSCORES')).filter((_, index) => index % 2 === 1).map(Number)
   t.ok(renewed.length === 2 && renewed.every((expiry) => expiry > firstExpiry), 'both leases were renewed past their first expiry')
   const whileAlive = await openTunnel(b.port, target, { 'Proxy-Authorization': AUTH })
   t.equal(whileAlive.status, 429, 'a live replica keeps its slots past the lease time')

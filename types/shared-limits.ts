@@ -18,7 +18,7 @@ export interface ForwardProxyRedisOptions {
   /** With `rediss://`: the CA certificate (PEM) to trust, instead of Node's trust store. */
   ca?: string | Buffer
   /**
-   * A client the application already has (ioredis). The proxy sends its commands on it and
+   * A client the application already has (ioredis 6). The proxy sends its commands on it and
    * opens one more connection of its own (`client.duplicate()`) to hear what other processes
    * count; it never closes the application's client.
    */
