@@ -1,6 +1,6 @@
 import { test, type Test } from 'tap'
 import { readdirSync, readFileSync, readlinkSync } from 'node:fs'
-import { Agent, request as httpRequest } from 'node:http'
+import { Agent, request as httpRequest, type IncomingHttpHeaders } from 'node:http'
 import { writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { listeningUrls, runBin, type BinProcess } from './helpers/cli-bin'
@@ -13,14 +13,19 @@ import { startTcpDestination } from './helpers/tcp-destination'
 const AUTH = `Basic ${Buffer.from('alice:alice-password').toString('base64')}`
 const WRONG = `Basic ${Buffer.from('alice:wrong').toString('base64')}`
 
-/** An absolute-form GET on a new connection (the cluster hands each to the next worker), or on `agent`'s. */
-function get (proxy: URL, target: string, authorization: string, agent: Agent | false = false): Promise<number> {
+/** An absolute-form GET on a new connection (the cluster hands each to the next worker), or on `agent`'s: its status and headers. */
+function exchange (proxy: URL, target: string, authorization: string, agent: Agent | false = false): Promise<{ status: number, headers: IncomingHttpHeaders }> {
   return new Promise((resolve, reject) => {
     httpRequest({ host: proxy.hostname, port: proxy.port, path: target, agent, headers: { 'proxy-authorization': authorization } }, (res) => {
       res.resume()
-      res.on('end', () => resolve(res.statusCode ?? 0))
+      res.on('end', () => resolve({ status: res.statusCode ?? 0, headers: res.headers }))
     }).on('error', reject).end()
   })
+}
+
+/** The status of {@link exchange}'s GET. */
+async function get (proxy: URL, target: string, authorization: string, agent: Agent | false = false): Promise<number> {
+  return (await exchange(proxy, target, authorization, agent)).status
 }
 
 /** The pids of the workers that wrote an access line with `status`. */
@@ -100,7 +105,7 @@ test('workers without a store: a user\'s requestsPerMinute counts across both wo
   t.equal(await bin.exited, 0)
 })
 
-test('workers without a store: the authentication lockout counts failures from both workers', async (t) => {
+test('workers without a store: the authentication lockout counts failures from both workers, and each worker\'s 429 says when the shared window ends', async (t) => {
   const origin = await startOrigin(t)
   const bin = startTwoWorkers(t, {}, { authFailureLimit: { maxFailures: 4, window: 60000 } })
   const proxy = new URL((await listeningUrls(bin))[0] ?? '')
@@ -110,8 +115,12 @@ test('workers without a store: the authentication lockout counts failures from b
   await eventually(() => pidsAnswering(bin, 407).size >= 2, 5000).catch(() => {})
   t.equal(pidsAnswering(bin, 407).size, 2, 'both workers counted failures')
   // Right credentials now, on both workers: locked out on each.
-  t.equal(await get(proxy, target, AUTH), 429)
-  t.equal(await get(proxy, target, AUTH), 429)
+  for (let i = 0; i < 2; i++) {
+    const locked = await exchange(proxy, target, AUTH)
+    t.equal(locked.status, 429)
+    const retryAfter = Number(locked.headers['retry-after'])
+    t.ok(retryAfter >= 1 && retryAfter <= 60, `Retry-After inside the 60 s window (${String(locked.headers['retry-after'])})`)
+  }
   await eventually(() => pidsAnswering(bin, 429).size >= 2, 5000).catch(() => {})
   t.equal(pidsAnswering(bin, 429).size, 2, 'both workers refused the locked-out client')
   bin.child.kill('SIGTERM')
