@@ -57,6 +57,11 @@ export interface ProxyErrorOptions {
   nextHop?: string
 }
 
+/** The `Retry-After` of a refusal that ends in `msLeft` ms: whole seconds, rounded up, at least 1. */
+export function retryAfterSeconds (msLeft: number): number {
+  return Math.max(1, Math.ceil(msLeft / 1000))
+}
+
 /**
  * A failure the proxy answers itself. Every response the proxy makes is built from one of
  * these by `sendProxyError`, which sets the status, `Proxy-Status` and a short text body.

@@ -5,7 +5,7 @@ import basicAuth from '@fastify/basic-auth'
 import type { FastifyInstance, FastifyRequest, onRequestHookHandler } from 'fastify'
 import { createHash, timingSafeEqual } from 'node:crypto'
 import type { ForwardProxyCredentialCheck, ForwardProxyUser } from '../../types/user'
-import { ProxyError } from '../protocol/errors'
+import { ProxyError, retryAfterSeconds } from '../protocol/errors'
 import { AUTH_LOCKOUT_DETAILS, refusedBy } from '../protocol/refusals'
 import type { UserRecheck } from './tunnel-grant'
 import { ObjectSlot } from '../protocol/object-slot'
@@ -243,7 +243,7 @@ export class AuthFailureLimiter {
   /** Whole seconds, at least 1, until `client`'s current window ends (0 when it has none). */
   secondsUntilUnlocked (client: string): number {
     const window = this.#current(client)
-    return window === undefined ? 0 : Math.max(1, Math.ceil((window.endsAt - this.#now()) / 1000))
+    return window === undefined ? 0 : retryAfterSeconds(window.endsAt - this.#now())
   }
 
   /**

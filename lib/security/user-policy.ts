@@ -3,7 +3,7 @@
 
 import type { ForwardProxyDestination } from '../../types/destination'
 import type { ForwardProxyUser } from '../../types/user'
-import { ForwardProxyOptionsError, ProxyError } from '../protocol/errors'
+import { ForwardProxyOptionsError, ProxyError, retryAfterSeconds } from '../protocol/errors'
 import { refusedBy } from '../protocol/refusals'
 import { compileHostPattern, matchesAny, type HostPattern } from '../protocol/hosts'
 import { isPolicyMode, POLICY_MODE_PROBLEM, type ReportedRefusal } from './report-mode'
@@ -209,8 +209,7 @@ export class UserPolicy {
 function noop (): void {}
 
 function rateRefusal (name: string, msLeft: number): ProxyError {
-  const retryAfter = Math.max(1, Math.ceil(msLeft / 1000))
-  return refusedBy(`users.${name}.requestsPerMinute`, new ProxyError('http_request_denied', 'This user has made too many requests; try again later.', { status: 429, details: 'request rate limit of this user reached', retryAfter }))
+  return refusedBy(`users.${name}.requestsPerMinute`, new ProxyError('http_request_denied', 'This user has made too many requests; try again later.', { status: 429, details: 'request rate limit of this user reached', retryAfter: retryAfterSeconds(msLeft) }))
 }
 
 function tunnelRefusal (name: string): ProxyError {
