@@ -1,6 +1,6 @@
 import { test } from 'tap'
 import { startOrigin, startProxy, startSentinel } from './helpers/servers'
-import { basic, openTunnel, rawExchange } from './helpers/raw-client'
+import { basic, openTunnel, rawExchange, retryAfterOf } from './helpers/raw-client'
 import { LOOPBACK_ORIGINS, portOf, startConfiguredServer } from './helpers/cli-server'
 import { connectHttp2, openHttp2Tunnel, startHttp2Proxy } from './helpers/http2-proxy'
 import { AuthFailureLimiter, resolveProxySettings } from './helpers/internals'
@@ -16,12 +16,6 @@ function refusedOption (register: () => unknown): string | null {
   } catch (error) {
     return error instanceof ForwardProxyOptionsError ? error.option : null
   }
-}
-
-/** The `Retry-After` of a raw response head, in seconds, or null when it has none. */
-function retryAfterOf (head: string): number | null {
-  const value = /\r\nretry-after: *(\d+)\r\n/i.exec(head)?.[1]
-  return value === undefined ? null : Number(value)
 }
 
 // Some of the window has passed by the time the 429 is written, and it is rounded up.

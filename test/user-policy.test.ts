@@ -1,7 +1,7 @@
 import { test, type Test } from 'tap'
 import { startOrigin, startProxy } from './helpers/servers'
 import { startCountingDestination } from './helpers/counting-destination'
-import { basic, openTunnel, rawExchange, type OpenTunnel } from './helpers/raw-client'
+import { basic, openTunnel, rawExchange, retryAfterOf, type OpenTunnel } from './helpers/raw-client'
 import { eventually } from './helpers/eventually'
 import Fastify from 'fastify'
 import { forwardProxy, ProxyError, type ForwardProxyOptions } from '../lib/index'
@@ -84,8 +84,8 @@ test('Per-user policy: requestsPerMinute: beyond it 429 http_request_denied with
   const limited = await httpGet(proxy.port, `http://127.0.0.1:${origin.port}/4`, AGENT)
   t.equal(limited.status, 429)
   t.match(limited.text, /proxy-status: fastify-forward-proxy; error=http_request_denied; details="request rate limit of this user reached"/i)
-  const retryAfter = Number(/\r\nretry-after: (\d+)\r\n/i.exec(limited.text)?.[1])
-  t.ok(retryAfter >= 1 && retryAfter <= 60, `Retry-After is the rest of the minute (${retryAfter})`)
+  const retryAfter = retryAfterOf(limited.text)
+  t.ok(retryAfter !== null && retryAfter >= 1 && retryAfter <= 60, `Retry-After is the rest of the minute (${retryAfter})`)
   const limitedTunnel = await tunnel(t, proxy.port, `127.0.0.1:${destination.port}`, AGENT)
   t.equal(limitedTunnel.status, 429)
   t.equal(origin.requests.length, 2)

@@ -85,6 +85,12 @@ export function basic (user: string, password: string): string {
   return `Basic ${Buffer.from(`${user}:${password}`).toString('base64')}`
 }
 
+/** The `Retry-After` of a raw response head, in seconds, or null when it has none. */
+export function retryAfterOf (head: string): number | null {
+  const value = /\r\nretry-after: (\d+)\r\n/i.exec(head)?.[1]
+  return value === undefined ? null : Number(value)
+}
+
 /**
  * Sends CONNECTs until one is answered 200 (a slot that comes back elsewhere, later) and
  * resolves with that tunnel; every other answer's connection is closed. Each attempt has
