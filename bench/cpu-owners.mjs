@@ -52,8 +52,9 @@ if (perf === undefined) throw new Error('perf is not installed (apt-get install 
 const curl = process.env.OWNERS_CLIENT === 'curl' ? locate(['curl']) : undefined
 if (process.env.OWNERS_CLIENT === 'curl' && curl === undefined) throw new Error('curl is not installed (apt-get install curl)')
 // hey is the client only of requests that curl does not send (CONNECTs have a client of their own).
-const hey = MODE === 'connect' || curl !== undefined ? undefined : locate(['hey'])
-if (MODE !== 'connect' && curl === undefined && hey === undefined) throw new Error('hey is not installed (apt-get install hey)')
+const heySendsLoad = MODE !== 'connect' && curl === undefined
+const hey = heySendsLoad ? locate(['hey']) : undefined
+if (heySendsLoad && hey === undefined) throw new Error('hey is not installed (apt-get install hey)')
 const { directory, destinationCa, operatorCa, origin, url } = await loadBench('cpu-owners', MODE)
 /** Puts `seconds` of load on the proxy at `port` and resolves with the requests (or CONNECTs) answered. */
 async function load (port, seconds, user) {
