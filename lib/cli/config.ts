@@ -13,7 +13,7 @@ import type { ForwardProxyLimitOptions, ForwardProxyPolicyMode } from '../../typ
 import { createHeaderRulesTransform } from '../forward/header-rules'
 import { createHostListSelector } from '../interception/host-list-selector'
 import { ForwardProxyRuleError } from '../protocol/errors'
-import { canonicalHost, compileHostPattern, parseCidr, type HostPattern } from '../protocol/hosts'
+import { canonicalHost, compileHostPattern, parseDialedCidr, type HostPattern } from '../protocol/hosts'
 import { splitSecretHost } from '../security/secret-options'
 import type { ReleaseIdleMemory } from './idle-memory'
 import type { LogConfig } from './logging'
@@ -250,7 +250,7 @@ function checkRules (config: Partial<ProxyServerConfig>, source: string): void {
 /** Every `allowedNetworks` entry parses as a CIDR range, named by its JSON Pointer like the schema's errors. */
 function checkNetworks (config: Partial<ProxyServerConfig>, source: string): void {
   config.destinations?.allowedNetworks?.forEach((text, index) => {
-    if (parseCidr(text) === null) {
+    if (parseDialedCidr(text) === null) {
       throw new ConfigError(`${source}: /destinations/allowedNetworks/${index} must be a CIDR range or an IP address, e.g. "10.1.0.0/16" (got ${JSON.stringify(text)})`)
     }
   })

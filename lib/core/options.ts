@@ -10,7 +10,7 @@ import type {
 } from '../../types/options'
 import type { ForwardProxyCredentialCheck } from '../../types/user'
 import type { ForwardProxyRequestTransform } from '../../types/interception'
-import { parseCidr, compileHostPattern, type HostPattern } from '../protocol/hosts'
+import { parseDialedCidr, compileHostPattern, type HostPattern } from '../protocol/hosts'
 import { DEFAULT_AUTH_FAILURE_LIMIT, type AuthFailureLimitSettings } from '../security/proxy-auth'
 import { credentialCheckFromUsers } from '../security/users-table'
 import { systemResolver, type DestinationPolicySettings } from '../security/destination-policy'
@@ -215,7 +215,7 @@ function resolveDestinations (destinations: ForwardProxyOptions['destinations'])
     allowedPorts: resolvePorts(value.allowedPorts ?? [80, 443]),
     allowPrivateNetworks,
     allowedNetworks: (asArray('destinations.allowedNetworks', value.allowedNetworks ?? [])).map((text, index) => {
-      const range = typeof text === 'string' ? parseCidr(text) : null
+      const range = typeof text === 'string' ? parseDialedCidr(text) : null
       if (range === null) throw new ForwardProxyOptionsError(`destinations.allowedNetworks[${index}]`, `is not a CIDR range or IP address: ${String(text)}`)
       return range
     }),

@@ -256,20 +256,30 @@ export function compileHostPattern (text: string): HostPattern | null {
 }
 
 function compileRange (text: string): HostPattern | null {
-  const range = parseCidr(text.trim())
+  const range = parseDialedCidr(text.trim())
   if (range === null) return null
-  const network = dialedAddressBytes(range.text.split('/')[0] ?? '')
-  // An IPv4-mapped range (::ffff:10.0.0.0/104) is the IPv4 range it maps.
-  const mapped = network !== null && network.length === 4 && range.network.length === 16
-  const effective = mapped ? { ...range, network, prefixLength: range.prefixLength - 96 } : range
-  if (effective.prefixLength < 0) return null
   return {
     text,
     matches: (host) => {
       const target = dialedAddressBytes(host)
-      return target !== null && cidrContains(effective, target)
+      return target !== null && cidrContains(range, target)
     }
   }
+}
+
+/**
+ * Parses a CIDR range (as {@link parseCidr}) in the form {@link dialedAddressBytes} gives the
+ * addresses it is matched against: an IPv4-mapped range (`::ffff:10.0.0.0/104`,
+ * `::ffff:127.0.0.1`) becomes the IPv4 range it maps. Null also for a mapped network with a
+ * prefix shorter than the 96 bits before its IPv4 part (`::ffff:10.0.0.0/8`), which names no
+ * IPv4 range.
+ */
+export function parseDialedCidr (text: string): Cidr | null {
+  const range = parseCidr(text)
+  if (range === null || range.network.length === 4) return range
+  const network = dialedAddressBytes(text.split('/')[0] ?? '')
+  if (network === null || network.length === 16) return range
+  return range.prefixLength < 96 ? null : { text, network, prefixLength: range.prefixLength - 96 }
 }
 
 /** True when any pattern matches `host` (already canonical). */

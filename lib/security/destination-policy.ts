@@ -101,14 +101,16 @@ export class DestinationPolicy {
     const known = this.#verdicts.get(address)
     if (known !== undefined) return known
     const bytes = parseIP(address)
-    const verdict = bytes === null ? null : this.#judge(bytes)
+    const verdict = bytes === null ? null : this.#judge(bytes, dialedAddressBytes(address) ?? bytes)
     if (this.#verdicts.size >= VERDICT_CACHE_SIZE) this.#verdicts.clear()
     this.#verdicts.set(address, verdict)
     return verdict
   }
 
-  #judge (bytes: Uint8Array): boolean {
-    if (this.#settings.allowedNetworks.some((range) => cidrContains(range, bytes))) return true
+  // `dialed` is `bytes` with an IPv4-mapped address as the IPv4 address it maps: the socket
+  // reaches that IPv4 address, so an IPv4 range in `allowedNetworks` allows it in either spelling.
+  #judge (bytes: Uint8Array, dialed: Uint8Array): boolean {
+    if (this.#settings.allowedNetworks.some((range) => cidrContains(range, bytes) || cidrContains(range, dialed))) return true
     if (this.#settings.allowPrivateNetworks) return true
     return classifyAddress(bytes) === null
   }
