@@ -13,7 +13,7 @@ import { markForwardedResponse } from './forwarded-response'
 import { exchangeWithDestination, type DestinationResponse } from './destination-exchange'
 import { scrubbedBody } from './scrubbed-response'
 import { buildClientResponseHeaders, copyClientResponseHeaders } from './client-response-head'
-import { countedBody, discardBody, hasBody, withInactivityTimeout } from './forwarded-bodies'
+import { abandonBody, countedBody, discardBody, hasBody, withInactivityTimeout } from './forwarded-bodies'
 import { placeSecrets, prepareOutgoingRequest, type ForwardTarget, type OutgoingDecision, type PreparedRequest, type RequestToSend } from './outgoing-request'
 import { transformOutgoingRequest, type HeaderRecord } from './transforms'
 import type { UpstreamProxy } from '../security/upstream-proxy'
@@ -184,8 +184,14 @@ class Forwarding {
     if (upstreamProxy !== null && response.statusCode === 407) {
       // The upstream wants credentials this proxy does not have; passed on, the 407 would read as
       // this proxy asking the client for its own.
-      if (!Buffer.isBuffer(response.body)) response.body.on('error', () => {}).destroy()
+      abandonBody(response.body)
       throw new ProxyError('destination_unavailable', 'The upstream proxy refused the request (407).', { status: 502, details: 'upstream proxy answered 407', nextHop: upstreamProxy.label })
+    }
+
+    if (response.statusCode > 599) {
+      // RFC 9110 section 15: a status code is 100 to 599; Node would refuse to write this one.
+      abandonBody(response.body)
+      throw new ProxyError('http_protocol_error', 'The destination sent an invalid response.', { details: 'invalid status code' })
     }
 
     // The response transforms, the application's onSend hooks and the proxy route's last one
@@ -193,6 +199,8 @@ class Forwarding {
     if (request.method === 'HEAD' || response.statusCode === 204 || response.statusCode === 304) {
       discardBody(response.body)
       copyClientResponseHeaders(response.headers, via, reply.code(response.statusCode))
+      // RFC 9110 section 8.6: a 204 carries no Content-Length (a 304's names the representation's).
+      if (response.statusCode === 204) reply.removeHeader('content-length')
       markForwardedResponse(reply, { body: null, destination, transforms, cancellation: departure, scrubber })
       reply.send()
       return

@@ -15,6 +15,13 @@ export function discardBody (body: Buffer | Readable): void {
   body.resume()
 }
 
+/** Gives a response body up unread: a stream is destroyed, which closes its destination connection. */
+export function abandonBody (body: Buffer | Readable): void {
+  if (Buffer.isBuffer(body)) return
+  body.on('error', () => {})
+  body.destroy()
+}
+
 /**
  * Passes a request body through unchanged, telling `onChunk` of each chunk (the access log's
  * bytes from the client) and, when the request is recorded, `capture` (its first bytes, and when

@@ -24,7 +24,7 @@ export function proxyErrorFromNetworkError (error: unknown): ProxyError {
   const options = { cause: error }
   // undici's HTTPParserError carries no `code` (its llhttp error lookup misses), so match the class.
   if (error instanceof errors.HTTPParserError) {
-    return new ProxyError('http_protocol_error', 'The destination sent an invalid response.', options)
+    return new ProxyError('http_protocol_error', 'The destination sent an invalid response.', { cause: withoutReceivedBytes(error) })
   }
   switch (errorCode(error)) {
     case 'ENOTFOUND':
@@ -61,4 +61,14 @@ export function proxyErrorFromNetworkError (error: unknown): ProxyError {
     default:
       return new ProxyError('connection_terminated', 'The connection to the destination failed.', options)
   }
+}
+
+/**
+ * `error` without the bytes undici's parser quotes from the response it could not parse (its
+ * `data`): they may hold a secret the destination echoed, and every logger that serializes the
+ * error would write them out. The message still says what was wrong.
+ */
+export function withoutReceivedBytes<E extends Error> (error: E): E {
+  if (error instanceof errors.HTTPParserError) Reflect.deleteProperty(error, 'data')
+  return error
 }
