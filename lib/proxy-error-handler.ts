@@ -10,6 +10,7 @@ import { recordProxyFailure } from './telemetry/metrics'
 import { noteProxyError } from './telemetry/request-telemetry'
 import { certificateErrorHint } from './forward/destinations'
 import { discardForwardedResponse } from './forward/forwarded-response'
+import { cutResponse } from './protocol/cut-response'
 
 /**
  * Turns anything thrown while handling a proxy request into the response the client sees: the
@@ -35,7 +36,7 @@ export function createProxyErrorHandler (settings: ResolvedProxySettings) {
     noteProxyError(request, proxyError)
     if (reply.raw.headersSent) {
       // The head is out: the only honest signal left is an aborted message.
-      reply.raw.destroy()
+      cutResponse(reply.raw)
       return
     }
     discardForwardedResponse(reply)

@@ -16,7 +16,7 @@ import {
   recordTunnelOpen,
   type TunnelKind
 } from '../telemetry/metrics'
-import { finishTunnel, forwardNotesOf, noteDialed, tunnelTraceContextOf } from '../telemetry/request-telemetry'
+import { finishTunnel, forwardNotesOf, noteBecameTunnel, noteDialed, tunnelTraceContextOf } from '../telemetry/request-telemetry'
 import { noteDialDurations } from '../security/dialed-address'
 import { createDestinationReader, type DestinationReader } from './destination-reader'
 import { dropAbandonedConnect, tunnelAdmissionOf, type TunnelAdmission } from './admission'
@@ -147,6 +147,7 @@ function acceptInterceptedTunnel (
 ): void {
   const { client, destination, grant, release } = admission
   reply.hijack()
+  noteBecameTunnel(request)
   countInterceptedTunnel()
   countRequestOutcome('connect', 'intercepted')
   const recordClose = recordTunnelOpen('intercepted', client.http2)
@@ -178,6 +179,7 @@ function relayOpaqueTunnel (
 ): void {
   const { client, destination, grant, release } = admission
   reply.hijack()
+  noteBecameTunnel(request)
   runtime.tunnels.trackOpaque(upstream, {
     grant,
     destination,

@@ -7,6 +7,7 @@ import type { ProxyRuntime } from '../core/runtime'
 import { ProxyError, asError } from '../protocol/errors'
 import { errorCode, proxyErrorFromNetworkError } from '../protocol/network-errors'
 import { refusedBy } from '../protocol/refusals'
+import { cutResponse, isHttp2Response } from '../protocol/cut-response'
 import { formatAuthority } from '../protocol/hosts'
 import type { AbsoluteTarget, AbsoluteTargetProblem } from '../core/proxy-request'
 import { markForwardedResponse } from './forwarded-response'
@@ -18,7 +19,7 @@ import { placeSecrets, prepareOutgoingRequest, type ForwardTarget, type Outgoing
 import { transformOutgoingRequest, type HeaderRecord } from './transforms'
 import type { UpstreamProxy } from '../security/upstream-proxy'
 import { Cancellation } from '../security/destination-connector'
-import { forwardNotesOf, scrubbedSecretsOf } from '../telemetry/request-telemetry'
+import { finishAbandonedRequest, forwardNotesOf, scrubbedSecretsOf } from '../telemetry/request-telemetry'
 import type { SecretScrubber } from '../security/secret-scrubber'
 
 const TARGET_PROBLEMS: Record<AbsoluteTargetProblem, string> = {
@@ -96,7 +97,7 @@ function startForwarding (
   }
   // A client that left while the app's hooks ran has already had its 'close': dial nothing.
   if (clientGone(reply)) throw clientLeft()
-  const forwarding = new Forwarding(request, reply, runtime, target, prepared, watchClientDeparture(reply.raw, takeRequestSlot(runtime)))
+  const forwarding = new Forwarding(request, reply, runtime, target, prepared, watchClientDeparture(reply, takeRequestSlot(runtime)))
   const edited = transformOutgoingRequest(prepared.transforms, request, target.destination, prepared, forwarding.departure)
   return edited instanceof Promise ? edited.then((transformed) => forwarding.placeSecrets(transformed)) : forwarding.placeSecrets(edited)
 }
@@ -154,6 +155,8 @@ class Forwarding {
     const exchange = { wholeBody: scrubber === null, cancellation: this.departure }
     const answer = (error: Error | null, response: DestinationResponse | undefined): void => {
       try {
+        // A client that left has its access line already, and nobody to answer.
+        if (error !== null && this.departure.aborted) return
         if (error !== null) throw destinationFailure(error, upstreamProxy)
         this.answer(response as DestinationResponse, scrubber, upstreamProxy)
       } catch (failure) {
@@ -232,6 +235,11 @@ class Forwarding {
       }
       reply.code(response.statusCode).headers(head)
     }
+    // A body that fails once its head is out (the destination cut it, stopped sending, or the
+    // scrubber failed) must read as cut; Fastify's own ending resets an HTTP/2 stream with
+    // NO_ERROR. Before the head, Fastify hands the failure to the error handler, which answers it.
+    const raw = reply.raw
+    if (isHttp2Response(raw)) responseBody.once('error', () => { if (raw.headersSent) cutResponse(raw) })
     // The body as the client gets it: after the scrubber, when there is one.
     capture?.tapResponseBody().follow(responseBody)
     markForwardedResponse(reply, { body: responseBody, destination, transforms, cancellation: departure, scrubber })
@@ -306,25 +314,23 @@ function headerText (value: string | string[] | undefined): string | undefined {
   return Array.isArray(value) ? value[0] : value
 }
 
-/** The part of a response (HTTP/1.1 or HTTP/2 compatibility) a departure watches. */
-interface WatchedResponse {
-  readonly writableFinished: boolean
-  once: (event: 'close', listener: () => void) => unknown
-}
-
 /**
  * Says when the client left before its response was finished: aborted by the response's
- * `'close'` (sent, failed or abandoned, it closes once) unless the response had finished;
+ * `'close'` (sent, failed or abandoned, it closes once) unless the response had finished, when
+ * the request's access line is written as abandoned (Fastify runs no onResponse hook for it);
  * `onClose` (the request slot's release) is called on that 'close' in every case. It cancels
  * the exchange with the destination and is the transforms' cancellation; an AbortController per
  * forwarded request cost about 5% of the proxy's CPU on this path.
  */
-function watchClientDeparture (response: WatchedResponse, onClose: () => void): Cancellation {
+function watchClientDeparture (reply: FastifyReply, onClose: () => void): Cancellation {
   const departure = new Cancellation()
-  // One listener does both: each listener added and removed per request costs CPU.
+  const response = reply.raw
+  // One listener does all: each listener added and removed per request costs CPU.
   response.once('close', () => {
     onClose()
-    if (!response.writableFinished) departure.abort()
+    if (response.writableFinished) return
+    finishAbandonedRequest(reply.request, reply)
+    departure.abort()
   })
   return departure
 }

@@ -30,6 +30,12 @@ interface RequestTelemetry extends ForwardNotes, AccessLineNotes {
   readonly span: Span | undefined
   /** Set when a CONNECT is relayed opaquely because its clients refused the proxy's certificate. */
   passthrough: boolean
+  /**
+   * Set once the request is counted and its access line written, or left to its tunnel's end:
+   * a request that ends twice (its client left, then its response failed; an HTTP/2 CONNECT's
+   * stream finishing after its tunnel) is logged and counted once.
+   */
+  finished: boolean
 }
 
 const telemetry = new ObjectSlot<RequestTelemetry>('telemetry')
@@ -66,6 +72,7 @@ export function beginProxyRequest (request: FastifyRequest, capture: TrafficCapt
     secrets: undefined,
     scrubbed: undefined,
     passthrough: false,
+    finished: false,
     capture: destination === undefined || capture === null || capture.settings === null ? undefined : capture.begin(destination.host)
   })
 }
@@ -196,7 +203,8 @@ export function forwardNotesOf (request: FastifyRequest): ForwardNotes {
  */
 export function finishProxyRequest (request: FastifyRequest, reply: FastifyReply): void {
   const state = telemetry.get(request.raw)
-  if (state === undefined) return
+  if (state === undefined || state.finished) return
+  state.finished = true
   const status = reply.statusCode
   const errorType = state.error?.errorType
   if (state.error === undefined) countRequestOutcome(state.kind, 'answered')
@@ -205,6 +213,35 @@ export function finishProxyRequest (request: FastifyRequest, reply: FastifyReply
   if (state.capture !== undefined) finishCapture(request, reply, state, state.capture, undefined)
   if (!logsInfo(request.log)) return
   logAccess(request, reply, state, { kind: state.kind, status, errorType, bytesIn: state.bytesIn, bytesOut: state.bytesOut }, 'proxy access')
+}
+
+/**
+ * Finishes a forwarded or intercepted request whose client left before its response was
+ * complete, for which Fastify runs no onResponse hook: its count on
+ * `forward_proxy.request.outcomes` (`abandoned`), one access log line (the status of the head
+ * sent, or 499 as nginx logs a client that closed its request before any; `closeReason`
+ * `client-gone`; the bytes moved until then) and the end of its span. Without it a client could
+ * reach destinations and leave before the answer with no trace in the log.
+ */
+export function finishAbandonedRequest (request: FastifyRequest, reply: FastifyReply): void {
+  const state = telemetry.get(request.raw)
+  if (state === undefined || state.finished) return
+  state.finished = true
+  countRequestOutcome(state.kind, 'abandoned')
+  if (state.span !== undefined) endAbandonedProxySpan(state.span)
+  if (!logsInfo(request.log)) return
+  const status = reply.raw.headersSent ? reply.statusCode : ABANDONED_STATUS
+  logAccess(request, reply, state, { kind: state.kind, status, closeReason: 'client-gone', bytesIn: state.bytesIn, bytesOut: state.bytesOut }, 'proxy access')
+}
+
+/**
+ * Notes that a CONNECT became a tunnel: its line and count are the tunnel's
+ * ({@link finishTunnel}), not those of an answered request, even when its HTTP/2 stream
+ * finishes as a response does.
+ */
+export function noteBecameTunnel (request: FastifyRequest): void {
+  const state = telemetry.get(request.raw)
+  if (state !== undefined) state.finished = true
 }
 
 /** How a tunnel ended, for its access log line and span. */

@@ -1,6 +1,7 @@
 import { connect, type ClientHttp2Session, type ClientHttp2Stream, type IncomingHttpHeaders, type OutgoingHttpHeaders } from 'node:http2'
 import type { AddressInfo, Socket } from 'node:net'
 import Fastify, { type FastifyInstance } from 'fastify'
+import type { Writable } from 'node:stream'
 import type { Test } from 'tap'
 import { forwardProxy } from '../../lib'
 import type { ForwardProxyOptions } from '../../types/options'
@@ -21,17 +22,19 @@ export interface Http2Proxy {
 
 /**
  * Starts a Fastify app created with `http2: true` and `https: { allowHTTP1: true }` on
- * 127.0.0.1:0 with the forward proxy registered. `setup` runs before the plugin. Closed at teardown.
+ * 127.0.0.1:0 with the forward proxy registered. `setup` runs before the plugin; `logger` is
+ * Fastify's (none by default). Closed at teardown.
  */
 export async function startHttp2Proxy (
   t: Test,
   options: ForwardProxyOptions = {},
   setup?: (app: FastifyInstance) => void,
-  http2Settings: Record<string, unknown> = {}
+  http2Settings: Record<string, unknown> = {},
+  logger: false | { level: string, stream: Writable } = false
 ): Promise<Http2Proxy> {
   const tls = await makeSelfSignedCertificate(t.testdir())
   const app = Fastify({
-    logger: false,
+    logger,
     http2: true,
     https: { allowHTTP1: true, key: tls.key, cert: tls.cert, ...http2Settings }
   }) as unknown as FastifyInstance
