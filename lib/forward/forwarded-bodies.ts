@@ -28,11 +28,15 @@ export function abandonBody (body: Buffer | Readable): void {
  * the body ended). A 'data' listener on the client's request itself
  * would start it flowing before undici reads it, losing the first chunks. Wired by hand
  * rather than with `stream.pipeline` (an AbortController per request): an error on `body`
- * fails the copy undici reads, and the copy closing early (undici gave up) destroys `body`.
+ * fails the copy undici reads. When the copy closes before the body's end because undici stopped
+ * reading it (the destination answered early, a 413 say, or failed), the rest of the body is
+ * read and dropped, so that the answer reaches the client: destroying it would close the client's
+ * connection (or HTTP/2 stream) under that answer.
  * A body that moves no byte for `idleTimeout` milliseconds fails the copy, which aborts the
  * request to the destination: 408 `http_request_error` when the client stopped sending, 504
  * `http_response_timeout` when the destination stopped reading. Neither side can hold the other's
- * connection for longer than that.
+ * connection for longer than that; a client that stops sending the rest it no longer needs to
+ * send loses its connection after the same time.
  */
 export function countedBody (body: Readable, onChunk: (chunk: Buffer) => void, idleTimeout: number, capture: CaptureRecord | undefined): Readable {
   const tap = capture?.tapRequestBody()
@@ -45,7 +49,12 @@ export function countedBody (body: Readable, onChunk: (chunk: Buffer) => void, i
     }
   })
   let stalled = false
+  let dropping = false
   const idle = setTimeout(() => {
+    if (dropping) {
+      body.destroy()
+      return
+    }
     // Bytes waiting in the copy mean the destination stopped reading, not the client sending.
     const destinationStalled = counter.readableLength > 0 || counter.writableLength > 0
     // A client that stalled keeps its connection until the 408 is written (then it closes).
@@ -64,9 +73,16 @@ export function countedBody (body: Readable, onChunk: (chunk: Buffer) => void, i
     }
   })
   counter.once('close', () => {
-    clearTimeout(idle)
-    if (stalled) body.unpipe(counter)
-    else if (!body.destroyed && !body.readableEnded) body.destroy()
+    if (stalled || body.destroyed || body.readableEnded) {
+      clearTimeout(idle)
+      if (stalled) body.unpipe(counter)
+      return
+    }
+    body.unpipe(counter)
+    dropping = true
+    idle.refresh()
+    body.on('data', () => idle.refresh())
+    body.resume()
   })
   body.pipe(counter)
   return counter
