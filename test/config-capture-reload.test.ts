@@ -1,7 +1,7 @@
 import { test, type Test } from 'tap'
 import Fastify from 'fastify'
 import cluster from 'node:cluster'
-import { writeFileSync } from 'node:fs'
+import { mkdirSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import type { ForwardProxyOptions } from '../types/options'
 import { loadConfigFile, parseConfig, type RunningProxyServer, splitRestartKeys, watchConfiguration } from './helpers/internals'
@@ -39,6 +39,7 @@ test('config capture reload: turning capture on, changing its filters and turnin
 
 test('config capture reload: a reload hands the plugin the new capture, its file resolved against the file\'s folder; a capture naming an unknown user changes nothing', async (t) => {
   const dir = t.testdir()
+  mkdirSync(join(dir, 'captures'))
   const file = join(dir, 'proxy.json')
   const write = (value: object): void => writeFileSync(file, JSON.stringify({ ...base, ...value }))
   write({})

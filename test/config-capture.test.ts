@@ -61,6 +61,7 @@ test('config capture: the file is resolved against the configuration file\'s fol
   const dir = t.testdir()
   const folder = join(dir, 'etc', 'proxy')
   mkdirSync(folder, { recursive: true })
+  mkdirSync(join(dir, 'var', 'capture'), { recursive: true })
   const write = (name: string, file: string): string => {
     const path = join(folder, name)
     writeFileSync(path, JSON.stringify({ capture: { file } }))
@@ -73,6 +74,15 @@ test('config capture: the file is resolved against the configuration file\'s fol
   t.teardown(() => process.chdir(cwd))
   process.chdir(dir)
   t.equal(loadConfigFile(join('etc', 'proxy', 'a.json')).capture?.file, join(folder, 'traffic.har'), 'a relative --config path: still the file\'s folder')
+})
+
+test('config capture: a file in a folder that does not exist is refused when the configuration is read, naming the folder, rather than a server that records nothing', async (t) => {
+  const dir = t.testdir()
+  const path = join(dir, 'proxy.json')
+  writeFileSync(path, JSON.stringify({ capture: { file: 'captures/traffic.har' } }))
+  t.throws(() => loadConfigFile(path), { name: 'ConfigError', message: `${path}: /capture/file: the folder ${join(dir, 'captures')} does not exist; create it (the file itself is created, with mode 0600)` })
+  writeFileSync(join(dir, 'captures'), 'a file, not a folder')
+  t.throws(() => loadConfigFile(path), { message: /\/capture\/file: the folder .* does not exist/ }, 'a file where the folder should be')
 })
 
 test('config capture: the start-up summary has one capture line: file, filters, bodies, rotation', async (t) => {

@@ -1,7 +1,8 @@
 // The configuration file's `capture` key: what the schema cannot check, and the file each worker
 // writes.
 
-import { extname } from 'node:path'
+import { statSync } from 'node:fs'
+import { dirname, extname } from 'node:path'
 import type { ForwardProxyCaptureOptions } from '../../types/capture'
 import { compileHostPattern } from '../protocol/hosts'
 import { ConfigError } from './config-errors'
@@ -33,6 +34,18 @@ export function checkCaptureConfig (capture: CaptureConfig | undefined, users: o
       throw new ConfigError(`${source}: /capture/users/${index} names the user ${JSON.stringify(name)}, which /users does not define`)
     }
   })
+}
+
+/**
+ * The folder of the capture file (resolved) exists: otherwise the server would start, say it
+ * records, and record nothing.
+ * @throws ConfigError naming the folder, prefixed with `source`.
+ */
+export function checkCaptureFolder (file: string, source: string): void {
+  const folder = dirname(file)
+  if (statSync(folder, { throwIfNoEntry: false })?.isDirectory() !== true) {
+    throw new ConfigError(`${source}: /capture/file: the folder ${folder} does not exist; create it (the file itself is created, with mode 0600)`)
+  }
 }
 
 /**

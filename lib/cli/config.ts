@@ -5,7 +5,7 @@ import { readFileSync } from 'node:fs'
 import { dirname, resolve } from 'node:path'
 import type { ValidateFunction } from 'ajv'
 import { validate as generatedValidate } from './config-validator.generated'
-import { checkCaptureConfig, type CaptureConfig } from './capture-config'
+import { checkCaptureConfig, checkCaptureFolder, type CaptureConfig } from './capture-config'
 import type { ForwardProxyHeaderRule } from '../../types/header-rules'
 import type { ForwardProxyClientProtocols } from '../../types/interception'
 import type { ForwardProxyUserEntry } from '../../types/user'
@@ -273,7 +273,9 @@ export function loadConfigFile (path: string): ProxyServerConfig {
   } catch (error) {
     throw new ConfigError(`${path}: not valid JSON (${(error as Error).message})`)
   }
-  return parseConfig(value, path, dirname(resolve(path)))
+  const config = parseConfig(value, path, dirname(resolve(path)))
+  if (config.capture !== undefined) checkCaptureFolder(config.capture.file, path)
+  return config
 }
 
 /** One entry of the `secrets` key: where its value comes from and where it may go. */
