@@ -5,12 +5,13 @@ import type { ForwardProxyDestination } from '../../types/destination'
 import type { TunnelKind } from './metrics'
 import type { ProxyError } from '../protocol/errors'
 import { refusalRuleOf } from '../protocol/refusals'
+import { formatAuthority } from '../protocol/hosts'
 import type { ReportedRefusal } from '../security/report-mode'
 import { dialedAddressOf } from '../security/dialed-address'
 
 /** What a request's telemetry collects for its access line while the request runs. */
 export interface AccessLineNotes {
-  /** The destination as parsed; formatted `host:port` only for the access line. */
+  /** The destination as parsed; formatted `host:port` (`[v6]:port`) only for the access line. */
   readonly destination: ForwardProxyDestination | undefined
   readonly clientAddress: string | undefined
   /**
@@ -94,7 +95,7 @@ export function logAccess (request: FastifyRequest, reply: FastifyReply, state: 
     user: userOf(request, state),
     client: state?.clientAddress ?? null,
     method: request.method,
-    destination: state?.destination === undefined ? null : `${state.destination.host}:${state.destination.port}`,
+    destination: state?.destination === undefined ? null : formatAuthority(state.destination.host, state.destination.port),
     address: dialedAddressOf(state?.dialed),
     intercepted: outcome.kind === 'intercepted' || outcome.tunnel === 'intercepted',
     decision: decisionOf(refusedBy, reported),
