@@ -7,7 +7,7 @@ const NO_STACK = /\n\s+at /
 test('bin: --host 0.0.0.0 without "users" is refused before anything listens, naming users and allowAnonymous', async (t) => {
   const bin = runBin(t, ['--host', '0.0.0.0', '--port', '0'])
   t.equal(await bin.exited, 1)
-  t.match(bin.stderr(), /^forward-proxy: \/listen\/0\/host: "0\.0\.0\.0" is not a loopback address and no "users" are configured, so anyone who can reach it could use the proxy\. Add "users" \(proxy authentication\), listen on 127\.0\.0\.1, or set "allowAnonymous": true to accept this deliberately\n$/)
+  t.match(bin.stderr(), /^forward-proxy: \/listen\/0\/host \(or --host\): "0\.0\.0\.0" is not a loopback address and no "users" are configured, so anyone who can reach it could use the proxy\. Add "users" \(proxy authentication\), listen on 127\.0\.0\.1, or set "allowAnonymous": true to accept this deliberately\n$/)
   t.notMatch(bin.stderr(), NO_STACK)
   t.equal(bin.stdout(), '', 'nothing started, nothing printed')
 })
@@ -18,7 +18,7 @@ test('server: a second listener on a non-loopback address without "users" is ref
   await t.rejects(startProxyServer(config({ listen: [{ host: '127.0.0.1', port: 0 }, { host: '::', port: 0 }] })),
     { name: 'ConfigError', message: /^\/listen\/1\/host: "::" is not a loopback address and no "users" are configured/ })
   await t.rejects(startProxyServer(config({ users: {}, listen: [{ host: '0.0.0.0', port: 0 }] })),
-    { name: 'ConfigError', message: /^\/listen\/0\/host: "0\.0\.0\.0" is not a loopback address/ }, 'an empty "users" table is no authentication')
+    { name: 'ConfigError', message: /^\/listen\/0\/host \(or --host\): "0\.0\.0\.0" is not a loopback address/ }, 'an empty "users" table is no authentication')
 })
 
 test('server: "allowAnonymous": true starts an unauthenticated proxy on 0.0.0.0 deliberately', async (t) => {

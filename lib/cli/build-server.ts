@@ -306,6 +306,8 @@ function checkListenerExposure (config: ProxyServerConfig): void {
   if (config.users !== undefined && Object.keys(config.users).length > 0) return
   config.listen.forEach((listener, index) => {
     if (isLoopbackHost(listener.host)) return
-    throw new ConfigError(`/listen/${index}/host: "${listener.host}" is not a loopback address and no "users" are configured, so anyone who can reach it could use the proxy. Add "users" (proxy authentication), listen on 127.0.0.1, or set "allowAnonymous": true to accept this deliberately`)
+    // The first listener's address may come from the command line instead of the file.
+    const key = index === 0 ? '/listen/0/host (or --host)' : `/listen/${index}/host`
+    throw new ConfigError(`${key}: "${listener.host}" is not a loopback address and no "users" are configured, so anyone who can reach it could use the proxy. Add "users" (proxy authentication), listen on 127.0.0.1, or set "allowAnonymous": true to accept this deliberately`)
   })
 }
