@@ -28,7 +28,8 @@ const REG_NAME = /^[A-Za-z0-9._~-]+$/
  * IDNA (punycode), alternate IPv4 spellings (`127.1`, `0x7f000001`, `2130706433`, `0177.0.0.1`)
  * turned into dotted quads, IPv6 compressed and unbracketed, one trailing dot removed.
  * Returns null when the text is not a usable host: empty, percent-encoded, with userinfo or
- * other characters a host cannot hold. Policy is always applied to this canonical form.
+ * other characters a host cannot hold, or a name longer than DNS allows (253 characters, labels
+ * of 63). Policy is always applied to this canonical form.
  */
 export function canonicalHost (rawHost: string): string | null {
   return canonicalHosts(rawHost)
@@ -52,6 +53,10 @@ function rememberedPerHost<T> (compute: (text: string) => T): (text: string) => 
 
 const HOSTS_REMEMBERED = 1024
 
+/** The longest DNS name, without its trailing dot, and the longest label in it. */
+const MAX_NAME_LENGTH = 253
+const MAX_LABEL_LENGTH = 63
+
 // Canonicalizing a host parses a URL: about a microsecond per request, for the same few hosts.
 const canonicalHosts = rememberedPerHost(canonicalizeHost)
 
@@ -70,7 +75,10 @@ function canonicalizeHost (rawHost: string): string | null {
     return null
   }
   if (hostname.endsWith('.')) hostname = hostname.slice(0, -1)
-  if (hostname.split('.').includes('')) return null
+  const labels = hostname.split('.')
+  if (labels.includes('')) return null
+  // RFC 1035's limits: a name no resolver can look up is a malformed target, not a failed dial.
+  if (hostname.length > MAX_NAME_LENGTH || labels.some((label) => label.length > MAX_LABEL_LENGTH)) return null
   return bracketless(hostname)
 }
 
