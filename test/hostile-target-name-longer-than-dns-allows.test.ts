@@ -4,7 +4,7 @@ import { rawExchange } from './helpers/raw-client'
 import { canonicalHost } from './helpers/internals'
 
 const label = (length: number): string => 'a'.repeat(length)
-// 4 labels of 63 and "example": 267 characters, every label valid on its own.
+// 4 labels of 63 and "example": 263 characters, every label valid on its own.
 const TOO_LONG = `${[label(63), label(63), label(63), label(63)].join('.')}.example`
 const LABEL_TOO_LONG = `${label(64)}.example`
 
