@@ -10,7 +10,8 @@ import { recordProxyFailure } from './telemetry/metrics'
 import { noteProxyError } from './telemetry/request-telemetry'
 import { certificateErrorHint } from './forward/destinations'
 import { discardForwardedResponse } from './forward/forwarded-response'
-import { cutResponse } from './protocol/cut-response'
+import { cutResponse, isHttp2Response } from './protocol/cut-response'
+import { constants } from 'node:http2'
 
 /**
  * Turns anything thrown while handling a proxy request into the response the client sees: the
@@ -43,8 +44,14 @@ export function createProxyErrorHandler (settings: ResolvedProxySettings) {
     const extra: Record<string, string> = proxyError.status === 407 && settings.auth !== null
       ? { 'proxy-authenticate': proxyAuthenticateChallenge(settings.auth.realm) }
       : {}
-    // A 408 leaves the request body unread: the HTTP/1.1 connection cannot carry another request.
-    if (proxyError.status === 408 && request.raw.httpVersionMajor === 1) extra.connection = 'close'
+    // A 408 leaves the request body unread: the HTTP/1.1 connection cannot carry another request,
+    // and an HTTP/2 stream is reset once the answer is out (RFC 9113 section 8.1 allows NO_ERROR
+    // after a complete response), or it would stay half-open, holding one of the session's streams.
+    if (proxyError.status === 408) {
+      const raw = reply.raw
+      if (isHttp2Response(raw)) raw.stream.once('finish', () => { if (!raw.stream.closed) raw.stream.close(constants.NGHTTP2_NO_ERROR) })
+      else extra.connection = 'close'
+    }
     if (proxyError.retryAfter !== undefined) extra['retry-after'] = String(proxyError.retryAfter)
     sendProxyError(reply, settings.pseudonym, proxyError, extra)
   }
