@@ -2,6 +2,9 @@ import { test, type Test } from 'tap'
 import { constants, type ClientHttp2Session } from 'node:http2'
 import { createServer, type AddressInfo, type Socket } from 'node:net'
 import { connectHttp2, startHttp2Proxy } from './helpers/http2-proxy'
+import { makeInterceptionPki } from './helpers/interception-pki'
+import { interceptAll, startInterceptingProxy, startTlsOrigin } from './helpers/intercepting-proxy'
+import { http2OverTls, openInterceptedTls } from './helpers/intercepted-client'
 
 /** A destination that writes `response` to every request, then closes its connection when `thenClose`. */
 async function startRawDestination (t: Test, response: string, thenClose: boolean): Promise<number> {
@@ -64,4 +67,27 @@ test('a destination 204 with a Content-Length reaches an HTTP/2 client as a vali
   t.equal(outcome.headers['content-length'], undefined)
   t.equal(outcome.rstCode, constants.NGHTTP2_NO_ERROR)
   t.ok(outcome.ended)
+})
+
+test('inside an intercepted tunnel, a body the destination cuts short reaches an HTTP/2 client as a stream reset with INTERNAL_ERROR', async (t) => {
+  const pki = await makeInterceptionPki(t)
+  const origin = await startTlsOrigin(t, pki, (_req, res) => {
+    res.writeHead(200, { 'content-type': 'application/octet-stream', 'content-length': '20000' })
+    res.write('x'.repeat(10000), () => res.socket?.destroy())
+  })
+  const proxy = await startInterceptingProxy(t, pki, { interception: interceptAll(pki) })
+  const authority = `127.0.0.1:${origin.port}`
+  const socket = await openInterceptedTls(t, proxy.port, authority, { ca: pki.operatorCa.cert, alpn: ['h2'] })
+  const session = await http2OverTls(t, socket, authority)
+  const stream = session.request({ ':path': '/download' })
+  const outcome = { status: 0, bytes: 0, ended: false }
+  stream.on('error', () => {})
+  stream.on('response', (headers) => { outcome.status = Number(headers[':status']) })
+  stream.on('data', (chunk: Buffer) => { outcome.bytes += chunk.length })
+  stream.on('end', () => { outcome.ended = true })
+  await new Promise<void>((resolve) => stream.once('close', () => resolve()))
+  t.equal(outcome.status, 200)
+  t.ok(outcome.bytes <= 10000)
+  t.equal(stream.rstCode, constants.NGHTTP2_INTERNAL_ERROR)
+  t.notOk(outcome.ended)
 })
