@@ -321,6 +321,8 @@ export function finishUpgrade (request: FastifyRequest, reply: FastifyReply, end
 export function finishAbandonedConnect (request: FastifyRequest, reply: FastifyReply): void {
   countRequestOutcome('connect', 'abandoned')
   const state = telemetry.get(request.raw)
+  // An HTTP/2 CONNECT's stream may still finish as a response does: its line is this one.
+  if (state !== undefined) state.finished = true
   if (state?.span !== undefined) endAbandonedProxySpan(state.span)
   if (!logsInfo(request.log)) return
   logAccess(request, reply, state, { kind: 'connect', status: ABANDONED_STATUS, closeReason: 'client-gone', bytesIn: 0, bytesOut: 0 }, 'proxy access')
