@@ -79,3 +79,16 @@ test('a destination 204 is passed on without the Content-Length it must not carr
   t.notMatch(answer.text, /content-length/i)
   t.notMatch(answer.text, /transfer-encoding/i)
 })
+
+for (const [what, head] of [
+  ['an unasked 100 Continue', 'HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 200 OK\r\nContent-Type: text/plain\r\nContent-Length: 2\r\n\r\nhi'],
+  ['a 101 to a request without Upgrade', 'HTTP/1.1 101 Switching Protocols\r\nConnection: Upgrade\r\nUpgrade: websocket\r\n\r\n']
+] as const) {
+  test(`a destination answering ${what} is 502 http_protocol_error (undici does not take it), not connection_terminated`, async (t) => {
+    const port = await startRawDestination(t, () => ({ head }))
+    const proxy = await startProxy(t)
+    const answer = await rawExchange(proxy.port, `GET http://127.0.0.1:${port}/ HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n`)
+    t.equal(answer.status, 502)
+    t.match(answer.text, /proxy-status: [^\r\n]*error=http_protocol_error/i)
+  })
+}

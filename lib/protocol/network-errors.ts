@@ -13,6 +13,9 @@ export function errorCode (error: unknown): string | undefined {
   return undefined
 }
 
+/** The messages of undici's SocketErrors for a response the destination should never have sent. */
+const MISBEHAVING_DESTINATION = new Set(['bad response', 'bad upgrade'])
+
 /**
  * Maps a failure while resolving, connecting to or talking with a destination to the
  * ProxyError the client sees. ProxyErrors pass through unchanged; anything unknown becomes
@@ -58,6 +61,13 @@ export function proxyErrorFromNetworkError (error: unknown): ProxyError {
     case 'UND_ERR_INFO':
     case 'UND_ERR_RES_CONTENT_LENGTH_MISMATCH':
       return new ProxyError('http_protocol_error', 'The destination sent an invalid response.', options)
+    case 'UND_ERR_SOCKET':
+      // undici's parser closes the connection with these when the destination answers what was
+      // never asked: a response with no request, a 100 Continue, a 101 to a request without Upgrade.
+      if (MISBEHAVING_DESTINATION.has((error as Error).message)) {
+        return new ProxyError('http_protocol_error', 'The destination sent an invalid response.', options)
+      }
+      return new ProxyError('connection_terminated', 'The connection to the destination failed.', options)
     default:
       return new ProxyError('connection_terminated', 'The connection to the destination failed.', options)
   }
