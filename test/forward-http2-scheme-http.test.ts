@@ -7,7 +7,7 @@ import { http2Request, type Http2Response } from './helpers/intercepted-client'
 import { LOOPBACK_TEST_POLICY } from './helpers/servers'
 import { expectNothingDialedBefore } from './helpers/nothing-dialed'
 
-test('Issue 22 rule 6: an HTTP/2 request with :scheme http on the TLS listener is forwarded like absolute-form http://: hop-by-hop dropped, Via added both ways, body streamed, Host from :authority', async (t) => {
+test('an HTTP/2 request with :scheme http on the TLS listener is forwarded like absolute-form http://: hop-by-hop dropped, Via added both ways, body streamed, Host from :authority', async (t) => {
   const origin = await startOrigin(t, (req, res, body) => {
     res.setHeader('connection', 'x-origin-hop')
     res.setHeader('x-origin-hop', 'dropped')
@@ -29,7 +29,7 @@ test('Issue 22 rule 6: an HTTP/2 request with :scheme http on the TLS listener i
   t.match(seen?.headers.via, /fastify-forward-proxy/)
 })
 
-test('Issue 22 rule 6: :scheme http requests get the same authentication, policy and Max-Forwards as http:// on HTTP/1.1', async (t) => {
+test(':scheme http requests get the same authentication, policy and Max-Forwards as http:// on HTTP/1.1', async (t) => {
   const origin = await startOrigin(t)
   const proxy = await startHttp2Proxy(t, { auth: { users: { alice: 'pw' } }, destinations: { ...LOOPBACK_TEST_POLICY, deniedHosts: ['localhost'] } })
   const session = await connectHttp2(t, proxy)
@@ -49,7 +49,7 @@ test('Issue 22 rule 6: :scheme http requests get the same authentication, policy
   await expectNothingDialedBefore(t, origin.accepts, 'only the authenticated request reached the origin', { after: 1 })
 })
 
-test('Issue 22 rule 6: a :scheme http request whose :authority is not a usable host and port gets 400; :scheme https requests still reach the application\'s own routes', async (t) => {
+test('a :scheme http request whose :authority is not a usable host and port gets 400; :scheme https requests still reach the application\'s own routes', async (t) => {
   const origin = await startOrigin(t)
   const proxy = await startHttp2Proxy(t, {}, (app) => { app.get('/own', async () => 'own route') })
   const session = await connectHttp2(t, proxy)

@@ -10,7 +10,7 @@ const configFor = (dataDirectory: string): ReturnType<typeof parseConfig> =>
 const refusal = async (dataDirectory: string): Promise<Error | undefined> =>
   await startProxyServer(configFor(dataDirectory)).then(async (server) => { await server.close(); return undefined }, (e: unknown) => e as Error)
 
-test('attacker finding 8: a first start never writes the CA key into an existing folder others may write; the error says how to fix it', async (t) => {
+test('a first start never writes the CA key into an existing folder others may write; the error says how to fix it', async (t) => {
   const dataDirectory = freshDataDirectory(t)
   mkdirSync(dataDirectory, { recursive: true })
   for (const mode of [0o777, 0o775, 0o1777]) {
@@ -26,7 +26,7 @@ test('attacker finding 8: a first start never writes the CA key into an existing
   t.equal(error, undefined, 'once fixed, the CA is created')
 })
 
-test('attacker finding 8: an existing development CA in a folder others may write is refused, never used', async (t) => {
+test('an existing development CA in a folder others may write is refused, never used', async (t) => {
   const dataDirectory = freshDataDirectory(t)
   t.equal(await refusal(dataDirectory), undefined, 'first start creates the CA')
   const key = readFileSync(join(dataDirectory, 'ca.key'))
@@ -37,7 +37,7 @@ test('attacker finding 8: an existing development CA in a folder others may writ
   t.notMatch(error?.message ?? '', pemBody(key).slice(0, 40), 'no key material in the message')
 })
 
-test('attacker finding 8: a development CA key owned by another user (mode 0600) is refused, never used to sign', async (t) => {
+test('a development CA key owned by another user (mode 0600) is refused, never used to sign', async (t) => {
   const dataDirectory = freshDataDirectory(t)
   t.equal(await refusal(dataDirectory), undefined, 'first start creates the CA')
   const keyPath = join(dataDirectory, 'ca.key')

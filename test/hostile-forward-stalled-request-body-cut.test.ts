@@ -5,7 +5,7 @@ import { startCountingDestination } from './helpers/counting-destination'
 import { eventually } from './helpers/eventually'
 import { within } from './helpers/within'
 
-test('attacker finding 4: a forwarded POST announcing a body and sending nothing is cut at httpActivityTimeout: 408 http_request_error, the destination connection closed', async (t) => {
+test('a forwarded POST announcing a body and sending nothing is cut at httpActivityTimeout: 408 http_request_error, the destination connection closed', async (t) => {
   const destination = await startCountingDestination(t)
   const proxy = await startProxy(t, { limits: { httpActivityTimeout: 400 } })
   const client = connect(proxy.port, '127.0.0.1')

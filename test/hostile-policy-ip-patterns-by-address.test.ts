@@ -8,7 +8,7 @@ import { expectNothingDialedBefore } from './helpers/nothing-dialed'
 
 const MAPPED_SPELLINGS = ['[::ffff:127.0.0.1]', '[::ffff:7f00:1]', '127.0.0.1']
 
-test('attacker finding 5: deniedHosts naming an IP refuses every spelling of that address, over CONNECT and http://, with nothing dialed', async (t) => {
+test('deniedHosts naming an IP refuses every spelling of that address, over CONNECT and http://, with nothing dialed', async (t) => {
   const sentinel = await startSentinel(t)
   const proxy = await startProxy(t, { destinations: { allowPrivateNetworks: true, allowedPorts: '*', deniedHosts: ['127.0.0.1'] } })
   for (const host of MAPPED_SPELLINGS) {
@@ -22,7 +22,7 @@ test('attacker finding 5: deniedHosts naming an IP refuses every spelling of tha
   await expectNothingDialedBefore(t, sentinel.accepts, 'nothing was dialed')
 })
 
-test('attacker finding 5: a CIDR range in deniedHosts refuses every address inside it, in any spelling', async (t) => {
+test('a CIDR range in deniedHosts refuses every address inside it, in any spelling', async (t) => {
   const sentinel = await startSentinel(t)
   const proxy = await startProxy(t, { destinations: { allowPrivateNetworks: true, allowedPorts: '*', deniedHosts: ['127.0.0.0/8'] } })
   for (const host of [...MAPPED_SPELLINGS, '127.0.0.9', '[::ffff:7f00:9]', '2130706433']) {
@@ -33,7 +33,7 @@ test('attacker finding 5: a CIDR range in deniedHosts refuses every address insi
   await expectNothingDialedBefore(t, sentinel.accepts, 'nothing was dialed')
 })
 
-test('attacker finding 5: interception host lists and header-rule hosts match IP literals by address', async (t) => {
+test('interception host lists and header-rule hosts match IP literals by address', async (t) => {
   const selector = createHostListSelector(['127.0.0.1', '10.0.0.0/8'])
   const request = {} as unknown as FastifyRequest
   for (const host of ['127.0.0.1', '::ffff:127.0.0.1', '::ffff:7f00:1', '10.1.2.3', '::ffff:a01:203']) {
