@@ -1,4 +1,4 @@
-// Certificate benchmark (issue 5): leaves minted per second by the CA-backed provider, for
+// Certificate benchmark: leaves minted per second by the CA-backed provider, for
 // ECDSA P-256 and RSA 2048 leaves, and TLS handshakes per second on a warm cache.
 // Run `npm run build` first; this uses dist/. Everything stays on 127.0.0.1.
 // BENCH_DURATION (s per measurement, default 5), BENCH_CONCURRENCY (mints or connections in

@@ -1,4 +1,4 @@
-// The CPU cost of an opaque CONNECT relay per byte (issue 7): one client downloads
+// The CPU cost of an opaque CONNECT relay per byte: one client downloads
 // RELAY_MIB MiB (default 256) through a CONNECT tunnel from bench/tcp-origin.mjs's `blast`
 // destination (64 MiB per connection, as many tunnels one after the other as it takes), through
 // each proxy in turn, RELAY_ROUNDS rounds (default 5), alternating. Proxies (RELAY_PEERS,

@@ -1,4 +1,4 @@
-// Soak and fault run (issue 8): mixed traffic with injected faults through one proxy process,
+// Soak and fault run: mixed traffic with injected faults through one proxy process,
 // for SOAK_MINUTES (default 30; fractions allowed, e.g. 0.5), with SOAK_CLIENTS concurrent
 // clients (default 4: this checks correctness and leaks, not speed). Run with `npm run soak`
 // (builds first; uses dist/). Everything stays on 127.0.0.1.
