@@ -18,6 +18,7 @@ import type { EventEmitter } from 'node:events'
 import { countConnectRequest } from '../telemetry/metrics'
 import { writeRawProxyError, writeRawResponseError } from '../protocol/error-responses'
 import { interceptedTunnelOf, inTunnelProblemError, routeUnderConnectPath } from '../core/proxy-request'
+import { answerUnmetExpectations } from '../protocol/unmet-expectation'
 import { ProxyError } from '../protocol/errors'
 import { ObjectSlot } from '../protocol/object-slot'
 import { tunnelSetups } from './tunnel-setups'
@@ -49,8 +50,8 @@ export type ProxyServer = HttpServer | HttpsServer | Http2SecureServer
  * server (with `allowHTTP1`, both protocols). `'connect'` opens tunnels, and every HTTP/1.1
  * request marks its connection as used, so a later CONNECT on it gets 501. A plain-text server's
  * connections that stay silent past `firstByteTimeout` are closed, and an HTTP/2 connection that
- * resets too many streams before their answer is closed. Attaching the same server
- * twice does nothing.
+ * resets too many streams before their answer is closed, and an unmet `Expect` gets the
+ * proxy's 417. Attaching the same server twice does nothing.
  */
 export function attachProxyToServer (server: ProxyServer, fastify: FastifyInstance, pseudonym: string, options: AttachOptions): void {
   if (attached.has(server)) return
@@ -59,6 +60,7 @@ export function attachProxyToServer (server: ProxyServer, fastify: FastifyInstan
   events.on('request', (req, res) => { if (req.httpVersionMajor === 1) markConnectionUsed(req.socket, res) })
   if (options.routeRequests) events.on('request', (req, res) => fastify.routing(req, res))
   events.on('connect', createConnectListener(fastify, pseudonym))
+  answerUnmetExpectations(events, pseudonym)
   if (options.firstByteTimeout !== null) closeSilentConnections(server, options.firstByteTimeout)
   limitEarlyStreamResets(server, options.maxStreamResets)
 }
