@@ -10,7 +10,7 @@ import { recordProxyFailure } from './telemetry/metrics'
 import { noteProxyError } from './telemetry/request-telemetry'
 import { certificateErrorHint } from './forward/destinations'
 import { discardForwardedResponse } from './forward/forwarded-response'
-import { cutResponse, isHttp2Response } from './protocol/cut-response'
+import { cutResponse, isHttp2Response, resetStream } from './protocol/cut-response'
 import { constants } from 'node:http2'
 
 /**
@@ -49,7 +49,7 @@ export function createProxyErrorHandler (settings: ResolvedProxySettings) {
     // after a complete response), or it would stay half-open, holding one of the session's streams.
     if (proxyError.status === 408) {
       const raw = reply.raw
-      if (isHttp2Response(raw)) raw.stream.once('finish', () => { if (!raw.stream.closed) raw.stream.close(constants.NGHTTP2_NO_ERROR) })
+      if (isHttp2Response(raw)) raw.stream.once('finish', () => resetStream(raw.stream, constants.NGHTTP2_NO_ERROR))
       else extra.connection = 'close'
     }
     if (proxyError.retryAfter !== undefined) extra['retry-after'] = String(proxyError.retryAfter)

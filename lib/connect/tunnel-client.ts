@@ -3,12 +3,13 @@
 
 import type { Socket } from 'node:net'
 import type { Duplex } from 'node:stream'
-import { constants, type Http2ServerRequest, type ServerHttp2Stream } from 'node:http2'
+import { constants, type Http2ServerRequest } from 'node:http2'
 import type { ForwardProxyDestination } from '../../types/destination'
 import type { InterceptedClient } from '../core/runtime'
 import type { Http1ConnectContext } from './listener'
 import { relayTunnel, type TunnelRelayOptions } from './relay'
 import { tunnelSetups } from './tunnel-setups'
+import { resetStream } from '../protocol/cut-response'
 
 /**
  * The client side of a CONNECT, whatever carries it: a whole HTTP/1.1 connection or one
@@ -146,18 +147,4 @@ class Http2TunnelClient implements TunnelClient {
 function onceClosed (stream: Duplex, listener: () => void): () => void {
   stream.on('close', listener)
   return () => stream.removeListener('close', listener)
-}
-
-/**
- * Resets `stream` with `code` and no END_STREAM before it. Node's `close(code)` on a stream
- * whose writable side is open first ends that side, and with no write in flight that END_STREAM
- * goes out ahead of the RST_STREAM: the client would read a clean end of the tunnel (a cut
- * download that looks complete), and a client that had already half-closed would see the stream
- * closed with no error at all. While a write is in flight Node resets without ending first, so
- * an empty write (no payload) goes before the close.
- */
-function resetStream (stream: ServerHttp2Stream, code: number): void {
-  if (stream.closed) return
-  if (!stream.writableEnded) stream.write(Buffer.alloc(0))
-  stream.close(code)
 }

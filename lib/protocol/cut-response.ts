@@ -1,6 +1,7 @@
-// Ending a response whose head is out when its body cannot be finished.
+// Ending a response whose head is out when its body cannot be finished, and resetting an HTTP/2
+// stream so that its client reads the reset, never a clean end.
 
-import { constants, type Http2ServerResponse } from 'node:http2'
+import { constants, type Http2ServerResponse, type ServerHttp2Stream } from 'node:http2'
 import type { ServerResponse } from 'node:http'
 
 /**
@@ -12,10 +13,24 @@ import type { ServerResponse } from 'node:http'
 export function cutResponse (response: ServerResponse | Http2ServerResponse): void {
   const { stream } = response as Partial<Http2ServerResponse>
   if (stream === undefined) response.destroy()
-  else if (!stream.closed) stream.close(constants.NGHTTP2_INTERNAL_ERROR)
+  else resetStream(stream, constants.NGHTTP2_INTERNAL_ERROR)
 }
 
 /** True when `response` answers an HTTP/2 stream (Node's compatibility API). */
 export function isHttp2Response (response: ServerResponse | Http2ServerResponse): response is Http2ServerResponse {
   return (response as Partial<Http2ServerResponse>).stream !== undefined
+}
+
+/**
+ * Resets `stream` with `code` and no END_STREAM before it. Node's `close(code)` on a stream
+ * whose writable side is open first ends that side, and with no write in flight that END_STREAM
+ * goes out ahead of the RST_STREAM: the client would read a clean end of the tunnel (a cut
+ * download that looks complete), and a client that had already half-closed would see the stream
+ * closed with no error at all. While a write is in flight Node resets without ending first, so
+ * an empty write (no payload) goes before the close.
+ */
+export function resetStream (stream: ServerHttp2Stream, code: number): void {
+  if (stream.closed) return
+  if (!stream.writableEnded) stream.write(Buffer.alloc(0))
+  stream.close(code)
 }
