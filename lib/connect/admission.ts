@@ -11,7 +11,7 @@ import { refusedBy } from '../protocol/refusals'
 import { TunnelGrant } from '../security/tunnel-grant'
 import { Cancellation } from '../security/destination-connector'
 import { userRecheckOf } from '../security/proxy-auth'
-import { finishAbandonedConnect, noteReportedRefusal } from '../telemetry/request-telemetry'
+import { finishAbandonedRequest, noteReportedRefusal } from '../telemetry/request-telemetry'
 import { http1ConnectContextOf } from './listener'
 import { http1TunnelClient, http2TunnelClient, type TunnelClient } from './tunnel-client'
 
@@ -149,7 +149,7 @@ export function releaseUnopenedTunnel (request: FastifyRequest): void {
 /** Ends a CONNECT whose client left before its answer: nothing is written, the access line says so. */
 export function dropAbandonedConnect (request: FastifyRequest, reply: FastifyReply): void {
   reply.hijack()
-  finishAbandonedConnect(request, reply)
+  finishAbandonedRequest(request, reply)
 }
 
 /**

@@ -216,12 +216,14 @@ export function finishProxyRequest (request: FastifyRequest, reply: FastifyReply
 }
 
 /**
- * Finishes a forwarded or intercepted request whose client left before its response was
- * complete, for which Fastify runs no onResponse hook: its count on
+ * Finishes a request whose client left before its answer was complete: a CONNECT not yet
+ * answered (nothing dialed, or the dial in progress abandoned), or a forwarded or intercepted
+ * request, for which Fastify runs no onResponse hook. Its count on
  * `forward_proxy.request.outcomes` (`abandoned`), one access log line (the status of the head
  * sent, or 499 as nginx logs a client that closed its request before any; `closeReason`
  * `client-gone`; the bytes moved until then) and the end of its span. Without it a client could
- * reach destinations and leave before the answer with no trace in the log.
+ * reach destinations, or storm the proxy with CONNECTs, and leave no trace in the log. An HTTP/2
+ * CONNECT's stream that finishes afterwards as a response does writes no second line.
  */
 export function finishAbandonedRequest (request: FastifyRequest, reply: FastifyReply): void {
   const state = telemetry.get(request.raw)
@@ -309,23 +311,6 @@ export function finishUpgrade (request: FastifyRequest, reply: FastifyReply, end
   }
   if (!logsInfo(request.log)) return
   logAccess(request, reply, state, { kind: state.kind, status: 101, closeReason: end.reason, bytesIn: end.bytesUp, bytesOut: end.bytesDown }, 'upgrade closed')
-}
-
-/**
- * Finishes a CONNECT whose client left before it was answered (nothing dialed, or the dial in
- * progress abandoned): its count on `forward_proxy.request.outcomes` (`abandoned`), one access
- * log line (`access.kind` `connect`, status 499 as nginx logs a client that closed its request,
- * `closeReason` `client-gone`) and the end of its span. Without it a storm of abandoned
- * CONNECTs would leave no trace in the log.
- */
-export function finishAbandonedConnect (request: FastifyRequest, reply: FastifyReply): void {
-  countRequestOutcome('connect', 'abandoned')
-  const state = telemetry.get(request.raw)
-  // An HTTP/2 CONNECT's stream may still finish as a response does: its line is this one.
-  if (state !== undefined) state.finished = true
-  if (state?.span !== undefined) endAbandonedProxySpan(state.span)
-  if (!logsInfo(request.log)) return
-  logAccess(request, reply, state, { kind: 'connect', status: ABANDONED_STATUS, closeReason: 'client-gone', bytesIn: 0, bytesOut: 0 }, 'proxy access')
 }
 
 /**
