@@ -50,9 +50,15 @@ for (const split of [false, true]) {
       return split ? { head: responseHead, rest: badChunk } : { head: responseHead + badChunk }
     })
     const log = capturedLog()
-    const proxy = await startProxy(t, {}, undefined, { logger: log.logger })
+    // What an application's own error hook would see, and might log.
+    const seenByHooks: unknown[] = []
+    const proxy = await startProxy(t, {}, (app) => { app.addHook('onError', async (_request, _reply, error) => { seenByHooks.push(error) }) }, { logger: log.logger })
     const answer = await rawExchange(proxy.port, `GET http://127.0.0.1:${port}/echo HTTP/1.1\r\nHost: x\r\nAuthorization: ${TOKEN}\r\nConnection: close\r\n\r\n`)
     t.equal(answer.status, 502)
+    t.equal(seenByHooks.length, 1, 'the application\'s error hook saw the failure')
+    const cause = (seenByHooks[0] as Error | undefined)?.cause
+    t.ok(cause instanceof Error, 'with undici\'s error as its cause')
+    t.notOk(JSON.stringify(cause, Object.getOwnPropertyNames(cause ?? {})).includes('echoed-credential'), 'which no longer quotes the bytes it could not parse')
     t.match(answer.text, /proxy-status: [^\r\n]*error=http_protocol_error/i)
     t.notOk(answer.text.includes('echoed-credential'), 'nothing of it reaches the client')
     t.ok(log.lines.length > 0, 'the proxy logged')

@@ -6,7 +6,7 @@ import { Readable } from 'node:stream'
 import { errors, type Dispatcher } from 'undici'
 import type { Cancellation } from '../security/destination-connector'
 import type { IncomingHeaders } from './client-response-head'
-import { proxyErrorFromNetworkError, withoutReceivedBytes } from '../protocol/network-errors'
+import { proxyErrorFromNetworkError } from '../protocol/network-errors'
 
 /** A destination's response head, and its body whole or as a stream. */
 export interface DestinationResponse {
@@ -126,9 +126,10 @@ class DestinationExchange implements Dispatcher.DispatchHandler {
       body.destroy(error)
     }
     // The body's consumers (the reply, the access line, the log) get the failure as the client
-    // will be told it, without the response bytes undici quotes.
+    // will be told it, without the response bytes undici quotes; an answer before the head is
+    // mapped the same way by its caller.
     if (this.#stream !== undefined) this.#stream.destroy(proxyErrorFromNetworkError(error))
-    else this.#settleWithError(withoutReceivedBytes(error))
+    else this.#settleWithError(error)
   }
 
   #settleWithError (error: Error): void {

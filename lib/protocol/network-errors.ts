@@ -78,7 +78,7 @@ export function proxyErrorFromNetworkError (error: unknown): ProxyError {
  * `data`): they may hold a secret the destination echoed, and every logger that serializes the
  * error would write them out. The message still says what was wrong.
  */
-export function withoutReceivedBytes<E extends Error> (error: E): E {
+function withoutReceivedBytes<E extends Error> (error: E): E {
   if (error instanceof errors.HTTPParserError) Reflect.deleteProperty(error, 'data')
   return error
 }
