@@ -65,7 +65,7 @@ test('a forwarded request whose client leaves before the answer is complete gets
   await eventually(() => log.access().length === 3)
 
   const [left, cut, uploading] = log.access()
-  t.match(left, { kind: 'forward', method: 'GET', destination: `127.0.0.1:${origin.port}`, status: 499, closeReason: 'client-gone' })
+  t.match(left, { kind: 'forward', method: 'GET', destination: `127.0.0.1:${origin.port}`, address: `127.0.0.1:${origin.port}`, status: 499, closeReason: 'client-gone' })
   t.match(cut, { kind: 'forward', status: 200, closeReason: 'client-gone' })
   t.ok(Number(cut?.bytesOut) >= 10, 'the bytes sent before the client left are counted')
   t.match(uploading, { kind: 'forward', method: 'POST', status: 499, closeReason: 'client-gone' })

@@ -115,7 +115,10 @@ export interface ForwardProxyCaptureEntry {
   readonly _errorType?: string
   /** `opaque` (or `passthrough`, relayed opaquely after clients refused the certificate) for a CONNECT tunnel's entry. */
   readonly _tunnel?: 'opaque' | 'passthrough'
-  /** A tunnel's or WebSocket's bytes from the client and to it, and why it closed. */
+  /**
+   * A tunnel's or WebSocket's bytes from the client and to it, and why it closed; `_closeReason`
+   * is also `client-gone` on a request whose client left before its response was complete.
+   */
   readonly _bytesUp?: number
   readonly _bytesDown?: number
   readonly _closeReason?: string

@@ -45,7 +45,11 @@ export async function responseContent (
     }
   }
   const note = decoded.decoded ? `, decoded from ${contentEncoding ?? ''}` : ''
-  return { size: tap.total, mimeType, ...body, comment: `truncated: the first ${bytes.length} bytes kept${note} (maxBodyBytes ${limit})` }
+  // Every byte that passed is kept, but the body never ended: its client left, or its destination cut it.
+  const comment = !tap.complete && tap.total <= limit
+    ? `cut short: the body stopped after ${tap.total} bytes${note}`
+    : `truncated: the first ${bytes.length} bytes kept${note} (maxBodyBytes ${limit})`
+  return { size: tap.total, mimeType, ...body, comment }
 }
 
 /** A request body as HAR `postData`: text, or base64 with `_encoding`, cut at `limit`, scrubbed. */

@@ -63,6 +63,7 @@ export async function buildHarEntry (
     _intercepted: exchange.intercepted,
     _decision: exchange.decision,
     ...(exchange.errorType === undefined ? {} : { _errorType: exchange.errorType }),
+    ...(exchange.closeReason === undefined ? {} : { _closeReason: exchange.closeReason }),
     ...(relay === undefined
       ? {}
       : {

@@ -8,7 +8,7 @@ import { dialedHostOf, dialDurationsOf } from '../security/dialed-address'
 import type { CaptureRecord, FinishedExchange } from '../capture/capture-record'
 
 /** What the request's telemetry knows of it: who, what the proxy decided, where it was dialed. */
-export type ExchangeFacts = Pick<FinishedExchange, 'user' | 'intercepted' | 'decision' | 'errorType' | 'responseBytes'> & {
+export type ExchangeFacts = Pick<FinishedExchange, 'user' | 'intercepted' | 'decision' | 'errorType' | 'responseBytes' | 'closeReason'> & {
   /** The socket the request went on, when one was dialed. */
   readonly dialed: object | undefined
 }
@@ -22,14 +22,16 @@ export function finishedExchange (
   relay: FinishedExchange['relay']
 ): FinishedExchange {
   const { raw } = request
+  // A client that left before any head got none: its entry says 499, as its access line does.
+  const headless = facts.closeReason !== undefined && !reply.raw.headersSent
   return {
     record,
     method: request.method,
     receivedUrl: receivedUrlOf(request),
     receivedHeaders: withoutPseudoHeaders(raw.rawHeaders),
     clientHttpVersion: `HTTP/${raw.httpVersion}`,
-    status: relay === undefined ? reply.statusCode : relay.kind === 'websocket' ? 101 : 200,
-    responseHeaders: record.switchedHead?.headers ?? (relay === undefined ? reply.getHeaders() : {}),
+    status: headless ? ABANDONED_STATUS : relay === undefined ? reply.statusCode : relay.kind === 'websocket' ? 101 : 200,
+    responseHeaders: record.switchedHead?.headers ?? (relay === undefined && !headless ? reply.getHeaders() : {}),
     responseBytes: facts.responseBytes,
     endedAt: performance.now(),
     user: facts.user,
@@ -38,9 +40,13 @@ export function finishedExchange (
     errorType: facts.errorType,
     serverAddress: dialedHostOf(facts.dialed),
     dial: dialDurationsOf(facts.dialed),
+    ...(facts.closeReason === undefined ? {} : { closeReason: facts.closeReason }),
     ...(relay === undefined ? {} : { relay })
   }
 }
+
+/** The status recorded for a request whose client left before any answer (nginx's convention). */
+export const ABANDONED_STATUS = 499
 
 /**
  * The request's URL as it came: `http://...` as sent, `https://host/...` inside a tunnel,

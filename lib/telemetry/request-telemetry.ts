@@ -18,7 +18,7 @@ import { refusalRuleOf } from '../protocol/refusals'
 import type { ReportedRefusal } from '../security/report-mode'
 import type { CaptureRecord, FinishedExchange } from '../capture/capture-record'
 import type { TrafficCapture } from '../capture/traffic-capture'
-import { finishedExchange } from './capture-exchange'
+import { ABANDONED_STATUS, finishedExchange } from './capture-exchange'
 import { type AccessLineNotes, decisionOf, logAccess, logsInfo, userOf } from './access-line'
 
 /**
@@ -223,14 +223,18 @@ export function finishProxyRequest (request: FastifyRequest, reply: FastifyReply
  * sent, or 499 as nginx logs a client that closed its request before any; `closeReason`
  * `client-gone`; the bytes moved until then) and the end of its span. Without it a client could
  * reach destinations, or storm the proxy with CONNECTs, and leave no trace in the log. An HTTP/2
- * CONNECT's stream that finishes afterwards as a response does writes no second line.
+ * CONNECT's stream that finishes afterwards as a response does writes no second line. A recorded
+ * request gets its capture entry, with `_closeReason` `client-gone`.
  */
 export function finishAbandonedRequest (request: FastifyRequest, reply: FastifyReply): void {
   const state = telemetry.get(request.raw)
   if (state === undefined || state.finished) return
   state.finished = true
   countRequestOutcome(state.kind, 'abandoned')
+  // Left before the head: the connection the request was given to is where it went.
+  state.dialed ??= state.pooledOn?.lastDialed
   if (state.span !== undefined) endAbandonedProxySpan(state.span)
+  if (state.capture !== undefined) finishCapture(request, reply, state, state.capture, undefined, 'client-gone')
   if (!logsInfo(request.log)) return
   const status = reply.raw.headersSent ? reply.statusCode : ABANDONED_STATUS
   logAccess(request, reply, state, { kind: state.kind, status, closeReason: 'client-gone', bytesIn: state.bytesIn, bytesOut: state.bytesOut }, 'proxy access')
@@ -317,7 +321,14 @@ export function finishUpgrade (request: FastifyRequest, reply: FastifyReply, end
  * Hands a recorded request that has ended to its capture (which builds its entry later, off the
  * request path): the response head as written to the client, and what the access line knows.
  */
-function finishCapture (request: FastifyRequest, reply: FastifyReply, state: RequestTelemetry, record: CaptureRecord, relay: FinishedExchange['relay']): void {
+function finishCapture (
+  request: FastifyRequest,
+  reply: FastifyReply,
+  state: RequestTelemetry,
+  record: CaptureRecord,
+  relay: FinishedExchange['relay'],
+  closeReason?: FinishedExchange['closeReason']
+): void {
   const refusedBy = state.error === undefined ? undefined : refusalRuleOf(state.error)
   record.finish(finishedExchange(request, reply, record, {
     user: userOf(request, state),
@@ -325,9 +336,7 @@ function finishCapture (request: FastifyRequest, reply: FastifyReply, state: Req
     decision: decisionOf(refusedBy, refusedBy === undefined ? state.reported : undefined),
     errorType: state.error?.errorType,
     responseBytes: state.bytesOut,
-    dialed: state.dialed
+    dialed: state.dialed,
+    closeReason
   }, relay))
 }
-
-/** The status logged for a request whose client left before any answer (nginx's convention). */
-const ABANDONED_STATUS = 499
