@@ -17,6 +17,14 @@ test('EST errors hold no secret: a service echoing the Authorization header in i
     t.notMatch(shown, token)
   }
 
+  // However short the password, a service echoing it decoded finds it redacted too.
+  const short = await startOpensslEstResponder(t, { echoAuthorization: 'decoded' })
+  const shortPassword = createEstCertificateProvider({ url: short.url, ca: short.ca.cert, username: 'proxy', password: 'pw1' })
+  t.teardown(() => shortPassword.close())
+  const shortError = await shortPassword.getLeaf('api.example.com').then(() => null, (caught: unknown) => caught as Error)
+  t.match(shortError, { reason: 'est_refused', message: /Basic \[redacted\] = proxy:\[redacted\]/ })
+  t.notMatch(String(shortError?.message), 'pw1')
+
   // Option errors name the option, never a secret value.
   const optionError = (() => {
     try {

@@ -1,4 +1,5 @@
 import { test } from 'tap'
+import { createPrivateKey } from 'node:crypto'
 import { chmodSync, mkdirSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { runBin } from './helpers/cli-bin'
@@ -86,6 +87,24 @@ test('server: a private key file (TLS listener, interception CA, EST client) wit
       const server = await startProxyServer(config)
       t.equal(server.urls.length, 1, `${entry.name}, mode 0${mode.toString(8)}: used`)
       await server.close()
+    }
+  }
+})
+
+test('server: an encrypted private key file (TLS listener, interception CA, EST client; PKCS#8 or traditional PEM) is refused naming its key and saying the server reads unencrypted keys only, never OpenSSL\'s "bad decrypt" or a passphrase it has no way to take', async (t) => {
+  const directory = fixtureDirectory(t)
+  for (const entry of await keyCases(directory)) {
+    const config = parseConfig({ log: { level: 'silent' }, ...entry.config }, 'test.json', '/')
+    const key = createPrivateKey(entry.key)
+    const encrypted = [
+      key.export({ type: 'pkcs8', format: 'pem', cipher: 'aes-256-cbc', passphrase: 'pass-6f1e' }),
+      key.export({ type: key.asymmetricKeyType === 'rsa' ? 'pkcs1' : 'sec1', format: 'pem', cipher: 'aes-256-cbc', passphrase: 'pass-6f1e' })
+    ]
+    for (const pem of encrypted) {
+      writeFileSync(entry.keyPath, pem, { mode: 0o600 })
+      const error = await startProxyServer(config).then(() => undefined, (e: unknown) => e as Error)
+      t.equal(error?.name, 'ConfigError', `${entry.name}: refused`)
+      t.equal(error?.message, `${entry.pointer}: the private key "${entry.keyPath}" is encrypted; the server reads unencrypted PEM keys only (decrypt it into a file readable by the proxy's user alone, mode 0600 or 0400)`)
     }
   }
 })

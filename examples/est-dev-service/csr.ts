@@ -41,7 +41,7 @@ export async function acceptRequest (der: Uint8Array): Promise<AcceptedRequest> 
   if (!await request.verify(nodeCryptoEngine()).catch(() => false)) throw new RequestRefused(400, 'the request signature does not verify')
   const names = requestedNames(request)
   const host = names[0]
-  if (names.length !== 1 || host === undefined) throw new RequestRefused(400, 'the request must carry exactly one subjectAltName (dNSName or iPAddress)')
+  if (names.length !== 1 || host === undefined || host === '') throw new RequestRefused(400, 'the request must carry exactly one subjectAltName (dNSName or iPAddress)')
   const cn = request.subject.typesAndValues.find((entry) => entry.type === '2.5.4.3')?.value.valueBlock.value as unknown
   if (cn !== undefined && String(cn) !== host) throw new RequestRefused(400, 'the request subject CN differs from its subjectAltName')
   const spki = new Uint8Array(request.subjectPublicKeyInfo.toSchema().toBER(false))
@@ -55,11 +55,13 @@ function requestedNames (request: CertificationRequest): string[] {
   const extension = new Extensions({ schema: value }).extensions.find((candidate) => candidate.extnID === EXTENSION_OID.subjectAltName)
   const altName = extension?.parsedValue as unknown
   if (!(altName instanceof AltName)) return []
+  // Every name counts, of whatever type: one the service cannot read (an email, a URI, an IP of
+  // odd length) is kept as '' so that a request for it besides a DNS name is still refused.
   return altName.altNames.map((name) => {
     if (name.type === GENERAL_NAME_DNS) return String(name.value)
     if (name.type === GENERAL_NAME_IP) return ipText(new Uint8Array((name.value as OctetString).valueBlock.valueHexView))
     return ''
-  }).filter((name) => name !== '')
+  })
 }
 
 function ipText (bytes: Uint8Array): string {

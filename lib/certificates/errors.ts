@@ -6,7 +6,7 @@
  * - `est_unreachable`: the EST server could not be reached or the TLS connection to it failed;
  * - `est_timeout`: the enrollment (including waits a 202 asked for) took longer than `timeout`;
  * - `est_refused`: the server answered with an error status (the status is in `estStatus`);
- * - `est_bad_response`: the answer was not base64 PKCS#7 certs-only, or held no usable certificate;
+ * - `est_bad_response`: the answer was not base64 PKCS#7 certs-only, held no usable certificate, or was larger than `maxResponseBytes`;
  * - `est_untrusted_leaf`: the issued leaf does not name the host, is not for the proxy's key,
  *   is not valid now, or does not chain to the `/cacerts` certificates.
  */

@@ -118,10 +118,12 @@ export class EstTransport {
   readonly #base: string
   readonly #agent: Agent
   readonly #authorization: string | undefined
-  readonly #secrets: readonly string[]
+  readonly #secrets: RegExp | null
+  readonly #maxResponseBytes: number
 
   constructor (settings: EstTransportSettings) {
     this.#base = settings.base
+    this.#maxResponseBytes = settings.maxResponseBytes
     const ca = settings.ca === undefined ? undefined : (Array.isArray(settings.ca) ? [...settings.ca] : settings.ca as string | Buffer)
     this.#agent = new Agent({
       connect: {
@@ -135,10 +137,13 @@ export class EstTransport {
     if (settings.username !== undefined && settings.password !== undefined) {
       const token = Buffer.from(`${settings.username}:${settings.password}`).toString('base64')
       this.#authorization = `Basic ${token}`
-      this.#secrets = [settings.password, token].filter((secret) => secret.length >= 4)
+      // However short the password, it is redacted: a message made harder to read is better
+      // than a credential in the log. One pass, the token first, so that no redaction is
+      // searched again and the token is never cut by the password's.
+      this.#secrets = secretsPattern([token, settings.password])
     } else {
       this.#authorization = undefined
-      this.#secrets = []
+      this.#secrets = null
     }
   }
 
@@ -166,19 +171,29 @@ export class EstTransport {
       return { status: response.statusCode, headers: response.headers, body: Buffer.concat(chunks) }
     } catch (error) {
       if (signal.aborted) throw new ForwardProxyEstError('est_timeout', `EST ${operation} at ${this.#base}: no answer within the timeout`)
+      // The server answered, with more than an EST answer can be: a bad response, not a network fault.
+      if ((error as { code?: unknown }).code === 'UND_ERR_RES_EXCEEDED_MAX_SIZE') {
+        throw new ForwardProxyEstError('est_bad_response', `EST ${operation} at ${this.#base}: the answer is larger than maxResponseBytes (${this.#maxResponseBytes} bytes)`)
+      }
       throw new ForwardProxyEstError('est_unreachable', `EST ${operation} at ${this.#base} failed: ${this.redact(describe(error))}`)
     }
   }
 
   /** `text` with the password and the Basic token replaced, for error messages. */
   redact (text: string): string {
-    return this.#secrets.reduce((result, secret) => result.split(secret).join('[redacted]'), text)
+    return this.#secrets === null ? text : text.replace(this.#secrets, '[redacted]')
   }
 
   /** Closes the connections to the EST server; requests under way fail. */
   async close (): Promise<void> {
     await this.#agent.destroy()
   }
+}
+
+/** One pattern that finds any of `secrets` (the empty ones left out), the earlier first at a position. */
+function secretsPattern (secrets: readonly string[]): RegExp | null {
+  const present = secrets.filter((secret) => secret.length > 0)
+  return present.length === 0 ? null : new RegExp(present.map((secret) => secret.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')).join('|'), 'g')
 }
 
 function describe (error: unknown): string {

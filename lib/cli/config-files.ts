@@ -23,13 +23,24 @@ export function readConfigFile (path: string, key: string): Buffer {
 /**
  * Reads a private key file named by the configuration (a TLS listener's key, the interception
  * CA's key, the EST client key) and refuses it when others may read it, or a group the proxy's
- * user is not in (the rule of `tooOpenKeyFile`): such a key may already be in other hands.
+ * user is not in (the rule of `tooOpenKeyFile`): such a key may already be in other hands. An
+ * encrypted key is refused too: the configuration holds no passphrase for it.
  * @param key the configuration key that names the file, e.g. `/listen/0/tls/key`.
  * @throws ConfigError naming the key, the path and the mode (or the read error), never the file's content.
  */
 export function readKeyFile (path: string, key: string): Buffer {
-  return readPrivateFile(path, key, { file: 'private key', thing: 'key' })
+  const content = readPrivateFile(path, key, { file: 'private key', thing: 'key' })
+  // The file gives no passphrase to read an encrypted key with: say so, rather than let
+  // OpenSSL's "bad decrypt" or "give its passphrase" send the operator looking for one.
+  if (ENCRYPTED_PEM.test(content.toString('latin1'))) {
+    content.fill(0)
+    throw new ConfigError(`${key}: the private key "${path}" is encrypted; the server reads unencrypted PEM keys only (decrypt it into a file readable by the proxy's user alone, mode 0600 or 0400)`)
+  }
+  return content
 }
+
+/** A PKCS#8 encrypted key, or a traditional PEM key with an encryption header. */
+const ENCRYPTED_PEM = /-----BEGIN ENCRYPTED PRIVATE KEY-----|Proc-Type:\s*4,ENCRYPTED/
 
 /**
  * Reads a file only the proxy's user (and its own groups) may read (a private key, a secret):

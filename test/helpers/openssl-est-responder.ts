@@ -25,8 +25,13 @@ export interface OpensslEstResponderOptions {
   issueForName?: string
   /** Sign leaves with this CA instead of the one /cacerts announces (an untrusted leaf). */
   rogueSigner?: CaFixture
-  /** Refuse every enrollment with 403 and a body echoing the Authorization header (a careless service). */
-  echoAuthorization?: boolean
+  /**
+   * Refuse every enrollment with 403 and a body echoing the Authorization header (a careless
+   * service); `decoded` echoes the credentials it carries as well, `user:password`.
+   */
+  echoAuthorization?: boolean | 'decoded'
+  /** Answer every enrollment 200 with this many bytes (more than an EST answer can be). */
+  answerBytes?: number
   /** Hold every answer this long, in milliseconds (a slow service). */
   delayMs?: number
 }
@@ -72,7 +77,12 @@ export async function startOpensslEstResponder (t: Test, options: OpensslEstResp
     if (req.method !== 'POST' || req.url !== '/.well-known/est/simpleenroll') return answer(res, 404, 'text/plain', 'not found')
     state.enrollments++
     state.authorizations.push(String(req.headers.authorization ?? ''))
-    if (options.echoAuthorization === true) return answer(res, 403, 'text/plain', `refused for Authorization: ${String(req.headers.authorization)}`)
+    if (options.echoAuthorization !== undefined && options.echoAuthorization !== false) {
+      const authorization = String(req.headers.authorization)
+      const decoded = options.echoAuthorization === 'decoded' ? ` = ${Buffer.from(authorization.replace(/^Basic /, ''), 'base64').toString()}` : ''
+      return answer(res, 403, 'text/plain', `refused for Authorization: ${authorization}${decoded}`)
+    }
+    if (options.answerBytes !== undefined) return answer(res, 200, 'application/pkcs7-mime', 'A'.repeat(options.answerBytes))
     if (req.headers['content-type'] !== 'application/pkcs10') return answer(res, 415, 'text/plain', 'expected application/pkcs10')
     if (pendingLeft > 0) {
       pendingLeft--
