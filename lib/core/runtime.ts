@@ -157,8 +157,16 @@ export interface TransportSummary {
   /** Bytes (TLS records) to the client. */
   readonly bytesDown: number
   /** Why it ended. */
-  readonly reason: 'closed' | 'idle-timeout' | 'aborted'
+  readonly reason: 'closed' | 'idle-timeout' | 'aborted' | HandshakeCloseReason
 }
+
+/**
+ * Why an intercepted tunnel ended before its client's TLS handshake completed: the proxy had no
+ * certificate to present (`handshake-refused`), the handshake failed (`handshake-error`: the
+ * client refused the certificate, or spoke something other than TLS), or it took longer than
+ * the handshake timeout (`handshake-timeout`).
+ */
+export type HandshakeCloseReason = 'handshake-refused' | 'handshake-error' | 'handshake-timeout'
 
 /**
  * What the client's TLS handshake runs on for an intercepted tunnel: it keeps the tunnel's
@@ -174,8 +182,10 @@ export interface ClientTransport {
   removeListener: (event: 'close', listener: () => void) => this
   /** Closes the client side (and the TLS socket layered on it). */
   destroy: () => void
-  /** Fails the client's handshake with a plaintext handshake_failure alert, then closes. */
+  /** Fails the client's handshake with a plaintext handshake_failure alert, then closes (`handshake-refused`). */
   refuseHandshake: () => void
+  /** Notes why the handshake failed, as the tunnel's close reason; call before closing it. */
+  noteHandshakeFailure: (reason: HandshakeCloseReason) => void
   /** Layers the server side of TLS on the client side; call once, after the certificate is known. */
   startTls: (options: TLSSocketOptions) => TLSSocket
 }

@@ -17,6 +17,7 @@ import type {
   ClientTransport,
   InterceptedStream,
   TransportSummary,
+  HandshakeCloseReason,
   InterceptedConnection
 } from '../core/runtime'
 import { recordHandshake, recordHandshakeFailure, type HandshakeFailure } from '../telemetry/tls-metrics'
@@ -58,6 +59,7 @@ export async function terminateTls (termination: TlsTermination): Promise<TLSSoc
     timedOut = true
     log.info({ tunnel: { destination: `${destination.host}:${destination.port}` } }, 'intercepted tunnel closed: TLS handshake timed out')
     abort.abort()
+    transport.noteHandshakeFailure('handshake-timeout')
     transport.destroy()
   }, termination.handshakeTimeout)
   timer.unref()
@@ -113,6 +115,7 @@ export async function terminateTls (termination: TlsTermination): Promise<TLSSoc
     const onError = (error: Error & { code?: string }): void => {
       log.debug({ err: { code: error.code, message: error.message } }, 'intercepted tunnel: client TLS handshake failed')
       if (isClientRefusal(error)) termination.onClientRefusal?.()
+      transport.noteHandshakeFailure('handshake-error')
       socket.destroy()
       fail('tls_error')
     }
@@ -235,8 +238,13 @@ export class TunnelTransport extends Duplex implements ClientTransport {
   }
 
   refuseHandshake (): void {
+    this.#reason = 'handshake-refused'
     const cancel = refuseClientHandshake(this.#client.input, this.#client.output, () => this.destroy())
     this.once('close', cancel)
+  }
+
+  noteHandshakeFailure (reason: HandshakeCloseReason): void {
+    if (this.#reason === 'closed') this.#reason = reason
   }
 
   startTls (options: TLSSocketOptions): TLSSocket {
@@ -354,7 +362,12 @@ export class SocketTransport extends EventEmitter implements ClientTransport {
     this.#socket.destroy()
   }
 
+  noteHandshakeFailure (reason: HandshakeCloseReason): void {
+    if (this.#reason === 'closed') this.#reason = reason
+  }
+
   refuseHandshake (): void {
+    this.#reason = 'handshake-refused'
     const socket = this.#socket
     if (this.#head.length > 0) socket.unshift(this.#head)
     const cancel = refuseClientHandshake(socket, socket, () => socket.destroy())
