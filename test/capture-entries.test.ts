@@ -110,7 +110,7 @@ test('secrets are recorded as their placeholders, in heads and bodies; Proxy-Aut
   const answer = await request(`https://127.0.0.1:${origin.port}/use`, {
     method: 'POST',
     dispatcher: agent,
-    headers: { 'x-api-key': placeholder, cookie: 'client-cookie=c1', 'x-team-token': 'team-token-value', 'content-type': 'text/plain' },
+    headers: { 'x-api-key': placeholder, cookie: 'client-cookie=c1', 'x-team-token': 'team-token-value', 'content-type': 'text/plain', 'accept-encoding': 'gzip', range: 'bytes=0-3' },
     body: `pasted ${secret}`
   })
   t.equal(answer.statusCode, 200)
@@ -123,6 +123,9 @@ test('secrets are recorded as their placeholders, in heads and bodies; Proxy-Aut
   t.notOk(text.includes(credentials) || text.includes('alice-password-2'), 'no proxy credential anywhere in the entry')
   t.notOk(/proxy-authorization/i.test(text))
   t.equal(header(entry.request.headers, 'x-api-key'), placeholder)
+  t.equal(header(entry.request.headers, 'accept-encoding'), 'identity', 'what a scrubbed response was asked for, as the destination got it')
+  t.equal(header(entry.request.headers, 'range'), undefined)
+  t.equal(origin.requests[0]?.headers['accept-encoding'], 'identity')
   t.equal(header(entry.request.headers, 'cookie'), '[redacted]')
   t.equal(header(entry.request.headers, 'x-team-token'), '[redacted]', 'a configured name is redacted too')
   t.same(entry.request.cookies, [])

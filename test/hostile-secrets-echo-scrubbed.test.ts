@@ -83,6 +83,20 @@ function echo (req: IncomingMessage, res: ServerResponse): void {
       res.setHeader('location', `https://next.example/?q=${encodeURIComponent(encodeURIComponent(url.searchParams.get('q') ?? ''))}`)
       res.end()
       return
+    case '/stored-ranges': {
+      // A stored key served with byte ranges: four bytes at a time, no piece is a form a scrubber knows.
+      const document = Buffer.from(JSON.stringify({ stored: VALUE }))
+      const range = /^bytes=(\d+)-(\d+)$/.exec(String(req.headers.range))
+      if (range === null) {
+        res.setHeader('accept-ranges', 'bytes')
+        res.end(document)
+        return
+      }
+      const [first, last] = [Number(range[1]), Math.min(Number(range[2]), document.length - 1)]
+      res.writeHead(206, { 'content-range': `bytes ${first}-${last}/${document.length}`, 'content-length': String(last - first + 1) })
+      res.end(document.subarray(first, last + 1))
+      return
+    }
     case '/stored':
       // An API that returns a stored key: the request carried no placeholder.
       res.setHeader('set-cookie', [`session=${b64(VALUE)}`, `other=${b64(`xy${VALUE}`)}; Path=/`])
@@ -190,6 +204,19 @@ test('secrets: a redirect that re-encodes the value twice gives back the placeho
   t.equal(answer.status, 302)
   t.same(leaks(answer.head), [])
   t.match(answer.head, PLACEHOLDER)
+})
+
+test('secrets: a stored key cannot be read back a few bytes at a time: Range and If-Range are not sent to a secret\'s host, which answers the whole body, scrubbed', async (t) => {
+  const setup = await setUp(t)
+  let pieced = ''
+  for (let first = 0; first < 40; first += 4) {
+    const answer = await get(setup, '/stored-ranges', { range: `bytes=${first}-${first + 3}`, 'if-range': '"any"' })
+    t.equal(answer.status, 200, `bytes ${first}-${first + 3}: the whole body`)
+    t.same(leaks(answer.head + answer.body), [])
+    pieced += answer.body.slice(first, first + 4)
+  }
+  t.same(leaks(pieced), [], 'the pieces put together hold no value either')
+  t.ok(setup.origin.requests.every((seen) => seen.headers.range === undefined && seen.headers['if-range'] === undefined), 'the destination never got a range')
 })
 
 test('secrets: a stored key returned percent-encoded, lower-case hex, JSON-escaped, upper-cased and in base64 (body and Set-Cookie) never reaches the client, though the request carried no placeholder', async (t) => {

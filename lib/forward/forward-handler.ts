@@ -15,7 +15,7 @@ import { exchangeWithDestination, type DestinationResponse } from './destination
 import { scrubbedBody } from './scrubbed-response'
 import { buildClientResponseHeaders, copyClientResponseHeaders } from './client-response-head'
 import { abandonBody, countedBody, discardBody, hasBody, withInactivityTimeout } from './forwarded-bodies'
-import { placeSecrets, prepareOutgoingRequest, type ForwardTarget, type OutgoingDecision, type PreparedRequest, type RequestToSend } from './outgoing-request'
+import { headersAsSent, placeSecrets, prepareOutgoingRequest, type ForwardTarget, type OutgoingDecision, type PreparedRequest, type RequestToSend } from './outgoing-request'
 import { transformOutgoingRequest, type HeaderRecord } from './transforms'
 import type { UpstreamProxy } from '../security/upstream-proxy'
 import { Cancellation } from '../security/destination-connector'
@@ -147,7 +147,7 @@ class Forwarding {
     const counts = forwardNotesOf(request)
     const { capture } = counts
     const authority = formatAuthority(destination.host, destination.port)
-    capture?.noteSent(scheme, destination, prepared.path, transformed)
+    capture?.noteSent(scheme, destination, prepared.path, headersAsSent(transformed, scrubber))
     const body = hasBody(request, prepared.received)
       ? countedBody(request.raw, (chunk) => { counts.bytesIn += chunk.length }, runtime.settings.limits.httpActivityTimeout, capture)
       : null

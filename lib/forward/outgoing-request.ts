@@ -141,8 +141,8 @@ export interface RequestToSend {
  * Puts each secret's value in place of its placeholder in what leaves: the path and the headers
  * the transforms returned (so a header rule that sets a placeholder injects the secret, checked
  * like a client's), the secrets named on the access log line. Toward a destination some secret
- * is granted to, the response gets a scrubber, and the request asks for an unencoded body
- * (`Accept-Encoding: identity`) so that its bytes can be searched. Returns what it was given
+ * is granted to, the response gets a scrubber, and the request asks for a whole unencoded body
+ * (see {@link askingForScrubbableBody}) so that its bytes can be searched. Returns what it was given
  * when the request has no secrets to check, without waiting. A request a host list in report
  * mode would have refused carries no secret: a placeholder its destination is granted is
  * refused too.
@@ -183,17 +183,32 @@ async function substituteSecrets (request: FastifyRequest, secrets: SecretSet, b
   const scrubber = result.kind === 'none'
     ? secrets.scrubberFor(destination.host, destination.port)
     : secrets.scrubberFor(destination.host, destination.port, result.given, result.produced)
-  return { path: sent.path, headers: scrubber === null ? sent.headers : withHeader(sent.headers, 'accept-encoding', 'identity'), scrubber }
+  return { path: sent.path, headers: scrubber === null ? sent.headers : askingForScrubbableBody(sent.headers), scrubber }
 }
 
-/** Flat `headers` with `name` (lower case) set to `value` alone. */
-function withHeader (headers: readonly string[], name: string, value: string): string[] {
+/**
+ * Flat `headers` asking for a response body the scrubber can search whole: unencoded
+ * (`Accept-Encoding: identity`), and without `Range` or `If-Range`, since a client reading a
+ * stored value a few bytes at a time would get pieces no scrubber can recognise.
+ */
+function askingForScrubbableBody (headers: readonly string[]): string[] {
   const out: string[] = []
   for (let i = 0; i + 1 < headers.length; i += 2) {
-    if ((headers[i] as string).toLowerCase() !== name) out.push(headers[i] as string, headers[i + 1] as string)
+    const name = (headers[i] as string).toLowerCase()
+    if (name !== 'accept-encoding' && name !== 'range' && name !== 'if-range') out.push(headers[i] as string, headers[i + 1] as string)
   }
-  out.push(name, value)
+  out.push('accept-encoding', 'identity')
   return out
+}
+
+/**
+ * The head a recorded request is captured with, as it left: the transforms' headers, and for a
+ * response that is scrubbed what was asked of it (see {@link askingForScrubbableBody});
+ * placeholders stay where secrets go.
+ */
+export function headersAsSent (transformed: string[] | HeaderRecord, scrubber: SecretScrubber | null): string[] | HeaderRecord {
+  if (scrubber === null) return transformed
+  return askingForScrubbableBody(Array.isArray(transformed) ? transformed : flatHeaderList(transformed))
 }
 
 /** Flat name/value pairs of a header record, repeats in order. */

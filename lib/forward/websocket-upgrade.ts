@@ -14,7 +14,7 @@ import { scrubbedBody, scrubHeaders } from './scrubbed-response'
 import { createWebSocketScrubStream } from './websocket-scrub'
 import type { Readable } from 'node:stream'
 import { buildClientResponseHeaders } from './client-response-head'
-import { flatHeaderList, placeSecrets, prepareOutgoingRequest } from './outgoing-request'
+import { flatHeaderList, headersAsSent, placeSecrets, prepareOutgoingRequest } from './outgoing-request'
 import { withInactivityTimeout } from './forwarded-bodies'
 import { connectTls } from './destinations'
 import { Cancellation } from '../security/destination-connector'
@@ -90,7 +90,7 @@ export async function forwardWebSocketUpgrade (
   const upgradeValue = firstValue(received.upgrade) ?? 'websocket'
   const { capture } = forwardNotesOf(request)
   if (capture !== undefined) {
-    capture.noteSent('https', destination, prepared.path, transformed)
+    capture.noteSent('https', destination, prepared.path, scrubber === null ? transformed : withoutExtensions(headersAsSent(transformed, scrubber)))
     capture.dispatchedAt = performance.now()
   }
   const connection = await connectTls(destination, runtime.connector, runtime.destinationTls)
