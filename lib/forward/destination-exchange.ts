@@ -53,6 +53,9 @@ export function exchangeWithDestination (
   onAnswer: DestinationAnswer
 ): void {
   const exchange = new DestinationExchange(request.body, options, onAnswer)
+  // The request's own options object (each caller builds one per request): the pooled
+  // connection it is given to finds the exchange there.
+  ;(request as RequestWithExchange)[EXCHANGE] = exchange
   try {
     dispatcher.dispatch(request, exchange)
   } catch (error) {
@@ -60,11 +63,25 @@ export function exchangeWithDestination (
   }
 }
 
+/** What a pooled connection tells the exchange of the request it carries. */
+export interface ExchangeOfRequest {
+  /** The destination closed its side of the connection (its socket's 'end'). */
+  destinationEnded: () => void
+}
+
+const EXCHANGE = Symbol('exchange')
+type RequestWithExchange = Dispatcher.DispatchOptions & { [EXCHANGE]?: ExchangeOfRequest }
+
+/** The exchange sent with these dispatch options, when {@link exchangeWithDestination} sent them. */
+export function exchangeOf (options: Dispatcher.DispatchOptions): ExchangeOfRequest | undefined {
+  return (options as RequestWithExchange)[EXCHANGE]
+}
+
 // undici's default highWaterMark for response bodies.
 const BODY_HIGH_WATER_MARK = 64 * 1024
 
 /** The handler of one exchange: collects the response until it is delivered, then streams the rest. */
-class DestinationExchange implements Dispatcher.DispatchHandler {
+class DestinationExchange implements Dispatcher.DispatchHandler, ExchangeOfRequest {
   #controller: Dispatcher.DispatchController | undefined
   #statusCode = 0
   #headers: IncomingHeaders = {}
@@ -72,6 +89,8 @@ class DestinationExchange implements Dispatcher.DispatchHandler {
   #stream: DestinationBody | undefined
   #complete = false
   #settled = false
+  /** Set once the destination closed its side: the bytes still to come are all in, held back no more. */
+  #destinationEnded = false
   readonly #requestBody: unknown
   readonly #wholeBody: boolean
   readonly #onAnswer: DestinationAnswer
@@ -105,10 +124,23 @@ class DestinationExchange implements Dispatcher.DispatchHandler {
 
   onResponseData (controller: Dispatcher.DispatchController, chunk: Buffer): void {
     if (this.#stream !== undefined) {
-      if (!this.#stream.push(chunk)) controller.pause()
+      if (!this.#stream.push(chunk) && !this.#destinationEnded) controller.pause()
     } else {
       this.#chunks?.push(chunk)
     }
+  }
+
+  /**
+   * Called by the pooled connection when its destination closed its side (before undici hears
+   * of it): a body held back for a slow client is let go, and not held again. undici 7 asserts
+   * that its parser is not paused when the socket ends, and the assertion, thrown from the
+   * socket's 'end' listener, would end the process (nodejs/undici#5360). What is let go is
+   * bounded: it has all arrived.
+   */
+  destinationEnded (): void {
+    this.#destinationEnded = true
+    const controller = this.#controller
+    if (controller?.paused === true) controller.resume()
   }
 
   onResponseEnd (): void {

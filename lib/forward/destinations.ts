@@ -18,6 +18,7 @@ import type { ForwardProxyDestination } from '../../types/destination'
 import type { DestinationTlsSettings } from '../core/interception-options'
 import { carryDialedAddress, noteDialDurations } from '../security/dialed-address'
 import type { ForwardNotes, PooledConnection } from '../telemetry/request-telemetry'
+import { exchangeOf, type ExchangeOfRequest } from './destination-exchange'
 
 /** The host undici asks a connector for, canonical; it hands IPv6 literals over without brackets. */
 function hostOf (options: buildConnector.Options): string | null {
@@ -51,11 +52,20 @@ function forwardingAgent (connect: buildConnector.connector, httpActivityTimeout
 class TrackedConnection extends Client implements PooledConnection {
   /** The socket of this connection's last dial: the one its requests go on until it closes. */
   lastDialed: object | undefined = undefined
+  /** The exchange of the request given last: the one a destination closing its side concerns. */
+  #exchange: ExchangeOfRequest | undefined = undefined
 
   override dispatch (options: Dispatcher.DispatchOptions, handler: Dispatcher.DispatchHandler): boolean {
     const notes = (options as { opaque?: unknown }).opaque
     if (isForwardNotes(notes)) notes.pooledOn = this
+    this.#exchange = exchangeOf(options)
     return super.dispatch(options, handler)
+  }
+
+  /** Its socket's 'end', heard before undici's own listener (see {@link ExchangeOfRequest.destinationEnded}). */
+  destinationEnded (): void {
+    this.#exchange?.destinationEnded()
+    this.#exchange = undefined
   }
 }
 
@@ -70,7 +80,11 @@ function trackedConnection (origin: URL, options: object): Dispatcher {
     ...options,
     connect: (connectOptions, callback) => {
       connect(connectOptions, (...result) => {
-        if (result[1] !== null) connection.lastDialed = result[1]
+        const socket = result[1]
+        if (socket !== null) {
+          connection.lastDialed = socket
+          socket.prependListener('end', () => connection.destinationEnded())
+        }
         callback(...result)
       })
     }
