@@ -18,6 +18,7 @@ import { splitSecretHost } from '../security/secret-options'
 import type { ReleaseIdleMemory } from './idle-memory'
 import type { LogConfig } from './logging'
 import { checkRedisConfig, type RedisConfig } from './redis-config'
+import { jsonSyntaxError } from './json-syntax-error'
 import { ConfigError, describeSchemaError } from './config-errors'
 
 /** One listener of the configuration file; TLS paths already resolved against the file's folder. */
@@ -270,8 +271,10 @@ export function loadConfigFile (path: string): ProxyServerConfig {
   let value: unknown
   try {
     value = JSON.parse(text)
-  } catch (error) {
-    throw new ConfigError(`${path}: not valid JSON (${(error as Error).message})`)
+  } catch {
+    // Not JSON.parse's message: it quotes the text around the error, perhaps a password.
+    const error = jsonSyntaxError(text)
+    throw new ConfigError(`${path}: not valid JSON${error === null ? '' : `: line ${error.line}, column ${error.column}: ${error.problem}`}`)
   }
   const config = parseConfig(value, path, dirname(resolve(path)))
   if (config.capture !== undefined) checkCaptureFolder(config.capture.file, path)
