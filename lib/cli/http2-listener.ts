@@ -11,6 +11,7 @@ import type { Server as HttpServer } from 'node:http'
 import type { TLSSocket } from 'node:tls'
 import type { ListenerTlsFiles } from './config-files'
 import type { ProxyServer } from '../connect/listener'
+import { HTTP2_MAX_CONCURRENT_STREAMS } from '../protocol/http2-limits'
 
 /**
  * HTTP/2 flow-control windows the proxy grants clients for the bytes they send (bytes in
@@ -28,14 +29,6 @@ export const HTTP2_RECEIVE_WINDOWS = {
   /** Set with `session.setLocalWindowSize()` on every session (HTTP/2 has no setting for it). */
   connection: 16 * 1024 * 1024
 } as const
-
-/**
- * Streams one HTTP/2 connection may have open at once (`SETTINGS_MAX_CONCURRENT_STREAMS`);
- * a stream beyond it is refused with RST_STREAM REFUSED_STREAM before the proxy sees it.
- * Node's default is unlimited, which let one client hold every tunnel slot
- * (`maxConcurrentTunnels`) on a single connection; 100 is what HTTP/2 recommends as a minimum.
- */
-export const HTTP2_MAX_CONCURRENT_STREAMS = 100
 
 /**
  * Node options of a TLS listener with `http2: true`: ALPN offers `h2` and `http/1.1`

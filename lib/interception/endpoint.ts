@@ -44,6 +44,7 @@ import { forwardRequest } from '../forward/forward-handler'
 import { isWebSocketUpgrade, upgradeRequestHasBody } from '../forward/websocket-upgrade'
 import { ProxyError } from '../protocol/errors'
 import { ObjectSlot } from '../protocol/object-slot'
+import { HTTP2_MAX_CONCURRENT_STREAMS } from '../protocol/http2-limits'
 
 /** The address the in-memory endpoint is listed under (it is never bound to a port). */
 export const INTERCEPTION_ADDRESS = 'https://forward-proxy-tls-interception'
@@ -88,7 +89,7 @@ export class InterceptionEndpoint {
       allowHTTP1: clientProtocols !== 'http2',
       // Advertised so that a client attempting WebSockets over HTTP/2 gets a 400
       // rather than a protocol error.
-      settings: { enableConnectProtocol: true }
+      settings: { enableConnectProtocol: true, maxConcurrentStreams: HTTP2_MAX_CONCURRENT_STREAMS }
     })
     // HTTP/1.1 heads Node's parser refuses or that time out (408) get the proxy's answer.
     this.#server.on('clientError', createProxyClientErrorHandler(settings.pseudonym))

@@ -69,6 +69,15 @@ export async function connectRawHttp2 (port: number, ca: Buffer): Promise<RawHtt
     socket.once('secureConnect', () => resolve())
     socket.once('error', reject)
   })
+  return rawHttp2Over(socket)
+}
+
+/**
+ * Speaks raw HTTP/2 on a TLS socket already open with ALPN `h2` (inside an intercepted tunnel,
+ * say): sends the connection preface and an empty SETTINGS frame, and acknowledges the server's
+ * SETTINGS as they arrive.
+ */
+export function rawHttp2Over (socket: TLSSocket): RawHttp2Connection {
   if (socket.alpnProtocol !== 'h2') throw new Error(`the server did not select h2: ${String(socket.alpnProtocol)}`)
   const frames: ReceivedFrame[] = []
   const waiters: Array<{ wanted: (frame: ReceivedFrame) => boolean, resolve: (frame: ReceivedFrame) => void }> = []

@@ -1,0 +1,11 @@
+// What one HTTP/2 connection to the proxy may hold at once, on its own listeners and inside
+// intercepted tunnels alike.
+
+/**
+ * Streams one HTTP/2 connection may have open at once (`SETTINGS_MAX_CONCURRENT_STREAMS`);
+ * a stream beyond it is refused with RST_STREAM REFUSED_STREAM before the proxy sees it.
+ * Node's default is unlimited, which let one client hold every tunnel slot
+ * (`maxConcurrentTunnels`), or every request slot (`maxConcurrentRequests`) inside an
+ * intercepted tunnel, on a single connection; 100 is what HTTP/2 recommends as a minimum.
+ */
+export const HTTP2_MAX_CONCURRENT_STREAMS = 100
