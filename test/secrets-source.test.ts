@@ -92,3 +92,22 @@ test('Secret source: a value from the source echoed in a response header reaches
   const response = await setup.get('/echo')
   t.equal(response.headers['x-echo'], `Bearer ${PLACEHOLDER}`)
 })
+
+test('Secret source: a source that never answers, ignoring its signal, fails the request with 500 secret unavailable after 10 s, and the next request asks again (the question is not left pending for good)', async (t) => {
+  let asked = 0
+  const setup = await setUp(t, {
+    getValue: async () => {
+      asked++
+      if (asked === 1) return await new Promise<string>(() => {})
+      return 'the-answer-after-a-hang'
+    }
+  })
+  const hung = await setup.get('/hung')
+  t.equal(hung.status, 500)
+  t.match(String(hung.headers['proxy-status']), /error=proxy_internal_error; details="secret unavailable"/)
+  t.match(setup.log.lines().join('\n'), /secret \\"vault\\": its source did not answer within 10 s/)
+  await expectNothingDialedBefore(t, setup.origin.accepts, 'nothing was sent')
+  t.equal((await setup.get('/next')).status, 200, 'the next request asked again')
+  t.equal(asked, 2)
+  t.equal(setup.origin.requests[0]?.headers.authorization, 'Bearer the-answer-after-a-hang')
+})

@@ -64,9 +64,11 @@ export class SecretValue {
   async #ask (): Promise<string> {
     const source = this.#source as ForwardProxySecretSource
     let answer: Awaited<ReturnType<ForwardProxySecretSource['getValue']>>
+    const signal = AbortSignal.timeout(SOURCE_TIMEOUT_MS)
     try {
-      answer = await source.getValue(this.#name, AbortSignal.timeout(SOURCE_TIMEOUT_MS))
+      answer = await within(source.getValue(this.#name, signal), signal)
     } catch (error) {
+      if (error === signal.reason) throw unavailable(this.#name, `its source did not answer within ${SOURCE_TIMEOUT_MS / 1000} s`)
       throw unavailable(this.#name, 'its source failed', error)
     }
     const { value, maxAge } = typeof answer === 'string' ? { value: answer, maxAge: DEFAULT_SOURCE_MAX_AGE_MS } : { value: answer?.value, maxAge: answer?.maxAge ?? DEFAULT_SOURCE_MAX_AGE_MS }
@@ -78,6 +80,24 @@ export class SecretValue {
     this.#known = { value, expiresAt: Date.now() + maxAge }
     return value
   }
+}
+
+/**
+ * `answer`, or a rejection with the signal's reason once it aborts: a source that ignores the
+ * signal cannot hold the request, and every later one waiting on the same question, forever.
+ * A late answer is dropped (a late failure too, so it is never unhandled).
+ */
+async function within<T> (answer: T | Promise<T>, signal: AbortSignal): Promise<T> {
+  if (!(answer instanceof Promise)) return answer
+  return await new Promise<T>((resolve, reject) => {
+    const onAbort = (): void => reject(signal.reason)
+    if (signal.aborted) onAbort()
+    else signal.addEventListener('abort', onAbort, { once: true })
+    answer.then(
+      (value) => { signal.removeEventListener('abort', onAbort); resolve(value) },
+      (error: unknown) => { signal.removeEventListener('abort', onAbort); reject(error) }
+    )
+  })
 }
 
 function unavailable (name: string, why: string, cause?: unknown): ProxyError {
