@@ -54,7 +54,15 @@ test('malformed or wrong credentials get 407 (or the parser\'s 4xx), never 500, 
     t.not(res.status, 500, name)
   }
   const duplicated = await rawExchange(proxy.port, `GET http://127.0.0.1:${origin.port}/ HTTP/1.1\r\nHost: x\r\nProxy-Authorization: ${basic('mallory', 'x')}\r\nProxy-Authorization: ${basic('alice', 's3cret')}\r\nConnection: close\r\n\r\n`)
-  t.equal(duplicated.status, 407, 'a duplicated header is judged by its first value, never merged into a pass')
+  t.equal(duplicated.status, 407, 'a duplicated header is never merged into a pass')
+  // Valid credentials first, and anything after them: another user's, a wrong password, another scheme.
+  for (const second of [basic('alice', 'wrong'), basic('bob', 'b0b'), 'Bearer xyz', basic('alice', 's3cret')]) {
+    const repeated = await rawExchange(proxy.port, `GET http://127.0.0.1:${origin.port}/ HTTP/1.1\r\nHost: x\r\nProxy-Authorization: ${basic('alice', 's3cret')}\r\nproxy-authorization: ${second}\r\nConnection: close\r\n\r\n`)
+    t.equal(repeated.status, 407, `valid credentials followed by ${second.split(' ')[0] ?? ''} ...: refused, not judged by the first alone`)
+    t.match(repeated.text, /proxy-status: fastify-forward-proxy; error=http_request_denied/i)
+  }
+  const connectRepeated = await rawExchange(proxy.port, `CONNECT 127.0.0.1:${origin.port} HTTP/1.1\r\nHost: 127.0.0.1:${origin.port}\r\nProxy-Authorization: ${basic('alice', 's3cret')}\r\nProxy-Authorization: Bearer xyz\r\n\r\n`)
+  t.equal(connectRepeated.status, 407, 'a CONNECT too')
   // The accepted request is the probe: the first connection the origin got must be its.
   let ok = { status: 0 }
   await expectNothingDialedBefore(t, origin.accepts, 'no refused request reached the origin', {

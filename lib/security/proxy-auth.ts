@@ -116,6 +116,11 @@ export async function registerProxyAuthentication (
   // A header whose credentials a users table passed before is admitted without parsing it or
   // checking its credentials again, unless the client is locked out or has checks waiting.
   return function authenticateProxyClient (this: FastifyInstance, request, reply, done) {
+    // Node keeps the first of several: the others would go unchecked behind a valid one.
+    if (repeatsProxyAuthorization(request.raw.rawHeaders)) {
+      done(Object.assign(new Error('Proxy-Authorization is repeated.'), { statusCode: 407 }))
+      return
+    }
     const authorization = request.headers['proxy-authorization']
     const passed = typeof authorization === 'string' ? passedAuthorizationsOf(currentCheck())?.lookup(authorization) : undefined
     if (passed !== undefined && (limiter === null || limiter.admitsUnchecked(clientAddressOf(request)))) {
@@ -126,6 +131,20 @@ export async function registerProxyAuthentication (
     parseAndCheck.call(this, request, reply, done)
   }
 }
+
+/** True when a request head carries more than one `Proxy-Authorization` field. */
+function repeatsProxyAuthorization (rawHeaders: readonly string[]): boolean {
+  let seen = false
+  for (let i = 0; i < rawHeaders.length; i += 2) {
+    const name = rawHeaders[i] as string
+    if (name.length !== PROXY_AUTHORIZATION.length || name.toLowerCase() !== PROXY_AUTHORIZATION) continue
+    if (seen) return true
+    seen = true
+  }
+  return false
+}
+
+const PROXY_AUTHORIZATION = 'proxy-authorization'
 
 /** One set of credentials being checked: as parsed, and the header they came in. */
 interface Attempt {
