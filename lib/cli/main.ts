@@ -7,9 +7,9 @@ import { ConfigError } from './config-errors'
 import { configFromCommandLine, parseCommandLine, startupSummary } from './command-line'
 import { repairHarFile, type HarRepairResult } from '../capture/har-repair'
 import { startProxyServer } from './build-server'
-import { isWorker, reportWorkerReady, runWorkers } from './workers'
+import { isWorker, reportWorkerReady, runWorkers, startedConfiguration } from './workers'
 import { serveWorkersLimits } from './workers-limits'
-import { answerReloadWithoutFile, watchConfiguration } from './reload'
+import { answerReloadWithoutFile, restartNeededMessage, splitRestartKeys, watchConfiguration } from './reload'
 import { idleMemoryPlan, releaseMemoryWhenIdle } from './idle-memory'
 
 const USAGE = `Usage: forward-proxy [--config <file>] [--host <address>] [--port <n>]
@@ -39,15 +39,21 @@ async function main (): Promise<void> {
     await runHarRepair(commandLine.harRepair)
     return
   }
-  const config = configFromCommandLine(commandLine)
-  const workers = config.workers ?? 1
+  const fileConfig = configFromCommandLine(commandLine)
+  const workers = fileConfig.workers ?? 1
   if (workers > 1 && !isWorker()) {
     // Without redis the workers count users' limits and the lockout here, for all of them.
-    if (config.redis === undefined) serveWorkersLimits()
-    await runWorkers(workers)
+    if (fileConfig.redis === undefined) serveWorkersLimits()
+    await runWorkers(workers, fileConfig)
     return
   }
+  // A worker serves what its first process started with where a change needs a restart, as a
+  // reload would apply the file now: a replacement started after an edit matches the others.
+  const { effective: config, restartNeeded } = isWorker()
+    ? splitRestartKeys(await startedConfiguration(), fileConfig)
+    : { effective: fileConfig, restartNeeded: [] }
   const server = await startProxyServer(config)
+  for (const key of restartNeeded) server.app.log.warn({ reload: { key } }, restartNeededMessage(key))
   const stopReleasingMemory = releaseMemoryWhenIdle(server.app.log, idleMemoryPlan(config.releaseIdleMemory))
   const { configPath } = commandLine
   const stopWatching = configPath === undefined
@@ -63,6 +69,9 @@ async function main (): Promise<void> {
     process.removeListener('SIGINT', shutdown)
     process.removeListener('SIGTERM', shutdown)
     stopWatching()
+    // Left without a listener, SIGHUP (a log rotation, a reload hook) would end the process at
+    // once, cutting the requests it is letting finish.
+    process.on('SIGHUP', () => server.app.log.info('SIGHUP ignored: shutting down'))
     stopReleasingMemory()
     server.app.log.info({ signal }, 'shutting down')
     server.close().then(() => process.exit(0), (error: unknown) => {

@@ -138,7 +138,7 @@ export function watchConfiguration (source: ConfigurationSource, target: ReloadT
       target.apply(effective)
       watch(filesOf(source.path, effective))
       log.info({ reload: { reason, file: source.path } }, 'configuration reloaded')
-      for (const key of restartNeeded) log.warn({ reload: { key } }, `configuration key "${key}" changed: restart the proxy to apply it (the rest of the file is in force)`)
+      for (const key of restartNeeded) log.warn({ reload: { key } }, restartNeededMessage(key))
     } catch (error) {
       log.error({ reload: { reason, file: source.path } }, `configuration reload failed, the previous configuration stays: ${(error as Error).message.replace(/^fastify-forward-proxy: /, '')} (${RETRY_HINT})`)
     }
@@ -152,6 +152,11 @@ export function watchConfiguration (source: ConfigurationSource, target: ReloadT
     clearInterval(poller)
     watched = new Map()
   }
+}
+
+/** The warning for a changed key that applies only once the proxy restarts. */
+export function restartNeededMessage (key: string): string {
+  return `configuration key "${key}" changed: restart the proxy to apply it (the rest of the file is in force)`
 }
 
 // What a failed reload's message says about the next attempt.
