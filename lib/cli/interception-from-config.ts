@@ -6,6 +6,7 @@ import { createSecureContext } from 'node:tls'
 import { tlsInterception } from '../plugin'
 import { createReplaceableHostListSelector } from '../interception/host-list-selector'
 import { createCaCertificateProvider } from '../certificates/ca-certificate-provider'
+import { loadCertificateAuthority } from '../certificates/ca'
 import { ForwardProxyCertificateError, ForwardProxyEstError } from '../certificates/errors'
 import { openDevelopmentCa, type DevelopmentCa } from '../certificates/development-ca'
 import type { ForwardProxyCertificateProvider, TlsInterceptionOptions } from '../../types/interception'
@@ -91,13 +92,43 @@ async function loadDevelopmentCa (dataDirectory: string): Promise<DevelopmentCa>
 function loadCaProvider (ca: { cert: string, key: string }): ForwardProxyCertificateProvider {
   const cert = readConfigFile(ca.cert, '/interception/ca/cert')
   const key = readKeyFile(ca.key, '/interception/ca/key')
+  return asConfigError(() => createCaCertificateProvider({ cert, key }))
+}
+
+/** `load()`, its certificate errors naming `/interception/ca` (their messages never hold key material). */
+function asConfigError<T> (load: () => T): T {
   try {
-    return createCaCertificateProvider({ cert, key })
+    return load()
   } catch (error) {
-    // Its messages are written to be safe to show: they never hold key material.
     if (error instanceof ForwardProxyCertificateError) throw new ConfigError(`/interception/ca: ${error.message.replace(/^fastify-forward-proxy: /, '')}`)
     throw error
   }
+}
+
+/**
+ * Reads and checks the files `interception` names as start-up does (the CA's certificate and
+ * key, the EST client pair and trust, `trustedDestinationCa`) without using them: a reload runs
+ * it, since a change to them waits for a restart, which must not then fail on them.
+ * @throws ConfigError naming the key of an unreadable or unusable file.
+ */
+export function checkInterceptionFiles (interception: InterceptionConfig): void {
+  if (interception.trustedDestinationCa !== undefined) readConfigFile(interception.trustedDestinationCa, '/interception/trustedDestinationCa').fill(0)
+  const { ca, est } = interception
+  if (ca !== undefined) {
+    const cert = readConfigFile(ca.cert, '/interception/ca/cert')
+    const key = readKeyFile(ca.key, '/interception/ca/key')
+    try {
+      asConfigError(() => loadCertificateAuthority({ cert, key }, Date.now()))
+    } finally {
+      key.fill(0)
+    }
+  }
+  if (est === undefined) return
+  const clientCert = est.clientCert === undefined ? undefined : readConfigFile(est.clientCert, '/interception/est/clientCert')
+  const clientKey = est.clientKey === undefined ? undefined : readKeyFile(est.clientKey, '/interception/est/clientKey')
+  if (clientCert !== undefined && clientKey !== undefined) checkClientPair(clientCert, clientKey)
+  clientKey?.fill(0)
+  if (est.ca !== undefined) readCaFile(est.ca)
 }
 
 /**

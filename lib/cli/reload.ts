@@ -8,6 +8,8 @@ import type { FastifyBaseLogger } from 'fastify'
 import { isDeepStrictEqual } from 'node:util'
 import type { ProxyServerConfig } from './config'
 import { ConfigError } from './config-errors'
+import { loadListenerTls } from './config-files'
+import { checkInterceptionFiles } from './interception-from-config'
 
 /** What a reload applies to: the running server's current configuration and how to change it. */
 export interface ReloadTarget {
@@ -134,6 +136,7 @@ export function watchConfiguration (source: ConfigurationSource, target: ReloadT
       // A secret file the refused file names (new, or too open) is watched too, so that fixing
       // it (a chmod) is picked up like any other change.
       watch([...watched.keys(), ...secretFilesOf(next)])
+      checkRestartFiles(next)
       const { effective, restartNeeded } = splitRestartKeys(target.current(), next)
       target.apply(effective)
       watch(filesOf(source.path, effective))
@@ -152,6 +155,19 @@ export function watchConfiguration (source: ConfigurationSource, target: ReloadT
     clearInterval(poller)
     watched = new Map()
   }
+}
+
+/**
+ * Reads and checks the files of settings that wait for a restart (the listeners' certificates
+ * and keys, interception's CA, EST and trust files) as start-up would: a reload never accepts a
+ * file the next start, or a replacement worker, would refuse.
+ * @throws ConfigError naming the key of an unreadable or unusable file.
+ */
+function checkRestartFiles (config: ProxyServerConfig): void {
+  config.listen.forEach((listener, index) => {
+    if (listener.tls !== undefined) loadListenerTls(listener.tls, index).key.fill(0)
+  })
+  if (config.interception !== undefined) checkInterceptionFiles(config.interception)
 }
 
 /** The warning for a changed key that applies only once the proxy restarts. */
