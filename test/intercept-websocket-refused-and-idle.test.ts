@@ -5,6 +5,8 @@ import { makeInterceptionPki } from './helpers/interception-pki'
 import { startInterceptingProxy, interceptAll } from './helpers/intercepting-proxy'
 import { openInterceptedTls } from './helpers/intercepted-client'
 import { readFrames, startWebSocketOrigin, textFrame } from './helpers/websocket-origin'
+import { capturedLog } from './helpers/captured-log'
+import { eventually } from './helpers/eventually'
 
 /** Everything the socket receives until it closes. */
 function allUntilClose (socket: TLSSocket): Promise<string> {
@@ -20,10 +22,11 @@ function handshake (path: string, target: string): string {
   return [`GET ${path} HTTP/1.1`, `Host: ${target}`, 'Connection: Upgrade', 'Upgrade: websocket', 'Sec-WebSocket-Version: 13', `Sec-WebSocket-Key: ${randomBytes(16).toString('base64')}`].join('\r\n') + '\r\n\r\n'
 }
 
-test('an upgrade answered 302 or 200 is relayed as an ordinary response (Location, chunked body intact), the early frame never forwarded, the connection closed after it', async (t) => {
+test('an upgrade answered 302 or 200 is relayed as an ordinary response (Location, chunked body intact), the early frame never forwarded, the connection closed after it; its access line counts the body sent', async (t) => {
   const pki = await makeInterceptionPki(t)
   const origin = await startWebSocketOrigin(t, pki)
-  const proxy = await startInterceptingProxy(t, pki, { interception: interceptAll(pki) })
+  const log = capturedLog()
+  const proxy = await startInterceptingProxy(t, pki, { interception: interceptAll(pki), server: { logger: log.logger } })
   const target = `127.0.0.1:${origin.port}`
 
   const redirected = await openInterceptedTls(t, proxy.port, target, { ca: pki.operatorCa.cert })
@@ -44,6 +47,8 @@ test('an upgrade answered 302 or 200 is relayed as an ordinary response (Locatio
   t.match(page, /\r\n\r\n(?:[0-9a-f]+\r\n)?plain (?:\r\n[0-9a-f]+\r\n)?page/, 'the body arrives whole')
   t.notMatch(page, /\r\nupgrade:/i)
   t.same(origin.upgrades.map((seen) => [seen.url, seen.earlyBytes]), [['/302', 0], ['/200', 0]], 'the origin never received the frames sent with the handshakes')
+  await eventually(() => log.access().filter((line) => line.kind === 'intercepted').length === 2)
+  t.match(log.access().find((line) => line.kind === 'intercepted' && line.status === 200), { bytesOut: 10 }, 'the 10 body bytes sent are counted')
 })
 
 test('an intercepted WebSocket without traffic for tunnelIdleTimeout is closed on both sides, after traffic kept it open', async (t) => {

@@ -88,7 +88,8 @@ export async function forwardWebSocketUpgrade (
   const headers = scrubber === null ? placed.headers : withoutExtensions(placed.headers)
 
   const upgradeValue = firstValue(received.upgrade) ?? 'websocket'
-  const { capture } = forwardNotesOf(request)
+  const notes = forwardNotesOf(request)
+  const { capture } = notes
   if (capture !== undefined) {
     capture.noteSent('https', destination, prepared.path, scrubber === null ? transformed : withoutExtensions(headersAsSent(transformed, scrubber)))
     capture.dispatchedAt = performance.now()
@@ -151,7 +152,7 @@ export async function forwardWebSocketUpgrade (
     reply.code(head.statusCode).headers(head.headers).send()
     return
   }
-  const body = withInactivityTimeout(answer.response, limits.httpActivityTimeout)
+  const body = withInactivityTimeout(answer.response, limits.httpActivityTimeout, (bytes) => { notes.bytesOut += bytes })
   if (scrubber === null) {
     capture?.tapResponseBody().follow(body)
     reply.code(head.statusCode).headers(head.headers)
