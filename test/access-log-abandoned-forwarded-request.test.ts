@@ -6,6 +6,7 @@ import { capturedLog } from './helpers/captured-log'
 import { eventually } from './helpers/eventually'
 import { startHttp2Proxy, connectHttp2, openHttp2Tunnel } from './helpers/http2-proxy'
 import { startTcpDestination } from './helpers/tcp-destination'
+import { constants } from 'node:http2'
 
 /** An origin that holds every request open: `/partial` gets its head and 10 bytes of 1,000, the others nothing. */
 async function startHoldingOrigin (t: Parameters<typeof startProxy>[0]): Promise<{ port: number, nextRequest: () => Promise<IncomingMessage> }> {
@@ -97,4 +98,29 @@ test('an HTTP/2 CONNECT that became a tunnel gets the tunnel\'s access line only
   await eventually(() => log.access().some((entry) => entry.status === 403))
   const kinds = log.access().map((entry) => `${String(entry.kind)} ${String(entry.status)}`)
   t.same(kinds, ['tunnel 200', 'connect 403'])
+})
+
+test('an HTTP/2 request whose client resets its stream mid-body gets one client-gone line with the bytes sent, not an answered one (Node reports the reset stream as finished), and one before the head gets 499', async (t) => {
+  const origin = await startHoldingOrigin(t)
+  const log = capturedLog()
+  const proxy = await startHttp2Proxy(t, { destinations: { allowPrivateNetworks: true, allowedPorts: '*' } }, undefined, {}, log.logger)
+  const session = await connectHttp2(t, proxy)
+  const authority = `127.0.0.1:${origin.port}`
+
+  const partial = session.request({ ':scheme': 'http', ':authority': authority, ':path': '/partial' })
+  partial.on('error', () => {})
+  await new Promise<void>((resolve) => partial.once('data', () => resolve()))
+  partial.close(constants.NGHTTP2_CANCEL)
+  await eventually(() => log.access().length === 1)
+
+  const arrived = origin.nextRequest()
+  const early = session.request({ ':scheme': 'http', ':authority': authority, ':path': '/hold' })
+  early.on('error', () => {})
+  await arrived
+  early.close(constants.NGHTTP2_CANCEL)
+  await eventually(() => log.access().length === 2)
+
+  const [cut, left] = log.access()
+  t.match(cut, { kind: 'forward', status: 200, closeReason: 'client-gone', bytesOut: 10 })
+  t.match(left, { kind: 'forward', status: 499, closeReason: 'client-gone' })
 })

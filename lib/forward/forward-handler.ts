@@ -7,7 +7,7 @@ import type { ProxyRuntime } from '../core/runtime'
 import { ProxyError, asError } from '../protocol/errors'
 import { errorCode, proxyErrorFromNetworkError } from '../protocol/network-errors'
 import { refusedBy } from '../protocol/refusals'
-import { cutResponse, isHttp2Response } from '../protocol/cut-response'
+import { cutResponse, isHttp2Response, resetByClient } from '../protocol/cut-response'
 import { formatAuthority } from '../protocol/hosts'
 import type { AbsoluteTarget, AbsoluteTargetProblem } from '../core/proxy-request'
 import { markForwardedResponse } from './forwarded-response'
@@ -328,7 +328,7 @@ function watchClientDeparture (reply: FastifyReply, onClose: () => void): Cancel
   // One listener does all: each listener added and removed per request costs CPU.
   response.once('close', () => {
     onClose()
-    if (response.writableFinished) return
+    if (response.writableFinished && !resetByClient(response)) return
     finishAbandonedRequest(reply.request, reply)
     departure.abort()
   })

@@ -22,6 +22,15 @@ export function isHttp2Response (response: ServerResponse | Http2ServerResponse)
 }
 
 /**
+ * True when the client reset the HTTP/2 stream of `response` before its end. Node's
+ * compatibility API then emits 'finish' as for a complete response (and reports
+ * `writableFinished`), so this is the only sign that the client left.
+ */
+export function resetByClient (response: ServerResponse | Http2ServerResponse): boolean {
+  return (response as Partial<Http2ServerResponse>).stream?.aborted === true
+}
+
+/**
  * Resets `stream` with `code` and no END_STREAM before it. Node's `close(code)` on a stream
  * whose writable side is open first ends that side, and with no write in flight that END_STREAM
  * goes out ahead of the RST_STREAM: the client would read a clean end of the tunnel (a cut

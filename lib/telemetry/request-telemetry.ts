@@ -12,6 +12,7 @@ import {
 } from './metrics'
 import { countErrorOutcome } from './refusal-reasons'
 import { ObjectSlot } from '../protocol/object-slot'
+import { resetByClient } from '../protocol/cut-response'
 import { startProxySpan, endProxySpan, endAbandonedProxySpan, contextWithSpan, tracing } from './traces'
 import { type ProxyError } from '../protocol/errors'
 import { refusalRuleOf } from '../protocol/refusals'
@@ -197,13 +198,18 @@ export function forwardNotesOf (request: FastifyRequest): ForwardNotes {
 
 /**
  * Finishes a proxy request that got a response (the proxy route's onResponse hook; a CONNECT
- * that became a tunnel is finished by {@link finishTunnel} instead): its count on
+ * that became a tunnel is finished by {@link finishTunnel} instead; an HTTP/2 stream its client
+ * reset, which Node reports as finished, by {@link finishAbandonedRequest}): its count on
  * `forward_proxy.request.outcomes`, one access log line
  * (`access.kind` `forward`, `intercepted`, or `connect` for a refused CONNECT) and the span's end.
  */
 export function finishProxyRequest (request: FastifyRequest, reply: FastifyReply): void {
   const state = telemetry.get(request.raw)
   if (state === undefined || state.finished) return
+  if (resetByClient(reply.raw)) {
+    finishAbandonedRequest(request, reply)
+    return
+  }
   state.finished = true
   const status = reply.statusCode
   const errorType = state.error?.errorType
