@@ -218,9 +218,8 @@ class Forwarding {
       return
     }
     const contentType = headerText(response.headers['content-type']) ?? ''
-    const idleTimeout = contentType.toLowerCase().startsWith('text/event-stream')
-      ? runtime.settings.limits.tunnelIdleTimeout
-      : runtime.settings.limits.httpActivityTimeout
+    const eventStream = contentType.toLowerCase().startsWith('text/event-stream')
+    const idleTimeout = eventStream ? runtime.settings.limits.tunnelIdleTimeout : runtime.settings.limits.httpActivityTimeout
     let responseBody = withInactivityTimeout(response.body, idleTimeout, (bytes) => { counts.bytesOut += bytes })
     if (scrubber === null) {
       copyClientResponseHeaders(response.headers, via, reply.code(response.statusCode))
@@ -240,6 +239,10 @@ class Forwarding {
     // NO_ERROR. Before the head, Fastify hands the failure to the error handler, which answers it.
     const raw = reply.raw
     if (isHttp2Response(raw)) responseBody.once('error', () => { if (raw.headersSent) cutResponse(raw) })
+    // Fastify writes a streamed body's head with its first chunk. An event stream's client opens
+    // (EventSource's 'open') on the head, and its first event may be long in coming: the head
+    // goes as soon as Fastify has set it, when it pipes the body.
+    if (eventStream) raw.once('pipe', () => { if (!raw.headersSent) raw.flushHeaders() })
     // The body as the client gets it: after the scrubber, when there is one.
     capture?.tapResponseBody().follow(responseBody)
     markForwardedResponse(reply, { body: responseBody, destination, transforms, cancellation: departure, scrubber })
