@@ -1,4 +1,4 @@
-import { test } from 'tap'
+import { test, type Test } from 'tap'
 import type { IncomingMessage, ServerResponse } from 'node:http'
 import { request, ProxyAgent, type Dispatcher } from 'undici'
 import { startOrigin, startProxy } from './helpers/servers'
@@ -8,7 +8,7 @@ import { deferred } from './helpers/deferred'
 
 type Handler = (req: IncomingMessage, res: ServerResponse) => void
 
-const paths: Array<{ name: string, start: (t: Parameters<Parameters<typeof test>[1]>[0], handler: Handler) => Promise<{ url: string, agent: Dispatcher }> }> = [
+const paths: Array<{ name: string, start: (t: Test, handler: Handler) => Promise<{ url: string, agent: Dispatcher }> }> = [
   {
     name: 'http:// forwarding',
     start: async (t, handler) => {
