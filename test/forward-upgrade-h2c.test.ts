@@ -1,6 +1,7 @@
 import { test } from 'tap'
 import { startOrigin, startProxy } from './helpers/servers'
 import { rawExchange } from './helpers/raw-client'
+import { expectNothingDialedBefore } from './helpers/nothing-dialed'
 
 test('Upgrade: h2c on a forwarded request is stripped and never switches protocols', async (t) => {
   const origin = await startOrigin(t)
@@ -26,4 +27,22 @@ test('Upgrade: h2c on a forwarded request is stripped and never switches protoco
   t.equal(seen?.headers.upgrade, undefined)
   t.equal(seen?.headers['http2-settings'], undefined)
   t.equal(seen?.headers.connection, 'keep-alive', 'Connection is the proxy\'s own')
+})
+
+test('a WebSocket handshake sent as an absolute-form http:// request gets 501 with Proxy-Status (use a CONNECT tunnel), nothing dialed, instead of reaching the destination as a plain GET', async (t) => {
+  const origin = await startOrigin(t)
+  const proxy = await startProxy(t)
+  const head = [
+    `GET http://127.0.0.1:${origin.port}/ws HTTP/1.1`,
+    `Host: 127.0.0.1:${origin.port}`,
+    'Connection: Upgrade',
+    'Upgrade: websocket',
+    'Sec-WebSocket-Version: 13',
+    'Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ=='
+  ]
+  const res = await rawExchange(proxy.port, `${head.join('\r\n')}\r\n\r\n`, 5000)
+  t.equal(res.status, 501)
+  t.match(res.text, /proxy-status: fastify-forward-proxy; error=http_request_error; details="WebSocket over http:\/\/ forwarding"/i)
+  t.match(res.text, /CONNECT tunnel/)
+  await expectNothingDialedBefore(t, origin.accepts, 'nothing was dialed')
 })

@@ -17,6 +17,7 @@ import { buildClientResponseHeaders, copyClientResponseHeaders } from './client-
 import { abandonBody, countedBody, discardBody, hasBody, withInactivityTimeout } from './forwarded-bodies'
 import { headersAsSent, placeSecrets, prepareOutgoingRequest, type ForwardTarget, type OutgoingDecision, type PreparedRequest, type RequestToSend } from './outgoing-request'
 import { transformOutgoingRequest, type HeaderRecord } from './transforms'
+import { isWebSocketUpgrade } from './websocket-upgrade'
 import type { UpstreamProxy } from '../security/upstream-proxy'
 import { Cancellation } from '../security/destination-connector'
 import { finishAbandonedRequest, forwardNotesOf, scrubbedSecretsOf } from '../telemetry/request-telemetry'
@@ -40,6 +41,13 @@ export function forwardAbsoluteRequest (
 ): Promise<void> | undefined {
   if (typeof target === 'string') {
     throw new ProxyError('http_request_error', TARGET_PROBLEMS[target], { details: target })
+  }
+  // Upgrade is hop-by-hop: forwarded without it, the handshake would reach the destination as a
+  // plain GET and fail there, in a way the client could not tell from a refusal of its own.
+  if (isWebSocketUpgrade(request.method, request.raw.httpVersion, request.headers)) {
+    // A client may send frames right behind its handshake: nothing after it is read as HTTP.
+    ;(reply.raw as { shouldKeepAlive: boolean }).shouldKeepAlive = false
+    throw new ProxyError('http_request_error', 'WebSockets are not relayed by http:// forwarding: open them through a CONNECT tunnel.', { status: 501, details: 'WebSocket over http:// forwarding' })
   }
   return forwardRequest(request, reply, runtime, {
     destination: target.destination,
