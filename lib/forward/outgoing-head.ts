@@ -55,7 +55,9 @@ const TRACE_CONTEXT = new Set(['traceparent', 'tracestate'])
 export function buildOutgoingHead (request: FastifyRequest, target: OutgoingHeadTarget, pseudonym: string, span: Span | undefined): OutgoingHead {
   const raw = request.raw
   const rawHeaders = raw.rawHeaders
-  const { headers: received, lowerNames, listsConnection } = readReceivedHead(rawHeaders, raw.httpVersionMajor)
+  const { headers: received, lowerNames, listsConnection, repeatsHost } = readReceivedHead(rawHeaders, raw.httpVersionMajor)
+  // RFC 9112 section 3.2: Node keeps the first; a next hop that took another would see another request.
+  if (repeatsHost) throw new ProxyError('http_request_error', 'The request carries more than one Host header.', { details: 'repeated Host' })
   const dropped = listsConnection ? hopByHopNames(rawHeaders) : HOP_BY_HOP
   const via = viaEntry(raw.httpVersion, pseudonym)
   const context = span?.spanContext()
@@ -158,6 +160,8 @@ interface ReceivedHead {
   readonly lowerNames: readonly string[]
   /** True when a `Connection` or `Proxy-Connection` header may list more hop-by-hop names. */
   readonly listsConnection: boolean
+  /** True when `Host` came more than once. */
+  readonly repeatsHost: boolean
 }
 
 // Each name is lower-cased once here, not again by each later look at the head.
@@ -166,6 +170,7 @@ function readReceivedHead (rawHeaders: readonly string[], httpVersionMajor: numb
   const headers: Record<string, string | string[]> = Object.create(null) as Record<string, string | string[]>
   const lowerNames: string[] = []
   let listsConnection = false
+  let repeatsHost = false
   for (let i = 0; i + 1 < rawHeaders.length; i += 2) {
     const name = (rawHeaders[i] as string).toLowerCase()
     lowerNames.push(name)
@@ -174,10 +179,10 @@ function readReceivedHead (rawHeaders: readonly string[], httpVersionMajor: numb
     const existing = headers[name]
     if (existing === undefined) headers[name] = name === 'set-cookie' ? [value] : value
     else if (Array.isArray(existing)) existing.push(value)
-    else if (firstWins.has(name)) continue
+    else if (firstWins.has(name)) repeatsHost ||= name === 'host'
     else headers[name] = `${existing}${name === 'cookie' ? '; ' : ', '}${value}`
   }
-  return { headers, lowerNames, listsConnection }
+  return { headers, lowerNames, listsConnection, repeatsHost }
 }
 
 /**
