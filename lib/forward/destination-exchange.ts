@@ -7,6 +7,7 @@ import { errors, type Dispatcher } from 'undici'
 import type { Cancellation } from '../security/destination-connector'
 import type { IncomingHeaders } from './client-response-head'
 import { proxyErrorFromNetworkError } from '../protocol/network-errors'
+import type { EarlyHintsListener } from './early-hints'
 
 /** A destination's response head, and its body whole or as a stream. */
 export interface DestinationResponse {
@@ -31,6 +32,8 @@ export interface ExchangeOptions {
    * `RequestAbortedError`, as a request's `signal` would make it.
    */
   readonly cancellation: Cancellation
+  /** Hears the destination's 103 (Early Hints) heads. */
+  readonly earlyHints?: EarlyHintsListener | undefined
 }
 
 /** Hears how an exchange went: an error before the response head, or the response. */
@@ -40,8 +43,8 @@ export type DestinationAnswer = (error: Error | null, response: DestinationRespo
  * Sends one request through `dispatcher` and calls `onAnswer` once, when the response head is in.
  * undici's `request()` gives every response a body stream, whose set-up, piping and end cost a
  * few microseconds per request on the forwarding path; a body that came in the same reads as
- * the head is handed over as a Buffer instead, and only the others get a stream. Informational
- * (1xx) heads are skipped. `onAnswer` gets undici's error when the request fails before its head
+ * the head is handed over as a Buffer instead, and only the others get a stream. A 103 goes to
+ * `options.earlyHints`; other informational (1xx) heads are skipped. `onAnswer` gets undici's error when the request fails before its head
  * (connection, timeout, an invalid request), and `RequestAbortedError` when `cancellation` aborts
  * first. No promise: `onAnswer` runs from undici's callbacks (or at once, for a request undici
  * refuses or a cancellation already aborted), so it must not throw.
@@ -94,12 +97,14 @@ class DestinationExchange implements Dispatcher.DispatchHandler, ExchangeOfReque
   readonly #requestBody: unknown
   readonly #wholeBody: boolean
   readonly #onAnswer: DestinationAnswer
+  readonly #earlyHints: EarlyHintsListener | undefined
   #stopWatching: (() => void) | undefined
 
   constructor (requestBody: unknown, options: ExchangeOptions, onAnswer: DestinationAnswer) {
     this.#requestBody = requestBody
     this.#wholeBody = options.wholeBody
     this.#onAnswer = onAnswer
+    this.#earlyHints = options.earlyHints
     this.#stopWatching = options.cancellation.onAbort(() => {
       // Once delivered, the body belongs to the reply, which destroys it when the client leaves.
       if (!this.#settled) this.#controller?.abort(new errors.RequestAbortedError())
@@ -113,7 +118,11 @@ class DestinationExchange implements Dispatcher.DispatchHandler, ExchangeOfReque
   }
 
   onResponseStart (_controller: Dispatcher.DispatchController, statusCode: number, headers: IncomingHeaders): void {
-    if (statusCode < 200 || this.#settled) return
+    if (this.#settled) return
+    if (statusCode < 200) {
+      if (statusCode === 103) this.#earlyHints?.earlyHints(headers)
+      return
+    }
     this.#statusCode = statusCode
     this.#headers = headers
     this.#chunks = []

@@ -18,6 +18,8 @@ import { abandonBody, countedBody, discardBody, hasBody, withInactivityTimeout }
 import { headersAsSent, placeSecrets, prepareOutgoingRequest, type ForwardTarget, type OutgoingDecision, type PreparedRequest, type RequestToSend } from './outgoing-request'
 import { transformOutgoingRequest, type HeaderRecord } from './transforms'
 import { isWebSocketUpgrade } from './websocket-upgrade'
+import { relayEarlyHints, type EarlyHintsListener } from './early-hints'
+import type { IncomingHeaders } from './client-response-head'
 import type { UpstreamProxy } from '../security/upstream-proxy'
 import { Cancellation } from '../security/destination-connector'
 import { finishAbandonedRequest, forwardNotesOf, scrubbedSecretsOf } from '../telemetry/request-telemetry'
@@ -111,7 +113,10 @@ function startForwarding (
 }
 
 /** One forwarded request once it has a request slot: its steps, in order, as methods. */
-class Forwarding {
+class Forwarding implements EarlyHintsListener {
+  /** The response's scrubber, once the request is sent. */
+  scrubber: SecretScrubber | null = null
+
   constructor (
     readonly request: FastifyRequest,
     readonly reply: FastifyReply,
@@ -148,6 +153,11 @@ class Forwarding {
     })
   }
 
+  /** A 103 from the destination, before its final response. */
+  earlyHints (headers: IncomingHeaders): void {
+    relayEarlyHints(this.reply, headers, this.prepared.via, this.scrubber, scrubbedSecretsOf(this.request))
+  }
+
   /** Sends the request and its body on; the response head comes to {@link Forwarding.answer}. */
   send (transformed: string[] | HeaderRecord, { path, headers, scrubber }: RequestToSend, upstreamProxy: UpstreamProxy | null): void {
     const { request, runtime, prepared } = this
@@ -159,8 +169,9 @@ class Forwarding {
     const body = hasBody(request, prepared.received)
       ? countedBody(request.raw, (chunk) => { counts.bytesIn += chunk.length }, runtime.settings.limits.httpActivityTimeout, capture)
       : null
+    this.scrubber = scrubber
     // A scrubbed body is searched as it flows: it always comes as a stream.
-    const exchange = { wholeBody: scrubber === null, cancellation: this.departure }
+    const exchange = { wholeBody: scrubber === null, cancellation: this.departure, earlyHints: this }
     const answer = (error: Error | null, response: DestinationResponse | undefined): void => {
       try {
         // A client that left has its access line already, and nobody to answer.
