@@ -5,7 +5,7 @@ import { startOrigin, startProxy } from './helpers/servers'
 import { rawExchange } from './helpers/raw-client'
 import { makeInterceptionPki } from './helpers/interception-pki'
 import { interceptAll, startInterceptingProxy, startTlsOrigin } from './helpers/intercepting-proxy'
-import { openInterceptedTls, rawTlsExchange } from './helpers/intercepted-client'
+import { http2OverTls, openInterceptedTls, rawTlsExchange } from './helpers/intercepted-client'
 
 const LINK = '</style.css>; rel=preload; as=style'
 
@@ -52,4 +52,21 @@ test('inside an intercepted tunnel too, the 103 comes ahead of the final respons
   t.match(text, /^HTTP\/1\.1 103 Early Hints\r\n/, 'the 103 first')
   t.match(text, /\r\nLink: <\/style\.css>; rel=preload; as=style\r\n/i)
   t.match(text, /HTTP\/1\.1 200 OK/, 'then the final response')
+})
+
+test('an HTTP/2 client inside an intercepted tunnel gets the 103 as an informational head', async (t) => {
+  const pki = await makeInterceptionPki(t)
+  const origin = await startTlsOrigin(t, pki, (_req, res) => earlyThenPage(res))
+  const proxy = await startInterceptingProxy(t, pki, { interception: interceptAll(pki) })
+  const authority = `127.0.0.1:${origin.port}`
+  const session = await http2OverTls(t, await openInterceptedTls(t, proxy.port, authority, { ca: pki.operatorCa.cert, alpn: ['h2'] }), authority)
+  const stream = session.request({ ':path': '/page', ':authority': authority })
+  const informational: Array<Record<string, unknown>> = []
+  stream.on('headers', (headers) => informational.push(headers))
+  const final = await new Promise<number>((resolve) => stream.on('response', (headers) => resolve(Number(headers[':status']))))
+  stream.resume()
+  await new Promise((resolve) => stream.once('end', resolve))
+  t.equal(final, 200)
+  t.equal(informational[0]?.[':status'], 103)
+  t.equal(informational[0]?.link, LINK)
 })
