@@ -69,4 +69,8 @@ test('malformed or wrong credentials get 407 (or the parser\'s 4xx), never 500, 
     send: async (marker) => { ok = await rawExchange(proxy.port, `GET http://127.0.0.1:${origin.port}/${marker} HTTP/1.1\r\nHost: x\r\nProxy-Authorization: ${basic('alice', 's3cret')}\r\nConnection: close\r\n\r\n`) }
   })
   t.equal(ok.status, 200, 'still serving after the hostile attempts')
+  for (const spelling of [`basic ${Buffer.from('alice:s3cret').toString('base64')}`, `Basic   ${Buffer.from('alice:s3cret').toString('base64')}`]) {
+    const accepted = await rawExchange(proxy.port, `GET http://127.0.0.1:${origin.port}/ HTTP/1.1\r\nHost: x\r\nProxy-Authorization: ${spelling}\r\nConnection: close\r\n\r\n`)
+    t.equal(accepted.status, 200, `${spelling.slice(0, 8)}...: the scheme in any case, one or more spaces after it (RFC 9110)`)
+  }
 })

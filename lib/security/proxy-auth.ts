@@ -86,6 +86,8 @@ export async function registerProxyAuthentication (
   }
   await instance.register(basicAuth, {
     proxyMode: true,
+    // RFC 9110 section 11.3 puts one or more spaces between the scheme and the credentials.
+    strictCredentials: false,
     authenticate: { realm },
     // Every failure goes through the plugin's `done`, which makes it a 407 unless it carries a status.
     validate (username, password, request, _reply, done) {
