@@ -1,6 +1,6 @@
 import { test } from 'tap'
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http'
-import { connect, type AddressInfo, type Socket } from 'node:net'
+import { connect, createServer as createNetServer, type AddressInfo, type Socket } from 'node:net'
 import { startProxy } from './helpers/servers'
 import { capturedLog } from './helpers/captured-log'
 import { eventually } from './helpers/eventually'
@@ -123,4 +123,22 @@ test('an HTTP/2 request whose client resets its stream mid-body gets one client-
   const [cut, left] = log.access()
   t.match(cut, { kind: 'forward', status: 200, closeReason: 'client-gone', bytesOut: 10 })
   t.match(left, { kind: 'forward', status: 499, closeReason: 'client-gone' })
+})
+
+test('a body its destination cuts short is logged as the destination\'s failure (errorType, no closeReason), not as a client that left', async (t) => {
+  const destination = createNetServer((socket) => {
+    socket.on('error', () => {})
+    socket.once('data', () => socket.end(`HTTP/1.1 200 OK\r\nContent-Type: application/octet-stream\r\nContent-Length: 20000\r\n\r\n${'x'.repeat(10000)}`, () => socket.destroy()))
+  })
+  await new Promise<void>((resolve) => destination.listen(0, '127.0.0.1', resolve))
+  t.teardown(() => destination.close())
+  const log = capturedLog()
+  const proxy = await startProxy(t, {}, undefined, { logger: log.logger })
+  const port = (destination.address() as AddressInfo).port
+  const cut = await sendThen(proxy.port, `GET http://127.0.0.1:${port}/ HTTP/1.1\r\nHost: x\r\n\r\n`, Promise.resolve())
+  cut.resume()
+  await new Promise((resolve) => cut.once('close', resolve))
+  await eventually(() => log.access().length === 1)
+  t.match(log.access()[0], { kind: 'forward', status: 200, errorType: 'connection_terminated', bytesOut: 10000 })
+  t.notOk('closeReason' in (log.access()[0] ?? {}))
 })

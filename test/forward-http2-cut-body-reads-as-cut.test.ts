@@ -5,6 +5,8 @@ import { connectHttp2, startHttp2Proxy } from './helpers/http2-proxy'
 import { makeInterceptionPki } from './helpers/interception-pki'
 import { interceptAll, startInterceptingProxy, startTlsOrigin } from './helpers/intercepting-proxy'
 import { http2OverTls, openInterceptedTls } from './helpers/intercepted-client'
+import { capturedLog } from './helpers/captured-log'
+import { eventually } from './helpers/eventually'
 
 /** A destination that writes `response` to every request, then closes its connection when `thenClose`. */
 async function startRawDestination (t: Test, response: string, thenClose: boolean): Promise<number> {
@@ -46,15 +48,19 @@ for (const [framing, head] of [
   ['Content-Length', 'HTTP/1.1 200 OK\r\nContent-Type: application/octet-stream\r\nContent-Length: 20000\r\n\r\n'],
   ['chunked', 'HTTP/1.1 200 OK\r\nContent-Type: application/octet-stream\r\nTransfer-Encoding: chunked\r\n\r\n2710\r\n']
 ] as const) {
-  test(`a body the destination cuts short (${framing}) reaches an HTTP/2 client as a stream reset with INTERNAL_ERROR, never as a complete body`, async (t) => {
+  test(`a body the destination cuts short (${framing}) reaches an HTTP/2 client as a stream reset with INTERNAL_ERROR, never as a complete body; its access line blames the destination, not the client`, async (t) => {
     const port = await startRawDestination(t, head + 'x'.repeat(10000), true)
-    const proxy = await startHttp2Proxy(t)
+    const log = capturedLog()
+    const proxy = await startHttp2Proxy(t, undefined, undefined, {}, log.logger)
     const session = await connectHttp2(t, proxy)
     const outcome = await requestOverHttp2(session, port)
     t.equal(outcome.status, 200, 'the head was passed on')
     t.ok(outcome.bytes <= 10000, 'no more than the destination sent')
     t.equal(outcome.rstCode, constants.NGHTTP2_INTERNAL_ERROR, 'the stream is reset with an error code')
     t.notOk(outcome.ended, 'the client never sees the body end')
+    await eventually(() => log.access().length === 1)
+    t.match(log.access()[0], { kind: 'forward', status: 200, errorType: 'connection_terminated' })
+    t.notOk('closeReason' in (log.access()[0] ?? {}), 'not logged as a client that left')
   })
 }
 

@@ -20,7 +20,7 @@ interface StartedConfigurationMessage {
   readonly config: ProxyServerConfig
 }
 
-// How long a failed replacement waits before the next try, doubling up to the last.
+// How long a failed replacement waits before each next try; the last repeats.
 const REPLACEMENT_RETRY_MS = [1_000, 2_000, 5_000, 10_000, 30_000] as const
 
 /** True in a process forked by {@link runWorkers}. */

@@ -44,9 +44,9 @@ export type DestinationAnswer = (error: Error | null, response: DestinationRespo
  * undici's `request()` gives every response a body stream, whose set-up, piping and end cost a
  * few microseconds per request on the forwarding path; a body that came in the same reads as
  * the head is handed over as a Buffer instead, and only the others get a stream. A 103 goes to
- * `options.earlyHints`; other informational (1xx) heads are skipped. `onAnswer` gets undici's error when the request fails before its head
- * (connection, timeout, an invalid request), and `RequestAbortedError` when `cancellation` aborts
- * first. No promise: `onAnswer` runs from undici's callbacks (or at once, for a request undici
+ * `options.earlyHints`; other informational (1xx) heads are skipped. `onAnswer` gets undici's
+ * error when the request fails before its head (connection, timeout, an invalid request), and
+ * `RequestAbortedError` when `cancellation` aborts first. No promise: `onAnswer` runs from undici's callbacks (or at once, for a request undici
  * refuses or a cancellation already aborted), so it must not throw.
  */
 export function exchangeWithDestination (

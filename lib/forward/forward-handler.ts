@@ -4,7 +4,7 @@
 
 import type { FastifyReply, FastifyRequest } from 'fastify'
 import type { ProxyRuntime } from '../core/runtime'
-import { ProxyError, asError } from '../protocol/errors'
+import { ProxyError, asError, isProxyError } from '../protocol/errors'
 import { errorCode, proxyErrorFromNetworkError } from '../protocol/network-errors'
 import { refusedBy } from '../protocol/refusals'
 import { cutResponse, isHttp2Response, resetByClient } from '../protocol/cut-response'
@@ -22,7 +22,7 @@ import { relayEarlyHints, type EarlyHintsListener } from './early-hints'
 import type { IncomingHeaders } from './client-response-head'
 import type { UpstreamProxy } from '../security/upstream-proxy'
 import { Cancellation } from '../security/destination-connector'
-import { finishAbandonedRequest, forwardNotesOf, scrubbedSecretsOf } from '../telemetry/request-telemetry'
+import { finishAbandonedRequest, forwardNotesOf, noteProxyError, scrubbedSecretsOf } from '../telemetry/request-telemetry'
 import type { SecretScrubber } from '../security/secret-scrubber'
 
 const TARGET_PROBLEMS: Record<AbsoluteTargetProblem, string> = {
@@ -257,7 +257,11 @@ class Forwarding implements EarlyHintsListener {
     // scrubber failed) must read as cut; Fastify's own ending resets an HTTP/2 stream with
     // NO_ERROR. Before the head, Fastify hands the failure to the error handler, which answers it.
     const raw = reply.raw
-    if (isHttp2Response(raw)) responseBody.once('error', () => { if (raw.headersSent) cutResponse(raw) })
+    responseBody.once('error', (error) => {
+      // The failure is the destination's (or the scrubber's), not the client's: its line says so.
+      noteProxyError(request, isProxyError(error) ? error : proxyErrorFromNetworkError(error))
+      if (isHttp2Response(raw) && raw.headersSent) cutResponse(raw)
+    })
     // Fastify writes a streamed body's head with its first chunk. An event stream's client opens
     // (EventSource's 'open') on the head, and its first event may be long in coming: the head
     // goes as soon as Fastify has set it, when it pipes the body.

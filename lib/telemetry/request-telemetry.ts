@@ -206,10 +206,16 @@ export function forwardNotesOf (request: FastifyRequest): ForwardNotes {
 export function finishProxyRequest (request: FastifyRequest, reply: FastifyReply): void {
   const state = telemetry.get(request.raw)
   if (state === undefined || state.finished) return
-  if (resetByClient(reply.raw)) {
+  // A stream the proxy reset itself (a body its destination cut) was answered with an error.
+  if (state.error === undefined && resetByClient(reply.raw)) {
     finishAbandonedRequest(request, reply)
     return
   }
+  finishAnswered(request, reply, state)
+}
+
+/** The count, span end, capture entry and access line of a request answered (or failed) by the proxy. */
+function finishAnswered (request: FastifyRequest, reply: FastifyReply, state: RequestTelemetry): void {
   state.finished = true
   const status = reply.statusCode
   const errorType = state.error?.errorType
@@ -235,6 +241,11 @@ export function finishProxyRequest (request: FastifyRequest, reply: FastifyReply
 export function finishAbandonedRequest (request: FastifyRequest, reply: FastifyReply): void {
   const state = telemetry.get(request.raw)
   if (state === undefined || state.finished) return
+  // Not the client: the proxy cut the response for a failure it noted (a body its destination cut).
+  if (state.error !== undefined) {
+    finishAnswered(request, reply, state)
+    return
+  }
   state.finished = true
   countRequestOutcome(state.kind, 'abandoned')
   // Left before the head: the connection the request was given to is where it went.
