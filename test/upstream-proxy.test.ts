@@ -1,4 +1,5 @@
 import { test, type Test } from 'tap'
+import { once } from 'node:events'
 import { createServer, type AddressInfo, type Socket } from 'node:net'
 import Fastify, { type FastifyInstance } from 'fastify'
 import { ProxyAgent, request } from 'undici'
@@ -240,7 +241,10 @@ test('Upstream options: bad rules are refused at registration naming the entry, 
     [[{ hosts: [], url: 'direct' }], 'upstreamProxies[0].hosts'],
     [[{ hosts: ['*'], url: 'socks5://u:sekrit@x:1' }], 'upstreamProxies[0].url'],
     [[{ hosts: ['*'], url: 'http://u:sekrit@x:1/path' }], 'upstreamProxies[0].url'],
-    [[{ hosts: ['*'], url: 'direct', via: 'x' }], 'upstreamProxies[0].via']
+    [[{ hosts: ['*'], url: 'direct', via: 'x' }], 'upstreamProxies[0].via'],
+    [[{ hosts: ['*'], url: 'http://u:sek%zzrit@x:1' }], 'upstreamProxies[0].url'],
+    [[{ hosts: ['*'], url: 'https://x:1', ca: '-----BEGIN PRIVATE KEY-----\nsekrit\n-----END PRIVATE KEY-----\n' }], 'upstreamProxies[0].ca'],
+    [[{ hosts: ['*'], url: 'https://x:1', ca: 'not a certificate' }], 'upstreamProxies[0].ca']
   ]
   for (const [option, name] of cases) {
     const error = await startProxy(t, { upstreamProxies: option as never })
@@ -250,17 +254,56 @@ test('Upstream options: bad rules are refused at registration naming the entry, 
   }
 })
 
-test('Upstream: an upstream that is this proxy itself is a loop: 508, no chain of CONNECTs', async (t) => {
-  let connects = 0
-  const front = await startProxy(t, {}, (app: FastifyInstance) => {
-    app.addHook('onRequest', async (req) => { if (req.method === 'CONNECT') connects++ })
+test('Upstream: an upstream that is this proxy itself is a loop: 508, no chain of CONNECTs or requests, whether it is named by its address or by a host name', async (t) => {
+  for (const host of ['127.0.0.1', 'localhost']) {
+    let proxyRequests = 0
+    const front = await startProxy(t, {}, (app: FastifyInstance) => {
+      app.addHook('onRequest', async (req) => { if (req.method === 'CONNECT' || req.url.startsWith('http://')) proxyRequests++ })
+    })
+    front.app.forwardProxy.reconfigure({ upstreamProxies: [{ hosts: ['*'], url: `http://${host}:${front.port}` }] })
+    const tunnel = await openTunnel(front.port, 'destination.example:443')
+    t.teardown(() => { tunnel.socket.destroy() })
+    t.equal(tunnel.status, 508, `${host}: CONNECT`)
+    t.match(tunnel.head, /error=proxy_loop_detected; details="the upstream proxy is this proxy"/)
+    const forwarded = await get(front.port, 'http://destination.example/')
+    t.equal(forwarded.status, 508, `${host}: http://`)
+    t.match(forwarded.text, /error=proxy_loop_detected; details="the upstream proxy is this proxy"/)
+    t.equal(proxyRequests, 2, `${host}: the proxy never sent itself a request`)
+  }
+})
+
+/** An upstream that answers every CONNECT with `answer` and then, unless it is `null`, relays nothing. */
+async function startScriptedUpstream (t: Test, answer: (socket: Socket) => void): Promise<number> {
+  const server = createServer((socket) => {
+    socket.on('error', () => {})
+    socket.once('data', () => answer(socket))
   })
-  front.app.forwardProxy.reconfigure({ upstreamProxies: [{ hosts: ['*'], url: `http://127.0.0.1:${front.port}` }] })
-  const tunnel = await openTunnel(front.port, 'destination.example:443')
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve))
+  t.teardown(() => new Promise<void>((resolve) => server.close(() => resolve())))
+  return (server.address() as AddressInfo).port
+}
+
+test('Upstream: one that ends the connection without a whole answer to CONNECT gets 502 connection_terminated at once, not a wait for connectTimeout; one that sends 100 Continue before its 200 opens the tunnel', async (t) => {
+  const closing = await startScriptedUpstream(t, (socket) => socket.end('HTTP/1.1 200 Conn'))
+  const interim = await startScriptedUpstream(t, (socket) => {
+    socket.write('HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 200 Connection Established\r\n\r\n')
+    socket.on('data', (chunk: Buffer) => socket.write(chunk))
+  })
+  // connectTimeout far longer than the test's own timeout: an answer means it was not waited for.
+  const front = await startProxy(t, {
+    limits: { connectTimeout: 60_000 },
+    upstreamProxies: [{ hosts: ['closing.example'], url: `http://127.0.0.1:${closing}` }, { hosts: ['*'], url: `http://127.0.0.1:${interim}` }]
+  })
+  const cut = await openTunnel(front.port, 'closing.example:443')
+  t.teardown(() => { cut.socket.destroy() })
+  t.equal(cut.status, 502)
+  t.match(cut.head, /error=connection_terminated; next-hop=/)
+  const tunnel = await openTunnel(front.port, 'other.example:443')
   t.teardown(() => { tunnel.socket.destroy() })
-  t.equal(tunnel.status, 508)
-  t.match(tunnel.head, /error=proxy_loop_detected; details="the upstream proxy is this proxy"/)
-  t.equal(connects, 1, 'the proxy never sent itself a CONNECT')
+  t.equal(tunnel.status, 200, 'the interim answer is skipped')
+  tunnel.socket.write('ping')
+  const [echoed] = await once(tunnel.socket, 'data') as [Buffer]
+  t.equal(echoed.toString(), 'ping')
 })
 
 /** Our proxy as an `https://` upstream on [::1] (HTTP/1.1 over TLS) with the certificate `leaf`; user `up`/`up-secret`. */

@@ -9,7 +9,7 @@ import {
   type TLSSocket
 } from 'node:tls'
 import { connectToDestination, type DestinationConnectorSettings } from '../security/destination-connector'
-import { dialUpstream, upstreamUnreachable } from '../security/upstream-proxy'
+import { dialUpstream, upstreamIsThisProxy, upstreamUnreachable } from '../security/upstream-proxy'
 import { certificateVerdictCode, serverIdentityError } from '../security/server-identity'
 import { canonicalHost, formatAuthority } from '../protocol/hosts'
 import { ProxyError, isProxyError } from '../protocol/errors'
@@ -176,6 +176,12 @@ export function createUpstreamDispatcher (connector: DestinationConnectorSetting
     socket.once(readyEvent, () => {
       clearTimeout(timer)
       socket.removeListener('error', onError)
+      // The request would come back here and be sent there again, as long as the slots last.
+      if (connector.ownListeners?.includes(socket.remoteAddress ?? '', socket.remotePort ?? 0) === true) {
+        socket.destroy()
+        callback(upstreamIsThisProxy(label), null)
+        return
+      }
       callback(null, socket)
     })
   }
@@ -283,6 +289,9 @@ const UNTRUSTED_ISSUER_CODES = new Set([
  */
 export function certificateErrorHint (error: ProxyError): string | undefined {
   if (error.errorType !== 'tls_certificate_error' || error.details === undefined || !UNTRUSTED_ISSUER_CODES.has(error.details)) return undefined
+  if (error.nextHop !== undefined) {
+    return 'the upstream proxy\'s certificate is not issued by a CA the proxy trusts: add its CA (PEM) to the upstream\'s rule (upstreamProxies[].ca)'
+  }
   return 'the destination\'s certificate is not issued by a CA the proxy trusts: if this destination is yours, add its CA (PEM) with the tlsInterception option trustedDestinationCa (configuration file: "interception.trustedDestinationCa")'
 }
 

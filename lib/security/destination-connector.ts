@@ -6,7 +6,7 @@ import type { ForwardProxyResolver, ResolvedAddress } from '../../types/options'
 import { ProxyError } from '../protocol/errors'
 import { proxyErrorFromNetworkError } from '../protocol/network-errors'
 import type { DestinationPolicy, OwnListeners } from './destination-policy'
-import { connectThroughUpstream, type UpstreamProxy, type UpstreamRoutes } from './upstream-proxy'
+import { connectThroughUpstream, upstreamIsThisProxy, type UpstreamProxy, type UpstreamRoutes } from './upstream-proxy'
 import { rememberDialedAddress } from './dialed-address'
 
 /** What a connect needs: the policy, a resolver and the time allowed for DNS plus TCP. */
@@ -154,10 +154,11 @@ async function connectThroughChecked (
 ): Promise<Socket> {
   if (isIP(destination.host) !== 0) settings.policy.checkAddress(destination.host)
   // A CONNECT carries no Via: an upstream that is this proxy would chain it to itself forever.
-  if (isIP(upstream.host) !== 0 && settings.ownListeners?.includes(upstream.host, upstream.port) === true) {
-    throw new ProxyError('proxy_loop_detected', 'The upstream proxy is this proxy itself.', { details: 'the upstream proxy is this proxy', nextHop: upstream.label })
-  }
-  return await connectThroughUpstream(upstream, destination, settings.connectTimeout, cancel, onread)
+  // One named by an address is refused before the dial, one named by a host name once dialed.
+  const { ownListeners } = settings
+  if (isIP(upstream.host) !== 0 && ownListeners?.includes(upstream.host, upstream.port) === true) throw upstreamIsThisProxy(upstream.label)
+  const isOwnListener = ownListeners === undefined ? undefined : (address: string, port: number): boolean => ownListeners.includes(address, port)
+  return await connectThroughUpstream(upstream, destination, settings.connectTimeout, cancel, onread, isOwnListener)
 }
 
 /** Refuses an address and port that one of the proxy's own listeners answers on. */

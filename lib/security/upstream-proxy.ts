@@ -8,6 +8,7 @@ import type { FastifyRequest } from 'fastify'
 import type { ForwardProxyDestination } from '../../types/destination'
 import type { ForwardProxyUpstreamRule, ForwardProxyUpstreamSelector } from '../../types/upstream'
 import { ForwardProxyOptionsError, ProxyError, isProxyError } from '../protocol/errors'
+import { parseCertificates, pemCertificateBlocks } from '../certificates/pem'
 import { proxyErrorFromNetworkError } from '../protocol/network-errors'
 import { certificateVerdictCode, serverIdentityError } from './server-identity'
 import { canonicalHost, compileHostPattern, formatAuthority, matchesAny, type HostPattern } from '../protocol/hosts'
@@ -66,8 +67,14 @@ function parseUpstreamUrl (text: unknown, option: string, ca?: string | Buffer):
   }
   const port = url.port === '' ? (url.protocol === 'https:' ? 443 : 80) : Number(url.port)
   const host = url.hostname.startsWith('[') ? url.hostname.slice(1, -1) : url.hostname
-  const user = decodeURIComponent(url.username)
-  const password = decodeURIComponent(url.password)
+  let user: string
+  let password: string
+  try {
+    user = decodeURIComponent(url.username)
+    password = decodeURIComponent(url.password)
+  } catch {
+    throw new ForwardProxyOptionsError(option, 'has credentials that are not valid percent-encoding (write a % in them as %25)')
+  }
   return {
     protocol: url.protocol,
     host,
@@ -106,8 +113,14 @@ function compileRule (rule: unknown, option: string): { hosts: HostPattern[], up
     if (pattern === null) throw new ForwardProxyOptionsError(`${option}.hosts[${index}]`, 'is not a host pattern (example.com, *.example.com, *, an IP literal or a CIDR range)')
     return pattern
   })
-  if (ca !== undefined && typeof ca !== 'string' && !Buffer.isBuffer(ca)) throw new ForwardProxyOptionsError(`${option}.ca`, 'must be PEM text or a Buffer')
+  if (ca !== undefined && !isCertificatePem(ca)) throw new ForwardProxyOptionsError(`${option}.ca`, 'must be PEM text or a Buffer holding at least one certificate (CERTIFICATE blocks, each parsable)')
   return { hosts: patterns, upstream: parseUpstreamUrl(url, `${option}.url`, ca) }
+}
+
+function isCertificatePem (ca: unknown): boolean {
+  if (typeof ca !== 'string' && !Buffer.isBuffer(ca)) return false
+  const blocks = pemCertificateBlocks(typeof ca === 'string' ? ca : ca.toString('latin1'))
+  return blocks.length > 0 && parseCertificates(blocks) !== null
 }
 
 function fromSelector (selector: ForwardProxyUpstreamSelector): UpstreamRoutes {
@@ -215,7 +228,8 @@ export function connectThroughUpstream (
   destination: ForwardProxyDestination,
   timeout: number,
   cancel?: CancelSignal,
-  onread?: OnReadOpts
+  onread?: OnReadOpts,
+  isOwnListener?: (address: string, port: number) => boolean
 ): Promise<Socket> {
   return new Promise((resolve, reject) => {
     const nextHop = upstream.label
@@ -246,6 +260,7 @@ export function connectThroughUpstream (
       socket.removeListener('data', onData)
       socket.removeListener('error', onError)
       socket.removeListener('close', onClose)
+      socket.removeListener('end', onClose)
       if (error !== null) {
         socket.on('error', () => {})
         socket.destroy()
@@ -261,12 +276,18 @@ export function connectThroughUpstream (
     const timer = setTimeout(() => finish(new ProxyError('connection_timeout', 'The upstream proxy did not answer in time.', { nextHop })), timeout)
     const onData = (chunk: Buffer): void => {
       received = Buffer.concat([received, chunk])
-      const end = received.indexOf('\r\n\r\n')
+      let end = received.indexOf('\r\n\r\n')
+      let status = end === -1 ? 0 : statusOf(received, end)
+      // Interim (1xx) answers come before the final one (RFC 9110 section 15.2): skipped.
+      while (status >= 100 && status < 200 && status !== 101) {
+        received = received.subarray(end + 4)
+        end = received.indexOf('\r\n\r\n')
+        status = end === -1 ? 0 : statusOf(received, end)
+      }
       if (end === -1) {
         if (received.length > MAX_RESPONSE_HEAD) finish(new ProxyError('http_protocol_error', 'The upstream proxy answered CONNECT with an invalid head.', { status: 502, nextHop }))
         return
       }
-      const status = Number(/^HTTP\/1\.[01] (\d{3})[ \r]/.exec(received.subarray(0, end + 2).toString('latin1'))?.[1] ?? 0)
       if (status === 0) return finish(new ProxyError('http_protocol_error', 'The upstream proxy answered CONNECT with an invalid head.', { status: 502, nextHop }))
       if (status < 200 || status > 299) {
         return finish(new ProxyError('destination_unavailable', `The upstream proxy refused the tunnel (${status}).`, { status: 502, details: `upstream proxy answered ${status}`, nextHop }))
@@ -281,11 +302,27 @@ export function connectThroughUpstream (
     stopListening = cancel?.onAbort(onAbort) ?? stopListening
     socket.once('error', onError)
     socket.once('close', onClose)
+    // Half-open is allowed for the tunnel; an end before the whole answer is a close.
+    socket.once('end', onClose)
     socket.once(readyEvent, () => {
+      if (isOwnListener?.(socket.remoteAddress ?? '', socket.remotePort ?? 0) === true) return finish(upstreamIsThisProxy(nextHop))
       const authority = formatAuthority(destination.host, destination.port)
       const lines = [`CONNECT ${authority} HTTP/1.1`, `Host: ${authority}`, ...(upstream.authorization === undefined ? [] : [`Proxy-Authorization: ${upstream.authorization}`])]
       socket.write(`${lines.join('\r\n')}\r\n\r\n`)
       if (reader === undefined) socket.on('data', onData)
     })
   })
+}
+
+/** The status code of the response head that ends at `end` in `received`; 0 when it is not one. */
+function statusOf (received: Buffer, end: number): number {
+  return Number(/^HTTP\/1\.[01] (\d{3})[ \r]/.exec(received.subarray(0, end + 2).toString('latin1'))?.[1] ?? 0)
+}
+
+/**
+ * The 508 for an upstream proxy that is this proxy's own listener: a request sent there would
+ * come back to this proxy and be sent there again, each time holding one more tunnel.
+ */
+export function upstreamIsThisProxy (nextHop: string): ProxyError {
+  return new ProxyError('proxy_loop_detected', 'The upstream proxy is this proxy itself.', { details: 'the upstream proxy is this proxy', nextHop })
 }
