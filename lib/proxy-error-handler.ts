@@ -58,7 +58,8 @@ export function createProxyErrorHandler (settings: ResolvedProxySettings) {
 }
 
 function logProxyError (request: FastifyRequest, error: ProxyError): void {
-  const cause = error.cause as (Error & { code?: string }) | undefined
+  // A transform or hook may have thrown anything, null included: only an Error is described.
+  const cause = error.cause instanceof Error ? error.cause as Error & { code?: string } : undefined
   const fields = {
     proxyStatus: error.errorType,
     status: error.status,

@@ -6,7 +6,7 @@ import type { ForwardProxyDestination } from '../../types/destination'
 import type { ProxyRuntime } from '../core/runtime'
 import type { ConnectRequestTarget, RawRequest } from '../core/proxy-request'
 import { ObjectSlot } from '../protocol/object-slot'
-import { ProxyError } from '../protocol/errors'
+import { ProxyError, asError } from '../protocol/errors'
 import { refusedBy } from '../protocol/refusals'
 import { TunnelGrant } from '../security/tunnel-grant'
 import { Cancellation } from '../security/destination-connector'
@@ -33,7 +33,7 @@ export function admitConnect (request: FastifyRequest, reply: FastifyReply, targ
   try {
     client = tunnelClientOf(request)
   } catch (error) {
-    done(error as Error)
+    done(asError(error))
     return
   }
   const { destination } = target
@@ -60,7 +60,7 @@ export function admitConnect (request: FastifyRequest, reply: FastifyReply, targ
       // With shared limits the rate and the user's slot are counted in their store.
       counted = runtime.userPolicy.countInStore(request.proxyUser)
     } catch (error) {
-      done(error as Error)
+      done(asError(error))
       return
     }
     if (counted === null) reserveTunnelSlots(request, reply, client, destination, runtime, done)
@@ -84,7 +84,7 @@ function reserveTunnelSlots (
   try {
     reserved = runtime.userPolicy.reserveTunnel(request.proxyUser)
   } catch (error) {
-    done(error as Error)
+    done(asError(error))
     return
   }
   if (reserved instanceof Promise) {
@@ -125,7 +125,7 @@ function admitWithSlots (
     grant = new TunnelGrant(request.proxyUser, runtime.settings, userRecheckOf(request, () => runtime.settings.auth?.check ?? null))
   } catch (error) {
     release()
-    done(error as Error)
+    done(asError(error))
     return
   }
   // Tracked from now on, so closing the server also ends a CONNECT still deciding, resolving or dialing.

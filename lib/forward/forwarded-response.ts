@@ -5,6 +5,7 @@ import type { FastifyReply, onSendHookHandler } from 'fastify'
 import type { Readable } from 'node:stream'
 import type { ForwardProxyDestination } from '../../types/destination'
 import type { ForwardProxyRequestTransform } from '../../types/interception'
+import { asError } from '../protocol/errors'
 import { ObjectSlot } from '../protocol/object-slot'
 import type { SecretScrubber } from '../security/secret-scrubber'
 import { transformIncomingResponse, type HeaderRecord, type TransformCancellation } from './transforms'
@@ -94,7 +95,7 @@ export const transformForwardedResponse: onSendHookHandler = function transformF
     // A status changed to 204 or 304 needs nothing more: Node writes no body for it, and the
     // destination's is still read through to its end.
     done(null, payload)
-  }, (error: unknown) => done(error as Error))
+  }, (error: unknown) => done(asError(error)))
 }
 
 /**

@@ -3,7 +3,7 @@
 
 import type { FastifyRequest, preHandlerHookHandler } from 'fastify'
 import type { ProxyRuntime, InterceptionRuntime } from '../core/runtime'
-import { ProxyError } from '../protocol/errors'
+import { ProxyError, asError } from '../protocol/errors'
 import { policyRefusal, refusedBy } from '../protocol/refusals'
 import type { SecretSet } from '../security/secrets'
 import { tunnelAdmissionOf, type TunnelAdmission } from '../connect/admission'
@@ -46,7 +46,9 @@ export function decideTunnelInterception (runtime: ProxyRuntime): preHandlerHook
         ? selectInterception(request, admission, interception, secrets)
         : filteredThenSelected(request, admission, interception, secrets)
     } catch (error) {
-      done(error as Error)
+      // Fastify takes done(undefined) or done(null) for success: a filter or selector that threw
+      // no Error must not open the tunnel.
+      done(asError(error))
       return
     }
     const decided = (intercept: boolean): void => {
@@ -54,7 +56,7 @@ export function decideTunnelInterception (runtime: ProxyRuntime): preHandlerHook
       done()
     }
     if (typeof verdict === 'boolean') decided(verdict)
-    else verdict.then(decided, (error: unknown) => { done(error as Error) })
+    else verdict.then(decided, (error: unknown) => { done(asError(error)) })
   }
 }
 

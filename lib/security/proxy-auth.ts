@@ -76,12 +76,12 @@ export async function registerProxyAuthentication (
     } catch (error) {
       // Answered with 407 but, as an error of the check rather than a guess, not counted.
       limiter?.settle(client, false)
-      throw error
+      throw checkFailure(error)
     }
     if (!isThenable(verdict)) return decide(attempt, credentialCheck, request, client, verdict)
     return Promise.resolve(verdict).then((settled) => decide(attempt, credentialCheck, request, client, settled), (error: unknown) => {
       limiter?.settle(client, false)
-      throw error
+      throw checkFailure(error)
     })
   }
   await instance.register(basicAuth, {
@@ -106,10 +106,11 @@ export async function registerProxyAuthentication (
             return check(attempt, request, client)
           })
       } catch (error) {
-        done(error as Error)
+        done(checkFailure(error))
         return
       }
-      // A promise returned is settled into `done` by the plugin.
+      // A promise returned is settled into `done` by the plugin, which takes a rejection with
+      // no value for success: every rejection is an Error by then (see checkFailure).
       if (pending !== undefined) return pending
       done()
     }
@@ -132,6 +133,16 @@ export async function registerProxyAuthentication (
     }
     parseAndCheck.call(this, request, reply, done)
   }
+}
+
+/**
+ * What a credential check threw, as an Error: @fastify/basic-auth's `done` reads a missing
+ * error (a check that rejected with `undefined`) as a success and crashes on `null`, so a thrown
+ * value that is not an Error becomes one (answered 407, as any throw of the check). The value
+ * itself is not kept: it could hold the password.
+ */
+function checkFailure (thrown: unknown): Error {
+  return thrown instanceof Error ? thrown : new Error('The credential check failed with a value that is not an Error.')
 }
 
 /** True when a request head carries more than one `Proxy-Authorization` field. */
