@@ -2,6 +2,8 @@ import { test } from 'tap'
 import { startOrigin, startProxy } from './helpers/servers'
 import { rawExchange } from './helpers/raw-client'
 import { expectNothingDialedBefore } from './helpers/nothing-dialed'
+import { capturedLog } from './helpers/captured-log'
+import { eventually } from './helpers/eventually'
 
 test('Upgrade: h2c on a forwarded request is stripped and never switches protocols', async (t) => {
   const origin = await startOrigin(t)
@@ -29,9 +31,10 @@ test('Upgrade: h2c on a forwarded request is stripped and never switches protoco
   t.equal(seen?.headers.connection, 'keep-alive', 'Connection is the proxy\'s own')
 })
 
-test('a WebSocket handshake sent as an absolute-form http:// request gets 501 with Proxy-Status (use a CONNECT tunnel), nothing dialed, instead of reaching the destination as a plain GET', async (t) => {
+test('a WebSocket handshake sent as an absolute-form http:// request gets 501 with Proxy-Status (use a CONNECT tunnel), nothing dialed, instead of reaching the destination as a plain GET; logged as a refusal of the request', async (t) => {
   const origin = await startOrigin(t)
-  const proxy = await startProxy(t)
+  const log = capturedLog()
+  const proxy = await startProxy(t, {}, undefined, { logger: log.logger })
   const head = [
     `GET http://127.0.0.1:${origin.port}/ws HTTP/1.1`,
     `Host: 127.0.0.1:${origin.port}`,
@@ -45,4 +48,6 @@ test('a WebSocket handshake sent as an absolute-form http:// request gets 501 wi
   t.match(res.text, /proxy-status: fastify-forward-proxy; error=http_request_error; details="WebSocket over http:\/\/ forwarding"/i)
   t.match(res.text, /CONNECT tunnel/)
   await expectNothingDialedBefore(t, origin.accepts, 'nothing was dialed')
+  await eventually(() => log.access().length === 1)
+  t.match(log.access()[0], { status: 501, decision: 'deny', rule: 'request', errorType: 'http_request_error' })
 })

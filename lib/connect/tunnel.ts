@@ -109,7 +109,10 @@ function dialThenRelay (
   if (capture !== undefined) capture.dispatchedAt = performance.now()
   connectToDestinationThen(destination, runtime.connector, (error, upstream) => {
     if (upstream === undefined) {
-      failBeforeAnswer(error)
+      // The dial failed because its client left (it was cancelled), or failed after it did:
+      // nobody is left to answer, and the CONNECT was abandoned, not refused.
+      if (client.gone) dropAbandonedTunnel(request, reply, admission)
+      else failBeforeAnswer(error)
       return
     }
     // Runs from the destination socket's 'connect' event: a failure of ours must reach the error

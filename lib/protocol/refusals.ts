@@ -60,7 +60,8 @@ export function refusalRuleOf (error: ProxyError): string | undefined {
   switch (error.errorType) {
     case 'destination_ip_prohibited': return 'destinations.allowPrivateNetworks'
     case 'proxy_loop_detected': return 'loop'
-    default: return error.status >= 400 && error.status < 500 && error.status !== 408 ? 'request' : undefined
+    // A request the proxy will not serve: malformed, too large, or one it does not implement (501).
+    default: return (error.status >= 400 && error.status < 500 && error.status !== 408) || (error.status === 501 && error.errorType === 'http_request_error') ? 'request' : undefined
   }
 }
 

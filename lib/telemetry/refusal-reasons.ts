@@ -51,7 +51,9 @@ function reasonAttributes (kind: ProxyRequestKind): ReasonAttributes {
  * ({@link refusalReasonOf}).
  */
 export function countErrorOutcome (kind: ProxyRequestKind, status: number, error: ProxyError): void {
-  proxyInstruments().requestOutcomes.add(1, REASON_ATTRIBUTES[kind][status >= 500 ? 'failed' : 'refused'][refusalReasonOf(error)])
+  const reason = refusalReasonOf(error)
+  // A 501 for what the proxy does not implement is a refusal of the request, not a failure.
+  proxyInstruments().requestOutcomes.add(1, REASON_ATTRIBUTES[kind][status >= 500 && reason !== 'bad_request' ? 'failed' : 'refused'][reason])
 }
 
 /**

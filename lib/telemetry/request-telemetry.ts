@@ -217,6 +217,8 @@ export function finishProxyRequest (request: FastifyRequest, reply: FastifyReply
 /** The count, span end, capture entry and access line of a request answered (or failed) by the proxy. */
 function finishAnswered (request: FastifyRequest, reply: FastifyReply, state: RequestTelemetry): void {
   state.finished = true
+  // Failed after its dial (no head: a reset, a timeout): the connection it was given to is where it went.
+  state.dialed ??= state.pooledOn?.lastDialed
   const status = reply.statusCode
   const errorType = state.error?.errorType
   if (state.error === undefined) countRequestOutcome(state.kind, 'answered')
