@@ -3,7 +3,7 @@
 
 import type { FastifyError, FastifyReply, FastifyRequest } from 'fastify'
 import type { ResolvedProxySettings } from './core/options'
-import { ProxyError, isProxyError, unexpectedFailure } from './protocol/errors'
+import { PROXY_ERROR_STATUS, ProxyError, isProxyError, unexpectedFailure } from './protocol/errors'
 import { sendProxyError } from './protocol/error-responses'
 import { proxyAuthenticateChallenge } from './security/proxy-auth'
 import { recordProxyFailure } from './telemetry/metrics'
@@ -19,13 +19,22 @@ import { constants } from 'node:http2'
  * requests, and 500 `proxy_internal_error` for anything unexpected (logged, never shown).
  */
 function toProxyError (error: unknown): ProxyError {
-  if (isProxyError(error)) return error
+  if (isProxyError(error)) return answerable(error) ? error : unexpectedFailure(error)
   const statusCode = (error as Partial<FastifyError>).statusCode
   if (statusCode === 407) return new ProxyError('http_request_denied', 'Proxy authentication required.', { status: 407 })
   if (typeof statusCode === 'number' && statusCode >= 400 && statusCode < 500) {
     return new ProxyError('http_request_error', 'The request is malformed.', { status: statusCode, cause: error })
   }
   return unexpectedFailure(error)
+}
+
+/**
+ * True for a ProxyError the proxy can answer with: an error status (400 to 599) and a known
+ * error type. A transform's `ProxyError` with status 101 would switch the client's protocol,
+ * one with 200 read as a success, and a type of its own could break the `Proxy-Status` field.
+ */
+function answerable (error: ProxyError): boolean {
+  return Number.isInteger(error.status) && error.status >= 400 && error.status <= 599 && Object.hasOwn(PROXY_ERROR_STATUS, error.errorType)
 }
 
 /** Builds the error handler of the proxy route's encapsulated context. */

@@ -17,6 +17,26 @@ test('a transform that throws a ProxyError refuses the request with that status 
   await expectNothingDialedBefore(t, sentinel.accepts, 'nothing was sent')
 })
 
+test('a transform\'s ProxyError with a status that is not an error (101, 200, 99, 1000) or an unknown type is answered 500 proxy_internal_error, never sent as it is', async (t) => {
+  const sentinel = await startSentinel(t)
+  const invalid = [
+    new ProxyError('http_request_denied', 'Switch.', { status: 101 }),
+    new ProxyError('http_request_denied', 'Fine.', { status: 200 }),
+    new ProxyError('http_request_denied', 'Low.', { status: 99 }),
+    new ProxyError('http_request_denied', 'High.', { status: 1000 }),
+    new ProxyError('nonsense_type\r\nx-injected: 1' as 'http_request_denied', 'Odd.', { status: 403 })
+  ]
+  for (const error of invalid) {
+    const proxy = await startProxy(t, { transforms: [{ transformRequest () { throw error } }] })
+    const res = await request(`http://127.0.0.1:${sentinel.port}/`, { dispatcher: absoluteFormAgent(t, proxy.url) })
+    t.equal(res.statusCode, 500, `status ${error.status}, type ${JSON.stringify(error.errorType)}`)
+    t.match(res.headers['proxy-status'], /^fastify-forward-proxy; error=proxy_internal_error/)
+    t.equal(res.headers['x-injected'], undefined)
+    await res.body.dump()
+  }
+  await expectNothingDialedBefore(t, sentinel.accepts, 'nothing was sent')
+})
+
 test('Header rules: a tlsOnly rule never sends its headers over plain http:// (403 http_request_denied, nothing sent); its remove-only and response parts, TRACE and other hosts are unaffected', async (t) => {
   const origin = await startOrigin(t)
   const rules = [
