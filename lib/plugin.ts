@@ -49,10 +49,20 @@ import {
   InterceptionOtherContextError,
   InterceptionRegisteredTwiceError,
   InterceptionWithoutProxyError,
+  NotAServerError,
+  ProxyClosedError,
+  ProxyUnderPrefixError,
   TransformAfterReadyError
 } from './core/usage-errors'
 
+/** True for what can be tracked as a listener: a Node server (its address() and its events). */
+function isServer (server: unknown): boolean {
+  const candidate = server as { address?: unknown, on?: unknown } | null
+  return typeof candidate === 'object' && candidate !== null && typeof candidate.address === 'function' && typeof candidate.on === 'function'
+}
+
 async function forwardProxyPlugin (fastify: FastifyInstance, options: ForwardProxyOptions): Promise<void> {
+  if (fastify.prefix !== '') throw new ProxyUnderPrefixError(fastify.prefix)
   const settings = resolveProxySettings(options)
   const sharedLimits = openSharedLimits(settings.redis, workersLimitStoreOf(options), fastify.log)
   const policy = new DestinationPolicy(settings.destinations)
@@ -74,6 +84,7 @@ async function forwardProxyPlugin (fastify: FastifyInstance, options: ForwardPro
   }
   runtime.capture.apply(settings.capture)
   let ready = false
+  let closing = false
   // Dispatchers replaced by a reconfiguration, closing once their requests in flight are done.
   const retiring = new Set<Agent>()
   function createDispatchers (): Pick<ProxyRuntime, 'dispatcher' | 'tlsDispatcher' | 'upstreamDispatcher'> {
@@ -101,6 +112,8 @@ async function forwardProxyPlugin (fastify: FastifyInstance, options: ForwardPro
   })
 
   const attach = (server: ProxyServer, routeRequests: boolean): void => {
+    if (closing) throw new ProxyClosedError('attachServer')
+    if (!isServer(server)) throw new NotAServerError('attachServer')
     ownListeners.add(server)
     attachProxyToServer(server, fastify, settings.pseudonym, {
       routeRequests,
@@ -113,7 +126,10 @@ async function forwardProxyPlugin (fastify: FastifyInstance, options: ForwardPro
     get activeRequests () { return runtime.forwardedRequests.active },
     get interceptionAddress () { return runtime.interception === undefined ? null : INTERCEPTION_ADDRESS },
     attachServer: (server) => attach(server, true),
-    addOwnListener: (server) => ownListeners.add(server),
+    addOwnListener (server) {
+      if (!isServer(server)) throw new NotAServerError('addOwnListener')
+      ownListeners.add(server)
+    },
     addTransform (transform) {
       if (ready) throw new TransformAfterReadyError()
       runtime.transforms.add(checkTransform(transform, 'addTransform(transform)'), 'forwarded')
@@ -122,6 +138,8 @@ async function forwardProxyPlugin (fastify: FastifyInstance, options: ForwardPro
       return runtime.capture.open(captureBufferSize(options))
     },
     reconfigure (options) {
+      // Its capture file would be opened after the one closing, and never closed.
+      if (closing) throw new ProxyClosedError('reconfigure')
       const next = resolveProxySettings(options)
       const fixed = changedRegistrationOnlySetting(runtime.settings, next)
       if (fixed !== null) throw new ForwardProxyOptionsError(fixed, 'cannot change while the server runs: restart it to apply the change')
@@ -151,6 +169,7 @@ async function forwardProxyPlugin (fastify: FastifyInstance, options: ForwardPro
     for (const server of secondaryServersOf(fastify)) attach(server, false)
   })
   fastify.addHook('preClose', async function closeTunnels () {
+    closing = true
     await runtime.tunnels.destroyAll()
   })
   fastify.addHook('onReady', async function freezeTransforms () {

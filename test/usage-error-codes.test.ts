@@ -73,3 +73,41 @@ test('a hook that sets request.tunnelMode to "intercept" without tlsInterception
   t.match(tunnel.head, /proxy-status: fastify-forward-proxy; error=proxy_internal_error/i)
   t.same(seen, ['FFP_ERR_INTERCEPTION_NOT_REGISTERED'])
 })
+
+test('attachServer or addOwnListener given something that is not a server: FFP_ERR_NOT_A_SERVER, and the proxy still works', async (t) => {
+  const origin = await startOrigin(t)
+  const app = Fastify()
+  t.teardown(() => app.close())
+  await app.register(forwardProxy, { destinations: LOOPBACK_TEST_POLICY })
+  await app.listen({ port: 0, host: '127.0.0.1' })
+  t.throws(() => app.forwardProxy.attachServer({} as never), { name: 'FastifyError', code: 'FFP_ERR_NOT_A_SERVER', message: /attachServer takes a Node HTTP, HTTPS or HTTP\/2 server/ })
+  t.throws(() => app.forwardProxy.addOwnListener({} as never), { code: 'FFP_ERR_NOT_A_SERVER', message: /addOwnListener/ })
+  const tunnel = await openTunnel((app.server.address() as AddressInfo).port, `127.0.0.1:${origin.port}`)
+  t.teardown(() => { tunnel.socket.destroy() })
+  t.equal(tunnel.status, 200, 'nothing was changed: tunnels still open')
+})
+
+test('reconfigure or attachServer once the application is closing: FFP_ERR_PROXY_CLOSED (no capture file opened that nothing would close)', async (t) => {
+  const app = Fastify()
+  await app.register(forwardProxy)
+  let duringClose: unknown
+  // Runs after the proxy's own preClose hook: the application is closing.
+  app.addHook('preClose', async () => {
+    try {
+      app.forwardProxy.reconfigure({})
+    } catch (error) {
+      duringClose = error
+    }
+  })
+  await app.ready()
+  await app.close()
+  t.match(duringClose, { code: 'FFP_ERR_PROXY_CLOSED', message: /reconfigure cannot be called once the application is closing/ })
+  t.throws(() => app.forwardProxy.reconfigure({}), { code: 'FFP_ERR_PROXY_CLOSED' })
+  t.throws(() => app.forwardProxy.attachServer(app.server), { code: 'FFP_ERR_PROXY_CLOSED' })
+})
+
+test('forwardProxy registered under a route prefix: FFP_ERR_PROXY_UNDER_PREFIX at registration, not a proxy that serves only /api/...', async (t) => {
+  const app = Fastify()
+  t.teardown(() => app.close())
+  await t.rejects(async () => { await app.register(async (instance) => { await instance.register(forwardProxy) }, { prefix: '/api' }).ready() }, { code: 'FFP_ERR_PROXY_UNDER_PREFIX', message: /outside any route prefix \(here "\/api"\)/ })
+})

@@ -28,6 +28,15 @@ export const InterceptionNotRegisteredError = usageError('FFP_ERR_INTERCEPTION_N
 /** A route declared the proxy route's constraint with another value than the proxy's own. */
 export const InvalidProxyConstraintError = usageError<'FFP_ERR_INVALID_PROXY_CONSTRAINT', [constraint: string, value: string]>('FFP_ERR_INVALID_PROXY_CONSTRAINT', '%s constraint only takes "%s"')
 
+/** `attachServer` or `addOwnListener` given something that is not a Node server. */
+export const NotAServerError = usageError<'FFP_ERR_NOT_A_SERVER', [method: string]>('FFP_ERR_NOT_A_SERVER', 'fastify-forward-proxy: %s takes a Node HTTP, HTTPS or HTTP/2 server (one with address() and on())')
+
+/** `reconfigure` or `attachServer` called once the application is closing or closed. */
+export const ProxyClosedError = usageError<'FFP_ERR_PROXY_CLOSED', [method: string]>('FFP_ERR_PROXY_CLOSED', 'fastify-forward-proxy: %s cannot be called once the application is closing')
+
+/** forwardProxy registered in a plugin context with a route prefix: it would serve only paths under it. */
+export const ProxyUnderPrefixError = usageError<'FFP_ERR_PROXY_UNDER_PREFIX', [prefix: string]>('FFP_ERR_PROXY_UNDER_PREFIX', 'fastify-forward-proxy: register forwardProxy outside any route prefix (here "%s"): a proxy serves every target, not paths under a prefix')
+
 type CodeOf<E extends new (...args: never[]) => { code: string }> = InstanceType<E>['code']
 
 /** The code of an error of this file. */
@@ -38,3 +47,6 @@ export type UsageErrorCode =
   | CodeOf<typeof InterceptionOtherContextError>
   | CodeOf<typeof InterceptionNotRegisteredError>
   | CodeOf<typeof InvalidProxyConstraintError>
+  | CodeOf<typeof NotAServerError>
+  | CodeOf<typeof ProxyClosedError>
+  | CodeOf<typeof ProxyUnderPrefixError>
