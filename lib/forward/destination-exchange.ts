@@ -46,8 +46,9 @@ export type DestinationAnswer = (error: Error | null, response: DestinationRespo
  * the head is handed over as a Buffer instead, and only the others get a stream. A 103 goes to
  * `options.earlyHints`; other informational (1xx) heads are skipped. `onAnswer` gets undici's
  * error when the request fails before its head (connection, timeout, an invalid request), and
- * `RequestAbortedError` when `cancellation` aborts first. No promise: `onAnswer` runs from undici's callbacks (or at once, for a request undici
- * refuses or a cancellation already aborted), so it must not throw.
+ * `RequestAbortedError` when `cancellation` aborts first. No promise: `onAnswer` runs from
+ * undici's callbacks (or at once, for a request undici refuses or a cancellation already
+ * aborted), so it must not throw.
  */
 export function exchangeWithDestination (
   dispatcher: Dispatcher,
