@@ -27,6 +27,12 @@ export function parseCertificates (blocks: readonly string[]): X509Certificate[]
   }
 }
 
+/** True when `pem` holds at least one PEM certificate block and every one of them parses. */
+export function holdsCertificates (pem: string | Buffer): boolean {
+  const blocks = pemCertificateBlocks(typeof pem === 'string' ? pem : pem.toString('latin1'))
+  return blocks.length > 0 && parseCertificates(blocks) !== null
+}
+
 /**
  * What the permission rule for private key and secret files allows, for messages: the owner, and
  * the file's group when the proxy's user is in it (a Kubernetes Secret mounted with `fsGroup`).

@@ -14,7 +14,7 @@ import type { InterceptionConfig, EstConfig } from './config'
 import { readConfigFile, readKeyFile } from './config-files'
 import { ConfigError } from './config-errors'
 import { createEstCertificateProvider } from '../certificates/est-certificate-provider'
-import { parseCertificates, pemCertificateBlocks } from '../certificates/pem'
+import { holdsCertificates } from '../certificates/pem'
 import type { ForwardProxyEstCertificateProvider } from '../../types/est'
 
 /** The development CA in use (without `interception.ca`), or undefined with an operator CA. */
@@ -90,9 +90,12 @@ async function loadDevelopmentCa (dataDirectory: string): Promise<DevelopmentCa>
 }
 
 function loadCaProvider (ca: { cert: string, key: string }): ForwardProxyCertificateProvider {
-  const cert = readConfigFile(ca.cert, '/interception/ca/cert')
-  const key = readKeyFile(ca.key, '/interception/ca/key')
-  return asConfigError(() => createCaCertificateProvider({ cert, key }))
+  return asConfigError(() => createCaCertificateProvider(readCaFiles(ca)))
+}
+
+/** The operator CA's certificate and key files, read and checked as files (permissions, encryption). */
+function readCaFiles (ca: { cert: string, key: string }): { cert: Buffer, key: Buffer } {
+  return { cert: readConfigFile(ca.cert, '/interception/ca/cert'), key: readKeyFile(ca.key, '/interception/ca/key') }
 }
 
 /** `load()`, its certificate errors naming `/interception/ca` (their messages never hold key material). */
@@ -115,20 +118,26 @@ export function checkInterceptionFiles (interception: InterceptionConfig): void 
   if (interception.trustedDestinationCa !== undefined) readConfigFile(interception.trustedDestinationCa, '/interception/trustedDestinationCa').fill(0)
   const { ca, est } = interception
   if (ca !== undefined) {
-    const cert = readConfigFile(ca.cert, '/interception/ca/cert')
-    const key = readKeyFile(ca.key, '/interception/ca/key')
+    const files = readCaFiles(ca)
     try {
-      asConfigError(() => loadCertificateAuthority({ cert, key }, Date.now()))
+      asConfigError(() => loadCertificateAuthority(files, Date.now()))
     } finally {
-      key.fill(0)
+      files.key.fill(0)
     }
   }
-  if (est === undefined) return
+  if (est !== undefined) readEstFiles(est).clientKey?.fill(0)
+}
+
+/**
+ * The files `interception.est` names, read and checked: the client certificate and key (as a
+ * pair that works together, the key's permissions), and the CA file of the EST server.
+ * @throws ConfigError naming the key of an unreadable or unusable file.
+ */
+function readEstFiles (est: EstConfig): { clientCert: Buffer | undefined, clientKey: Buffer | undefined, ca: Buffer | undefined } {
   const clientCert = est.clientCert === undefined ? undefined : readConfigFile(est.clientCert, '/interception/est/clientCert')
   const clientKey = est.clientKey === undefined ? undefined : readKeyFile(est.clientKey, '/interception/est/clientKey')
   if (clientCert !== undefined && clientKey !== undefined) checkClientPair(clientCert, clientKey)
-  clientKey?.fill(0)
-  if (est.ca !== undefined) readCaFile(est.ca)
+  return { clientCert, clientKey, ca: est.ca === undefined ? undefined : readCaFile(est.ca) }
 }
 
 /**
@@ -142,10 +151,7 @@ export function checkInterceptionFiles (interception: InterceptionConfig): void 
  * @throws ConfigError naming the key of an unreadable or unusable setting.
  */
 function createEstProviderFromConfig (est: EstConfig, log: FastifyBaseLogger): ForwardProxyEstCertificateProvider {
-  const clientCert = est.clientCert === undefined ? undefined : readConfigFile(est.clientCert, '/interception/est/clientCert')
-  const clientKey = est.clientKey === undefined ? undefined : readKeyFile(est.clientKey, '/interception/est/clientKey')
-  if (clientCert !== undefined && clientKey !== undefined) checkClientPair(clientCert, clientKey)
-  const ca = est.ca === undefined ? undefined : readCaFile(est.ca)
+  const { clientCert, clientKey, ca } = readEstFiles(est)
   try {
     return createEstCertificateProvider({
       url: est.url,
@@ -176,8 +182,7 @@ function checkClientPair (cert: Buffer, key: Buffer): void {
 
 function readCaFile (path: string): Buffer {
   const pem = readConfigFile(path, '/interception/est/ca')
-  const blocks = pemCertificateBlocks(pem.toString('latin1'))
-  if (blocks.length === 0 || parseCertificates(blocks) === null) {
+  if (!holdsCertificates(pem)) {
     throw new ConfigError(`/interception/est/ca: "${path}" must hold PEM certificates (at least one CERTIFICATE block, each parsable)`)
   }
   return pem

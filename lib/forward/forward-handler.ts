@@ -4,7 +4,7 @@
 
 import type { FastifyReply, FastifyRequest } from 'fastify'
 import type { ProxyRuntime } from '../core/runtime'
-import { ProxyError, asError, isProxyError } from '../protocol/errors'
+import { ProxyError, asError } from '../protocol/errors'
 import { errorCode, proxyErrorFromNetworkError } from '../protocol/network-errors'
 import { refusedBy } from '../protocol/refusals'
 import { cutResponse, isHttp2Response, resetByClient } from '../protocol/cut-response'
@@ -259,7 +259,7 @@ class Forwarding implements EarlyHintsListener {
     const raw = reply.raw
     responseBody.once('error', (error) => {
       // The failure is the destination's (or the scrubber's), not the client's: its line says so.
-      noteProxyError(request, isProxyError(error) ? error : proxyErrorFromNetworkError(error))
+      noteProxyError(request, proxyErrorFromNetworkError(error))
       if (isHttp2Response(raw) && raw.headersSent) cutResponse(raw)
     })
     // Fastify writes a streamed body's head with its first chunk. An event stream's client opens

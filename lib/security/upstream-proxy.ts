@@ -8,7 +8,7 @@ import type { FastifyRequest } from 'fastify'
 import type { ForwardProxyDestination } from '../../types/destination'
 import type { ForwardProxyUpstreamRule, ForwardProxyUpstreamSelector } from '../../types/upstream'
 import { ForwardProxyOptionsError, ProxyError, isProxyError } from '../protocol/errors'
-import { parseCertificates, pemCertificateBlocks } from '../certificates/pem'
+import { holdsCertificates } from '../certificates/pem'
 import { proxyErrorFromNetworkError } from '../protocol/network-errors'
 import { certificateVerdictCode, serverIdentityError } from './server-identity'
 import { canonicalHost, compileHostPattern, formatAuthority, matchesAny, type HostPattern } from '../protocol/hosts'
@@ -113,14 +113,8 @@ function compileRule (rule: unknown, option: string): { hosts: HostPattern[], up
     if (pattern === null) throw new ForwardProxyOptionsError(`${option}.hosts[${index}]`, 'is not a host pattern (example.com, *.example.com, *, an IP literal or a CIDR range)')
     return pattern
   })
-  if (ca !== undefined && !isCertificatePem(ca)) throw new ForwardProxyOptionsError(`${option}.ca`, 'must be PEM text or a Buffer holding at least one certificate (CERTIFICATE blocks, each parsable)')
+  if (ca !== undefined && ((typeof ca !== 'string' && !Buffer.isBuffer(ca)) || !holdsCertificates(ca))) throw new ForwardProxyOptionsError(`${option}.ca`, 'must be PEM text or a Buffer holding at least one certificate (CERTIFICATE blocks, each parsable)')
   return { hosts: patterns, upstream: parseUpstreamUrl(url, `${option}.url`, ca) }
-}
-
-function isCertificatePem (ca: unknown): boolean {
-  if (typeof ca !== 'string' && !Buffer.isBuffer(ca)) return false
-  const blocks = pemCertificateBlocks(typeof ca === 'string' ? ca : ca.toString('latin1'))
-  return blocks.length > 0 && parseCertificates(blocks) !== null
 }
 
 function fromSelector (selector: ForwardProxyUpstreamSelector): UpstreamRoutes {
