@@ -1,6 +1,6 @@
 import { test, type Test } from 'tap'
 import { once } from 'node:events'
-import { createServer, type AddressInfo, type Socket } from 'node:net'
+import { connect, createServer, type AddressInfo, type Socket } from 'node:net'
 import Fastify, { type FastifyInstance } from 'fastify'
 import { ProxyAgent, request } from 'undici'
 import { startOrigin, startProxy, startSentinel, type Proxy } from './helpers/servers'
@@ -336,4 +336,58 @@ test('Upstream over TLS named by an IPv6 literal (https://[::1]:port): verified 
   t.equal(refused.status, 502, refused.head)
   t.match(refused.head, `\r\nproxy-status: fastify-forward-proxy; error=tls_certificate_error; details="ERR_TLS_CERT_ALTNAME_INVALID"; next-hop="[::1]:${wrong}"\r\n`)
   t.notMatch(refused.head, /up-secret/)
+})
+
+/** One port that hands TLS connections to `tlsPort` and everything else to `plainPort`, as a proxy serving both on one port would. */
+async function startSniffingPort (t: Test, tlsPort: number, plainPort: number): Promise<number> {
+  const sockets: Socket[] = []
+  const server = createServer((socket: Socket) => {
+    sockets.push(socket)
+    socket.once('data', (first: Buffer) => {
+      const inner = connect(first[0] === 0x16 ? tlsPort : plainPort, '127.0.0.1')
+      sockets.push(inner)
+      inner.write(first)
+      socket.pipe(inner).pipe(socket)
+      inner.on('error', () => socket.destroy())
+      socket.on('error', () => inner.destroy())
+    })
+  })
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve))
+  t.teardown(() => new Promise<void>((resolve) => { for (const socket of sockets) socket.destroy(); server.close(() => resolve()) }))
+  return (server.address() as AddressInfo).port
+}
+
+test('Upstream rules naming one host:port over http:// and https://: http:// requests reach each rule\'s upstream over its own protocol; two rules giving one https upstream different ca are refused', async (t) => {
+  const dir = certificateDirectory(t)
+  const ca = await makeCa(dir, 'ca')
+  const leaf = await issueLeaf(dir, 'upstream', ca, { san: 'DNS:localhost' })
+  const origin = await startOrigin(t)
+  const overTls = Fastify({ logger: false, https: { cert: leaf.cert, key: leaf.key } }) as unknown as FastifyInstance
+  await overTls.register(forwardProxy, { destinations: LOOPBACK_TEST_POLICY, via: 'upstream-tls' })
+  await overTls.listen({ port: 0, host: '127.0.0.1' })
+  t.teardown(() => overTls.close())
+  const plain = await startProxy(t, { via: 'upstream-plain' })
+  const shared = await startSniffingPort(t, (overTls.server.address() as AddressInfo).port, plain.port)
+
+  const front = await startProxy(t, {
+    upstreamProxies: [
+      { hosts: ['127.0.0.1'], url: `https://localhost:${shared}`, ca: ca.cert },
+      { hosts: ['localhost'], url: `http://localhost:${shared}` }
+    ]
+  })
+  const viaTls = await get(front.port, `http://127.0.0.1:${origin.port}/a`)
+  t.equal(viaTls.status, 200, viaTls.text)
+  t.match(viaTls.text, /\r\nvia: 1\.1 upstream-tls\r\n/i, 'the https rule\'s requests went over TLS')
+  const viaPlain = await get(front.port, `http://localhost:${origin.port}/b`)
+  t.equal(viaPlain.status, 200, viaPlain.text)
+  t.match(viaPlain.text, /\r\nvia: 1\.1 upstream-plain\r\n/i, 'the http rule\'s requests went in the clear')
+
+  const conflicting = await startProxy(t, {
+    upstreamProxies: [
+      { hosts: ['127.0.0.1'], url: `https://localhost:${shared}`, ca: ca.cert },
+      { hosts: ['localhost'], url: `https://LOCALHOST:${shared}` }
+    ]
+  }).then(() => undefined, (caught: unknown) => caught as { option?: string, message: string })
+  t.equal(conflicting?.option, 'upstreamProxies[1].ca')
+  t.match(conflicting?.message, `upstreamProxies[0]'s for the same upstream https://localhost:${shared}`)
 })

@@ -13,7 +13,10 @@ export interface ForwardProxyUpstreamRule {
    * credentials are sent to that proxy as Basic `Proxy-Authorization` and never logged.
    */
   readonly url: string
-  /** CA certificates (PEM) trusted for an `https://` upstream instead of Node's roots. */
+  /**
+   * CA certificates (PEM) trusted for an `https://` upstream instead of Node's roots. Rules
+   * naming the same upstream (`https://host:port`) must give the same `ca`.
+   */
   readonly ca?: string | Buffer
 }
 

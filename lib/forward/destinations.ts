@@ -161,7 +161,7 @@ export function createUpstreamDispatcher (connector: DestinationConnectorSetting
   const connect: buildConnector.connector = (options, callback) => {
     const port = Number(options.port === '' ? (options.protocol === 'https:' ? 443 : 80) : options.port)
     const label = formatAuthority(hostOf(options) ?? options.hostname, port)
-    const upstream = connector.upstreams?.byLabel(label)
+    const upstream = connector.upstreams?.byOrigin(`${options.protocol}//${label}`)
     if (upstream === undefined) {
       callback(new ProxyError('proxy_internal_error', 'The proxy built an invalid upstream.'), null)
       return

@@ -20,7 +20,7 @@ import { transformOutgoingRequest, type HeaderRecord } from './transforms'
 import { isWebSocketUpgrade } from './websocket-upgrade'
 import { relayEarlyHints, type EarlyHintsListener } from './early-hints'
 import type { IncomingHeaders } from './client-response-head'
-import type { UpstreamProxy } from '../security/upstream-proxy'
+import { upstreamOrigin, type UpstreamProxy } from '../security/upstream-proxy'
 import { Cancellation } from '../security/destination-connector'
 import { finishAbandonedRequest, forwardNotesOf, noteProxyError, scrubbedSecretsOf } from '../telemetry/request-telemetry'
 import type { SecretScrubber } from '../security/secret-scrubber'
@@ -187,7 +187,7 @@ class Forwarding implements EarlyHintsListener {
       exchangeWithDestination(scheme === 'https' ? runtime.tlsDispatcher : runtime.dispatcher, { origin: `${scheme}://${authority}`, path, method: request.method, headers, body, opaque: counts }, exchange, answer)
     } else {
       // Absolute form to the upstream proxy, with its own credentials.
-      exchangeWithDestination(runtime.upstreamDispatcher, { origin: `${upstreamProxy.protocol}//${upstreamProxy.label}`, path: `http://${authority}${path}`, method: request.method, headers: withUpstreamAuthorization(headers, upstreamProxy), body }, exchange, answer)
+      exchangeWithDestination(runtime.upstreamDispatcher, { origin: upstreamOrigin(upstreamProxy), path: `http://${authority}${path}`, method: request.method, headers: withUpstreamAuthorization(headers, upstreamProxy), body }, exchange, answer)
     }
     if (capture !== undefined) capture.dispatchedAt = performance.now()
   }

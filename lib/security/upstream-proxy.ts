@@ -38,13 +38,21 @@ type UpstreamKind = 'http' | 'tunnel'
 export interface UpstreamRoutes {
   /** The upstream for a destination, or null to connect directly. */
   routeFor: (destination: ForwardProxyDestination, request: FastifyRequest | null, kind: UpstreamKind) => UpstreamProxy | null | Promise<UpstreamProxy | null>
-  /** An upstream chosen before, by its `label` (how the forwarding dispatcher finds its TLS settings). */
-  byLabel: (label: string) => UpstreamProxy | undefined
+  /**
+   * An upstream chosen before, by its `upstreamOrigin` (how the forwarding dispatcher, which
+   * pools connections by origin, finds the upstream's TLS settings).
+   */
+  byOrigin: (origin: string) => UpstreamProxy | undefined
 }
 
-function labelIndex (upstreams: ReadonlyArray<UpstreamProxy | null>): (label: string) => UpstreamProxy | undefined {
-  const index = new Map(upstreams.filter((upstream): upstream is UpstreamProxy => upstream !== null).map((upstream) => [upstream.label, upstream]))
-  return (label) => index.get(label)
+/** `http://host:port` or `https://host:port`: the origin its connections are pooled under. */
+export function upstreamOrigin (upstream: UpstreamProxy): string {
+  return `${upstream.protocol}//${upstream.label}`
+}
+
+function originIndex (upstreams: ReadonlyArray<UpstreamProxy | null>): (origin: string) => UpstreamProxy | undefined {
+  const index = new Map(upstreams.filter((upstream): upstream is UpstreamProxy => upstream !== null).map((upstream) => [upstreamOrigin(upstream), upstream]))
+  return (origin) => index.get(origin)
 }
 
 /**
@@ -96,10 +104,32 @@ export function compileUpstreamProxies (option: unknown, env: NodeJS.ProcessEnv 
   if (typeof option === 'function') return fromSelector(option as ForwardProxyUpstreamSelector)
   if (!Array.isArray(option)) throw new ForwardProxyOptionsError('upstreamProxies', 'must be an array of { hosts, url, ca? }, "environment" or a function (destination, request) => url')
   const rules = option.map((rule: unknown, index) => compileRule(rule, `upstreamProxies[${index}]`))
+  refuseConflictingTrust(rules.map((rule) => rule.upstream))
   return {
     routeFor: (destination) => rules.find((rule) => matchesAny(rule.hosts, destination.host))?.upstream ?? null,
-    byLabel: labelIndex(rules.map((rule) => rule.upstream))
+    byOrigin: originIndex(rules.map((rule) => rule.upstream))
   }
+}
+
+/**
+ * One upstream endpoint presents one certificate: two rules naming the same `https://host:port`
+ * with different `ca` cannot both be right, and pooled connections to it would be judged by
+ * whichever rule dialed them.
+ * @throws ForwardProxyOptionsError naming the second rule's `ca`.
+ */
+function refuseConflictingTrust (upstreams: ReadonlyArray<UpstreamProxy | null>): void {
+  const firsts = new Map<string, { index: number, ca: string | undefined }>()
+  upstreams.forEach((upstream, index) => {
+    if (upstream === null) return
+    const origin = upstreamOrigin(upstream)
+    const ca = upstream.ca?.toString()
+    const first = firsts.get(origin)
+    if (first === undefined) {
+      firsts.set(origin, { index, ca })
+    } else if (first.ca !== ca) {
+      throw new ForwardProxyOptionsError(`upstreamProxies[${index}].ca`, `differs from upstreamProxies[${first.index}]'s for the same upstream ${origin}: give every rule for one upstream the same ca`)
+    }
+  })
 }
 
 function compileRule (rule: unknown, option: string): { hosts: HostPattern[], upstream: UpstreamProxy | null } {
@@ -136,7 +166,7 @@ function fromSelector (selector: ForwardProxyUpstreamSelector): UpstreamRoutes {
     async routeFor (destination, request) {
       return parse(await selector(destination, request))
     },
-    byLabel: (label) => [...parsed.values()].find((upstream) => upstream?.label === label) ?? undefined
+    byOrigin: (origin) => [...parsed.values()].find((upstream) => upstream !== null && upstreamOrigin(upstream) === origin) ?? undefined
   }
 }
 
@@ -163,7 +193,7 @@ function fromEnvironment (env: NodeJS.ProcessEnv): UpstreamRoutes {
   const bypassed = (host: string): boolean => bypassAll || matchesAny(addresses, host) || names.some((name) => host === name || host.endsWith(`.${name}`))
   return {
     routeFor: (destination, _request, kind) => bypassed(destination.host) ? null : upstreams[kind],
-    byLabel: labelIndex([upstreams.tunnel, upstreams.http])
+    byOrigin: originIndex([upstreams.tunnel, upstreams.http])
   }
 }
 
