@@ -49,3 +49,23 @@ test('header-rule credentials are never added to a TRACE, whose response echoes 
   t.equal(got.status, 200)
   t.equal(origin.requests.find((request) => request.url === '/get')?.headers.authorization, 'Bearer server-side-secret', 'other methods still get it')
 })
+
+test('one header rule setting a header twice under names that differ in case (authorization, Authorization) is refused at start-up: both values would be sent, and the destination may read either', async (t) => {
+  for (const key of ['set', 'setResponse'] as const) {
+    const rule = { hosts: ['a.example'], [key]: { authorization: 'Bearer from-one', Authorization: 'Bearer from-other' } }
+    const error = t.throws(() => createHeaderRulesTransform([rule]), key) as Error | undefined
+    t.ok(error instanceof ForwardProxyRuleError, key)
+    t.match(error?.message, `headers[0].${key}.Authorization names the same header as headers[0].${key}.authorization`)
+    t.notMatch(error?.message, /Bearer/, 'no value quoted')
+    t.throws(() => parseConfig({ listen: [{ host: '127.0.0.1', port: 0 }], headers: [rule] }, 'proxy.json', '/srv'), /names the same header as/, 'the server refuses the file')
+  }
+  const origin = await startOrigin(t)
+  const proxy = await startProxy(t, {
+    transforms: [createHeaderRulesTransform([{ hosts: ['127.0.0.1'], set: { authorization: 'Bearer first-rule' } }, { hosts: ['127.0.0.1'], set: { Authorization: 'Bearer second-rule' } }])]
+  })
+  const answer = await rawExchange(proxy.port, `GET http://127.0.0.1:${origin.port}/two-rules HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer client\r\nConnection: close\r\n\r\n`)
+  t.equal(answer.status, 200)
+  const raw = origin.requests.find((request) => request.url === '/two-rules')?.rawHeaders ?? []
+  const values = raw.filter((_, index) => index % 2 === 1 && raw[index - 1]?.toLowerCase() === 'authorization')
+  t.same(values, ['Bearer second-rule'], 'two matching rules: the later one\'s value, once')
+})

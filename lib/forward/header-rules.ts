@@ -211,8 +211,13 @@ function compileNames (names: readonly string[] | undefined, path: string, refus
 function compileSet (values: Readonly<Record<string, string>> | undefined, path: string, refused: ReadonlySet<string>): Array<[string, string]> {
   if (values === undefined) return []
   if (typeof values !== 'object' || values === null || Array.isArray(values)) throw new ForwardProxyRuleError(`${path} must map header names to values`)
+  const given = new Map<string, string>()
   return Object.entries(values).map(([name, value]) => {
     const lower = headerName(name, `${path}.${name}`, refused)
+    // Both would be sent: two values of one field, of which a destination may read either.
+    const earlier = given.get(lower)
+    if (earlier !== undefined) throw new ForwardProxyRuleError(`${path}.${name} names the same header as ${path}.${earlier} (header names are case-insensitive): keep one`)
+    given.set(lower, name)
     // The value may be a secret (an injected credential): never quote it in the message.
     if (typeof value !== 'string' || UNSAFE_VALUE.test(value)) throw new ForwardProxyRuleError(`${path}.${lower} must be a string of characters allowed in a header value (tab, visible ASCII, space, U+0080 to U+00FF): no line breaks, controls, DEL or characters past U+00FF`)
     return [lower, value]
