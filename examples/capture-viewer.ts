@@ -11,7 +11,7 @@
 // ALLOWED_PORTS (comma-separated, default 80,443) open the destination policy, e.g. to an origin
 // on this machine. GET /captures answers whoever reaches the port: keep it on loopback, or guard it.
 import Fastify from 'fastify'
-import { forwardProxy, type ForwardProxyCaptureEntry } from '../lib/index'
+import { forwardProxy, type ForwardProxyCaptureEntry } from 'fastify-forward-proxy'
 
 /** The last `size` entries: a fixed array written round, read oldest first. */
 class LastEntries {

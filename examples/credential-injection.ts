@@ -18,7 +18,7 @@ import {
   type ForwardProxyDestination,
   type ForwardProxyInterceptionSelector,
   type ForwardProxyRequestTransform
-} from '../lib/index'
+} from 'fastify-forward-proxy'
 
 /** What {@link startCredentialInjectionProxy} needs. */
 export interface CredentialInjectionConfig {

@@ -3,7 +3,7 @@
 // dist/examples/embedding.js); PROXY_HOST and PROXY_PORT choose the address (default
 // 127.0.0.1:8080, port 0 for any free port), printed in the "Server listening at" log line.
 import Fastify from 'fastify'
-import { forwardProxy } from '../lib/index'
+import { forwardProxy } from 'fastify-forward-proxy'
 
 async function main (): Promise<void> {
   const app = Fastify({ logger: true })
