@@ -3,6 +3,7 @@ import { createServer, type Socket } from 'node:net'
 import type { AddressInfo } from 'node:net'
 import { startProxy } from './helpers/servers'
 import { rawExchange } from './helpers/raw-client'
+import { gzipSync } from 'node:zlib'
 
 const TOKEN = 'Bearer echoed-credential-6d1f0a'
 
@@ -98,3 +99,24 @@ for (const [what, head] of [
     t.match(answer.text, /proxy-status: [^\r\n]*error=http_protocol_error/i)
   })
 }
+
+test('a destination answering in a transfer coding other than chunked (gzip, chunked; gzip alone) gets 502 http_response_transfer_coding, nothing of its body sent: the client would get compressed bytes labelled as plain', async (t) => {
+  const gzipped = gzipSync('compressed body the client would read as plain')
+  const port = await startRawDestination(t, (head) => {
+    const lone = head.startsWith('GET /lone')
+    const coding = lone ? 'gzip' : 'GZIP , chunked'
+    const body = lone ? gzipped : Buffer.concat([Buffer.from(`${gzipped.length.toString(16)}\r\n`), gzipped, Buffer.from('\r\n0\r\n\r\n')])
+    return { head: `HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\nTransfer-Encoding: ${coding}\r\n${lone ? 'Connection: close\r\n' : ''}\r\n${body.toString('latin1')}` }
+  })
+  const proxy = await startProxy(t)
+  for (const path of ['/both', '/lone']) {
+    const answer = await rawExchange(proxy.port, `GET http://127.0.0.1:${port}${path} HTTP/1.1\r\nHost: 127.0.0.1:${port}\r\nConnection: close\r\n\r\n`)
+    t.equal(answer.status, 502, path)
+    t.match(answer.text, /\r\nproxy-status: fastify-forward-proxy; error=http_response_transfer_coding; details="transfer coding other than chunked"\r\n/i, path)
+    t.notOk(answer.text.includes(gzipped.subarray(0, 10).toString('latin1')), `${path}: none of the body`)
+  }
+  const chunked = await startRawDestination(t, () => ({ head: 'HTTP/1.1 200 OK\r\nTransfer-Encoding: Chunked\r\n\r\n2\r\nok\r\n0\r\n\r\n' }))
+  const plain = await rawExchange(proxy.port, `GET http://127.0.0.1:${chunked}/ HTTP/1.1\r\nHost: 127.0.0.1:${chunked}\r\nConnection: close\r\n\r\n`)
+  t.equal(plain.status, 200, 'chunked alone, in any case, is still read')
+  t.match(plain.text, /\r\n\r\n(2\r\n)?ok/)
+})

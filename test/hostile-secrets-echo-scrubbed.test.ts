@@ -69,6 +69,16 @@ function echo (req: IncomingMessage, res: ServerResponse): void {
       res.setHeader('content-encoding', 'zstd')
       res.end(zstdCompressSync === undefined ? echoed : zstdCompressSync(echoed))
       return
+    case '/te-gzip':
+      // Compressed as a transfer coding nobody asked for: the parser undoes only chunked.
+      res.setHeader('transfer-encoding', 'gzip, chunked')
+      res.end(gzipSync(echoed))
+      return
+    case '/deflate-raw':
+      // Raw deflate labelled deflate (which is zlib-wrapped): it does not decode as labelled.
+      res.setHeader('content-encoding', 'deflate')
+      res.end(zlib.deflateRawSync(echoed))
+      return
     case '/compress':
       // A coding the proxy cannot decode: the value could hide in it.
       res.setHeader('content-encoding', 'compress')
@@ -176,6 +186,19 @@ test('a body from a secret host in a coding the proxy cannot read gets 502 http_
   t.equal(brotli.status, 200)
   t.same(leaks(brotli.head + brotli.body), [])
   t.match(brotli.body, `"authorization":"Bearer ${PLACEHOLDER}"`)
+})
+
+test('a secret host\'s body in a transfer coding other than chunked gets 502 http_response_transfer_coding, and one that does not decode as its Content-Encoding 502 http_response_content_coding: the value never reaches the client compressed', async (t) => {
+  const setup = await setUp(t)
+  const transfer = await get(setup, '/te-gzip', { authorization: `Bearer ${PLACEHOLDER}` })
+  t.equal(transfer.status, 502)
+  t.match(transfer.head, /error=http_response_transfer_coding; details=\\"transfer coding other than chunked\\"/)
+  t.same(leaks(transfer.head + transfer.body), [])
+  t.notOk(transfer.body.includes('\u001f\u008b'), 'no gzip member was passed on')
+  const raw = await get(setup, '/deflate-raw', { authorization: `Bearer ${PLACEHOLDER}` })
+  t.equal(raw.status, 502, 'the decoder fails on the first bytes, before the head is out')
+  t.same(leaks(raw.head + raw.body), [])
+  t.match(raw.head, /error=http_response_content_coding; details=\\"body does not decode as its content coding\\"/)
 })
 
 test('secrets over HTTP/2 inside the tunnel: the echoed body gives back the placeholder', async (t) => {

@@ -14,7 +14,7 @@ import { markForwardedResponse } from './forwarded-response'
 import { exchangeWithDestination, type DestinationResponse } from './destination-exchange'
 import { scrubbedBody } from './scrubbed-response'
 import { buildClientResponseHeaders, copyClientResponseHeaders } from './client-response-head'
-import { abandonBody, countedBody, discardBody, hasBody, withInactivityTimeout } from './forwarded-bodies'
+import { abandonBody, countedBody, discardBody, hasBody, hasUnreadableTransferCoding, withInactivityTimeout } from './forwarded-bodies'
 import { headersAsSent, placeSecrets, prepareOutgoingRequest, type ForwardTarget, type OutgoingDecision, type PreparedRequest, type RequestToSend } from './outgoing-request'
 import { transformOutgoingRequest, type HeaderRecord } from './transforms'
 import { isWebSocketUpgrade } from './websocket-upgrade'
@@ -226,6 +226,10 @@ class Forwarding implements EarlyHintsListener {
       markForwardedResponse(reply, { body: null, destination, transforms, cancellation: departure, scrubber })
       reply.send()
       return
+    }
+    if (hasUnreadableTransferCoding(response.headers)) {
+      abandonBody(response.body)
+      throw new ProxyError('http_response_transfer_coding', 'The destination sent a body in a transfer coding the proxy did not ask for.', { details: 'transfer coding other than chunked' })
     }
     if (Buffer.isBuffer(response.body)) {
       // Complete already: no stream, no inactivity timer.

@@ -102,6 +102,19 @@ export function hasBody (request: FastifyRequest, headers: ReceivedHeaders): boo
 }
 
 /**
+ * True when a destination's response head names a transfer coding other than `chunked`
+ * (`Transfer-Encoding: gzip, chunked`, say). The proxy never offers one (it sends no `TE`
+ * asking for it), and the parser undoes only `chunked`: the body would reach the client still
+ * compressed, with nothing saying so, and unsearchable for a secret's value.
+ */
+export function hasUnreadableTransferCoding (headers: Readonly<Record<string, string | string[] | undefined>>): boolean {
+  const field = headers['transfer-encoding']
+  if (field === undefined) return false
+  const codings = (Array.isArray(field) ? field.join(',') : field).split(',').map((coding) => coding.trim().toLowerCase()).filter((coding) => coding !== '')
+  return codings.some((coding) => coding !== 'chunked')
+}
+
+/**
  * Arms `body` (a destination's response body, about to be sent as the reply) with an
  * inactivity timer: when no bytes arrive for `idleTimeout` it is destroyed with a read-timeout
  * ProxyError; the timer restarts on every chunk, so a slow but live stream is never cut.

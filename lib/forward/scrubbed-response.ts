@@ -99,6 +99,9 @@ export function scrubbedBody (body: Readable, headers: Headers, scrubber: Secret
     failed = true
     for (const stream of streams) if (!stream.destroyed) stream.destroy(stream === scrubbing ? error : undefined)
   }
+  // A body that is not what its Content-Encoding says is the destination's fault, not ours.
+  const undecodable = (): void => failAll(new ProxyError('http_response_content_coding', 'The destination sent a body that does not decode as its Content-Encoding says.', { details: 'body does not decode as its content coding' }))
+  for (const decoder of decoders) decoder.on('error', undecodable)
   for (const stream of streams) {
     stream.on('error', failAll)
     stream.once('close', () => { if (!stream.readableEnded) failAll(new Error('the response body ended early')) })

@@ -23,6 +23,7 @@ export const PROXY_ERROR_STATUS = {
   http_response_timeout: 504,
   http_response_header_section_size: 502,
   http_response_content_coding: 502,
+  http_response_transfer_coding: 502,
   http_protocol_error: 502,
   tls_protocol_error: 502,
   tls_certificate_error: 502,
