@@ -149,6 +149,8 @@ async function forwardProxyPlugin (fastify: FastifyInstance, options: ForwardPro
       runtime.forwardedRequests.setLimit(next.limits.maxConcurrentRequests)
       runtime.transforms.replaceOptionTransforms(next.transforms)
       runtime.policy = policy
+      // A value the reload rotated may still come back from its destination for a while.
+      next.secrets?.carryRetiredValuesFrom(runtime.settings.secrets)
       runtime.settings = next
       runtime.capture.apply(next.capture)
       // Pooled connections were dialed under the old policy: new requests dial again.

@@ -312,6 +312,34 @@ test('secrets: a value its source rotated while the request was in flight is sti
   t.equal(answer.body, `Bearer ${PLACEHOLDER}`)
 })
 
+test('secrets: the values a secret had before a rotation (by reconfigure or by its source) are still scrubbed from later responses, the last two of them', async (t) => {
+  const ROTATED = ['ROTATED-one-1a2b3c', 'ROTATED-two-4d5e6f', 'ROTATED-three-7a8b9c']
+  const setup = await setUp(t, (req, res) => {
+    // An API that shows a key it stored: the request carries no placeholder.
+    res.end(`stored ${new URL(req.url ?? '/', 'https://x').searchParams.get('which') ?? ''}`)
+  })
+  const destinations = { allowPrivateNetworks: true, allowedPorts: '*' as const }
+  const shows = async (which: string): Promise<string> => (await get(setup, `/stored?which=${encodeURIComponent(which)}`)).body
+  setup.proxy.app.forwardProxy.reconfigure({ secrets: setup.secrets(ROTATED[0] as string), destinations })
+  t.equal(await shows(VALUE), `stored ${PLACEHOLDER}`, 'the value before the reconfigure is scrubbed after it')
+  t.equal(await shows(ROTATED[0] as string), `stored ${PLACEHOLDER}`, 'and the value now')
+  setup.proxy.app.forwardProxy.reconfigure({ secrets: setup.secrets(ROTATED[1] as string), destinations })
+  setup.proxy.app.forwardProxy.reconfigure({ secrets: setup.secrets(ROTATED[2] as string), destinations })
+  t.equal(await shows(ROTATED[0] as string), `stored ${PLACEHOLDER}`, 'two rotations back')
+  t.equal(await shows(ROTATED[1] as string), `stored ${PLACEHOLDER}`, 'one rotation back')
+  t.equal(await shows(VALUE), `stored ${VALUE}`, 'three rotations back: no longer searched for')
+
+  const values = ['SOURCE-first-0a1b2c', 'SOURCE-second-3d4e5f']
+  let asked = 0
+  const source = { getValue: async () => ({ value: values[Math.min(asked++, 1)] as string, maxAge: 0 }) }
+  setup.proxy.app.forwardProxy.reconfigure({ secrets: [{ name: 'one', source, hosts: [`127.0.0.1:${setup.origin.port}`], placeholder: PLACEHOLDER }], destinations })
+  await get(setup, '/first', { authorization: `Bearer ${PLACEHOLDER}` })
+  await get(setup, '/second', { authorization: `Bearer ${PLACEHOLDER}` })
+  t.equal(asked, 2, 'the source was asked twice and rotated')
+  t.equal(await shows(values[0] as string), `stored ${PLACEHOLDER}`, 'the value the source gave before is scrubbed')
+  t.equal(await shows(ROTATED[2] as string), `stored ${PLACEHOLDER}`, 'as is the value the option gave before the source')
+})
+
 test('secrets: server-sent events keep streaming: each event reaches the client scrubbed before the next is sent', async (t) => {
   const next: Array<() => void> = []
   const setup = await setUp(t, (_req, res) => {

@@ -25,6 +25,9 @@ export function defaultPlaceholder (name: string): string {
   return `ffp_placeholder_${name}_${createHash('sha256').update(name).digest('hex').slice(0, 16)}`
 }
 
+/** How many of a secret's earlier values are still scrubbed after it rotates. */
+export const MAX_RETIRED_VALUES = 2
+
 // How long a source's plain-string answer is kept, and how long a source may take.
 const DEFAULT_SOURCE_MAX_AGE_MS = 300_000
 const SOURCE_TIMEOUT_MS = 10_000
@@ -36,6 +39,7 @@ export class SecretValue {
   /** Every placeholder of the set: a value must hold none. */
   readonly #placeholders: () => readonly string[]
   #known: { readonly value: string, readonly expiresAt: number } | undefined
+  #retired: readonly string[] = []
   #pending: Promise<string> | undefined
 
   constructor (name: string, fixed: string | undefined, source: ForwardProxySecretSource | undefined, placeholders: () => readonly string[]) {
@@ -48,6 +52,25 @@ export class SecretValue {
   /** The value when one is known (for scrubbing responses), expired or not. */
   get known (): { readonly value: string } | undefined {
     return this.#known
+  }
+
+  /**
+   * The values this secret had before the one it has now, newest first, at most
+   * {@link MAX_RETIRED_VALUES}: still scrubbed from responses, since a destination may go on
+   * accepting (and showing) a rotated credential for a while.
+   */
+  get retired (): readonly string[] {
+    return this.#retired
+  }
+
+  /** Remembers `values` (newest first) as values this secret had before; its value now is never one. */
+  retire (values: ReadonlyArray<string | undefined>): void {
+    const current = this.#known?.value
+    const kept: string[] = []
+    for (const value of [...values, ...this.#retired]) {
+      if (value !== undefined && value !== current && !kept.includes(value)) kept.push(value)
+    }
+    this.#retired = kept.slice(0, MAX_RETIRED_VALUES)
   }
 
   /**
@@ -77,7 +100,9 @@ export class SecretValue {
       throw unavailable(this.#name, 'its source gave a value that is not 8 to 4096 visible ASCII characters without a placeholder')
     }
     if (typeof maxAge !== 'number' || !(maxAge >= 0)) throw unavailable(this.#name, 'its source gave a maxAge that is not a number of milliseconds')
+    const previous = this.#known?.value
     this.#known = { value, expiresAt: Date.now() + maxAge }
+    if (previous !== undefined && previous !== value) this.retire([previous])
     return value
   }
 }

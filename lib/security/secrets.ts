@@ -27,6 +27,14 @@ export interface SecretGrant {
 // Scrubbers kept per secret set; a value rotated often leaves old ones, dropped past this count.
 const MAX_KEPT_SCRUBBERS = 64
 
+/** Adds the values of `secret` to scrub, the one known now first, then those it had before. */
+function pushValues (into: ScrubbedSecret[], secret: CompiledSecret): void {
+  const { name, placeholder, value } = secret
+  const known = value.known
+  if (known !== undefined) into.push({ name, value: known.value, placeholder })
+  for (const retired of value.retired) into.push({ name, value: retired, placeholder })
+}
+
 function grants (secret: CompiledSecret, host: string, port: number): boolean {
   return secret.grants.some((grant) => grant.port === port && grant.pattern.matches(host))
 }
@@ -164,8 +172,7 @@ export class SecretSet {
   scrubberFor (host: string, port: number, given: readonly ScrubbedSecret[] = [], produced: readonly ExactForm[] = []): SecretScrubber | null {
     const granted: ScrubbedSecret[] = []
     for (const secret of this.#secrets) {
-      const known = secret.value.known
-      if (known !== undefined && grants(secret, host, port)) granted.push({ name: secret.name, value: known.value, placeholder: secret.placeholder })
+      if (grants(secret, host, port)) pushValues(granted, secret)
     }
     for (const secret of given) {
       if (!granted.some((other) => other.name === secret.name && other.value === secret.value)) granted.push(secret)
@@ -196,11 +203,21 @@ export class SecretSet {
    */
   knownValuesScrubber (): SecretScrubber | null {
     const known: ScrubbedSecret[] = []
-    for (const secret of this.#secrets) {
-      const value = secret.value.known
-      if (value !== undefined) known.push({ name: secret.name, value: value.value, placeholder: secret.placeholder })
-    }
+    for (const secret of this.#secrets) pushValues(known, secret)
     return this.#shared(known)
+  }
+
+  /**
+   * Takes over, as retired values, what `previous` (the set this one replaces on a reload or
+   * `reconfigure`) knew of each secret of the same name: a value rotated by the reload is
+   * still scrubbed from responses.
+   */
+  carryRetiredValuesFrom (previous: SecretSet | null): void {
+    if (previous === null) return
+    for (const secret of this.#secrets) {
+      const before = previous.#secrets.find((candidate) => candidate.name === secret.name)
+      if (before !== undefined) secret.value.retire([before.value.known?.value, ...before.value.retired])
+    }
   }
 
   /**
