@@ -182,6 +182,16 @@ test('config: a rule may use a secret only for hosts the secret grants; an unkno
   t.equal(parse({ ...granted(['*.example.com']), headers: [rule(['example.com'])] }),
     'proxy.json: /headers/0/set/Authorization uses the secret "gh" for "example.com", a host its /secrets/gh/hosts does not grant')
   t.equal(parse({ headers: [rule(['a.example'])] }), 'proxy.json: /headers/0/set/Authorization names the secret "gh", which /secrets does not define')
+  t.equal(parse({ ...granted(['::1']), headers: [rule(['::1'])] }), 'accepted', 'a bare IPv6 literal in the rule, as the secret grants it')
+  t.equal(parse({ ...granted(['[::1]:443']), headers: [rule(['::1', '[::1]'])] }), 'accepted')
+  t.equal(parse({ ...granted(['::1']), headers: [rule(['::2'])] }),
+    'proxy.json: /headers/0/set/Authorization uses the secret "gh" for "::2", a host its /secrets/gh/hosts does not grant')
+  for (const written of ['{{SECRET:gh}}', '{{ secret:gh }}', '{secret:gh}', '{{secret:gh}', 'Bearer {{secret:gh}} {{Secret:gh}}']) {
+    t.equal(parse({ ...granted(['*']), headers: [{ hosts: ['a.example'], set: { Authorization: written } }] }),
+      'proxy.json: /headers/0/set/Authorization has a secret reference that is not written {{secret:NAME}} (lower case, no spaces, NAME as in /secrets): it would be sent as it is', written)
+  }
+  t.equal(parse({ ...granted(['*']), headers: [{ hosts: ['a.example'], setResponse: { 'X-Echo': '{{secret:gh}}' } }] }),
+    'proxy.json: /headers/0/setResponse/X-Echo refers to a secret: secrets are put into requests only (a response header would hand the value to the client)')
   t.match(parse({ secrets: { gh: { env: 'GH', file: 'f', hosts: ['a'] } } }), /\/secrets\/gh: give exactly one of "env" .* and "file"/)
   t.match(parse({ secrets: { gh: { hosts: ['a'] } } }), /\/secrets\/gh: give exactly one of/)
   t.equal(parse({ secrets: { gh: { env: 'GH', hosts: ['a'], value: 'x' } } }), 'proxy.json: /secrets/gh: unknown key "value"', 'a value written in the file is refused')

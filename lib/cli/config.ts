@@ -2,6 +2,7 @@
 // are read by config-files.ts).
 
 import { readFileSync } from 'node:fs'
+import { isIP } from 'node:net'
 import { dirname, resolve } from 'node:path'
 import type { ValidateFunction } from 'ajv'
 import { validate as generatedValidate } from './config-validator.generated'
@@ -296,6 +297,9 @@ export interface SecretConfig {
 /** `{{secret:NAME}}` inside a header rule's value. */
 export const SECRET_REFERENCE = /\{\{secret:([^{}]*)\}\}/g
 
+/** Anything that looks meant as a secret reference, in any case or spacing: `{{ Secret:x }}`, `{secret:x}`. */
+const LOOSE_SECRET_REFERENCE = /\{\s*secret\s*:|\{\{|\}\}/i
+
 /** The names of the secrets a header value refers to, in order. */
 export function secretReferencesIn (value: string): string[] {
   return [...value.matchAll(SECRET_REFERENCE)].map((match) => match[1] as string)
@@ -319,7 +323,15 @@ function checkSecretReferences (
     }
   }
   headers?.forEach((rule, index) => {
+    for (const [name, value] of Object.entries(rule.setResponse ?? {})) {
+      if (LOOSE_SECRET_REFERENCE.test(value)) {
+        throw new ConfigError(`${source}: /headers/${index}/setResponse/${name} refers to a secret: secrets are put into requests only (a response header would hand the value to the client)`)
+      }
+    }
     for (const [name, value] of Object.entries(rule.set ?? {})) {
+      if (LOOSE_SECRET_REFERENCE.test(value.replace(SECRET_REFERENCE, ''))) {
+        throw new ConfigError(`${source}: /headers/${index}/set/${name} has a secret reference that is not written {{secret:NAME}} (lower case, no spaces, NAME as in /secrets): it would be sent as it is`)
+      }
       for (const secretName of secretReferencesIn(value)) {
         const secret = secrets?.[secretName]
         if (secret === undefined) {
@@ -346,7 +358,8 @@ function covers (granted: HostPattern, hostPattern: string): boolean {
     return grantedSuffix !== null && (suffix === grantedSuffix || suffix.endsWith(`.${grantedSuffix}`))
   }
   if (hostPattern.includes('/')) return granted.text === hostPattern
-  const host = canonicalHost(hostPattern)
+  // A bare IPv6 literal (`::1`), as host patterns may be written, is read like its bracketed form.
+  const host = canonicalHost(isIP(hostPattern) === 6 ? `[${hostPattern}]` : hostPattern)
   return host !== null && granted.matches(host)
 }
 
