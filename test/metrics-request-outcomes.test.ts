@@ -1,4 +1,5 @@
 import { test } from 'tap'
+import { createServer, type AddressInfo, type Socket } from 'node:net'
 import { ProxyAgent, request } from 'undici'
 import { installMetrics } from './helpers/metric-reader'
 import { startOrigin, startProxy } from './helpers/servers'
@@ -61,5 +62,28 @@ test('metrics: an intercepted tunnel counts forward_proxy.kind=connect with outc
   t.strictSame(await installed.sums('forward_proxy.request.outcomes'), {
     '{"forward_proxy.kind":"connect","forward_proxy.outcome":"intercepted"}': 1,
     '{"forward_proxy.kind":"intercepted","forward_proxy.outcome":"answered"}': 2
+  })
+})
+
+test('metrics: a body that stalls after the destination\'s 200 head (504 connection_read_timeout on the access line) counts as failed with reason destination_error, not refused', async (t) => {
+  const installed = installMetrics(t)
+  const sockets = new Set<Socket>()
+  const stalling = createServer((socket) => {
+    sockets.add(socket)
+    socket.on('error', () => {})
+    socket.once('data', () => socket.write('HTTP/1.1 200 OK\r\nContent-Length: 100\r\n\r\nfirst bytes'))
+  })
+  await new Promise<void>((resolve) => stalling.listen(0, '127.0.0.1', resolve))
+  t.teardown(() => new Promise<void>((resolve) => { for (const socket of sockets) socket.destroy(); stalling.close(() => resolve()) }))
+  const port = (stalling.address() as AddressInfo).port
+  const proxy = await startProxy(t, { limits: { httpActivityTimeout: 300 } })
+  const answer = await rawExchange(proxy.port, `GET http://127.0.0.1:${port}/ HTTP/1.1\r\nHost: 127.0.0.1:${port}\r\nConnection: close\r\n\r\n`)
+  t.equal(answer.status, 200, 'the head was out before the body stalled')
+  // The client sees the cut before the proxy's onResponse has run: wait for the count itself.
+  for (let tries = 0; tries < 250 && Object.keys(await installed.sums('forward_proxy.request.outcomes')).length === 0; tries++) {
+    await new Promise((resolve) => setTimeout(resolve, 20))
+  }
+  t.strictSame(await installed.sums('forward_proxy.request.outcomes'), {
+    '{"forward_proxy.kind":"forward","forward_proxy.outcome":"failed","forward_proxy.reason":"destination_error"}': 1
   })
 })

@@ -48,12 +48,14 @@ function reasonAttributes (kind: ProxyRequestKind): ReasonAttributes {
 /**
  * Counts a proxy request the proxy answered with `error`: `forward_proxy.request.outcomes` +1
  * with its kind, `refused` (a 4xx) or `failed` (a 5xx) by `status`, and the reason
- * ({@link refusalReasonOf}).
+ * ({@link refusalReasonOf}). A `status` below 400 was the destination's, sent before the error
+ * (a body that stalled or was cut after its head): the error's own status says which it was.
  */
 export function countErrorOutcome (kind: ProxyRequestKind, status: number, error: ProxyError): void {
   const reason = refusalReasonOf(error)
+  const judged = status >= 400 ? status : error.status
   // A 501 for what the proxy does not implement is a refusal of the request, not a failure.
-  proxyInstruments().requestOutcomes.add(1, REASON_ATTRIBUTES[kind][status >= 500 && reason !== 'bad_request' ? 'failed' : 'refused'][reason])
+  proxyInstruments().requestOutcomes.add(1, REASON_ATTRIBUTES[kind][judged >= 500 && reason !== 'bad_request' ? 'failed' : 'refused'][reason])
 }
 
 /**
