@@ -27,6 +27,7 @@ import { holdForwardedResponseHead } from './forward/forwarded-head-rules'
 import { PROXY_CONSTRAINT, PROXY_CONSTRAINT_VALUE } from './proxy-route-constraint'
 import { createProxyErrorHandler } from './proxy-error-handler'
 import { oversizedHeadError } from './oversized-head'
+import { unmetExpectationError } from './protocol/unmet-expectation'
 import { hideContentTypeFromFastify, leaveBodiesUnparsed, METHODS_WITHOUT_BODY_PARSING, restoreContentType } from './opaque-content-type'
 
 /**
@@ -199,6 +200,8 @@ function handleProxyRequest (request: FastifyRequest, reply: FastifyReply, runti
   const target = proxyRequestTargetOf(request.raw)
   if (target === null) throw internalFailure('proxy route reached by a request that is not a proxy request')
   if (target.kind === 'connect') throw internalFailure('a CONNECT reached the route of other proxy requests')
+  const unmet = unmetExpectationError(request.raw)
+  if (unmet !== null) throw unmet
   if (target.kind === 'intercepted') {
     const upgrade = inTunnelUpgradeOf(request.raw)
     if (upgrade?.websocket === true && target.problem === null) return forwardWebSocketUpgrade(request, reply, runtime, target, upgrade)

@@ -17,7 +17,7 @@ import { Server as TlsServer } from 'node:tls'
 import type { EventEmitter } from 'node:events'
 import { countConnectRequest } from '../telemetry/metrics'
 import { writeRawProxyError, writeRawResponseError } from '../protocol/error-responses'
-import { interceptedTunnelOf, inTunnelProblemError, routeUnderConnectPath } from '../core/proxy-request'
+import { interceptedTunnelOf, inTunnelProblemError, proxyRequestTargetOf, routeUnderConnectPath } from '../core/proxy-request'
 import { answerUnmetExpectations } from '../protocol/unmet-expectation'
 import { ProxyError } from '../protocol/errors'
 import { ObjectSlot } from '../protocol/object-slot'
@@ -60,7 +60,7 @@ export function attachProxyToServer (server: ProxyServer, fastify: FastifyInstan
   events.on('request', (req, res) => { if (req.httpVersionMajor === 1) markConnectionUsed(req.socket, res) })
   if (options.routeRequests) events.on('request', (req, res) => fastify.routing(req, res))
   events.on('connect', createConnectListener(fastify, pseudonym))
-  answerUnmetExpectations(events, pseudonym)
+  answerUnmetExpectations(events, pseudonym, (req) => proxyRequestTargetOf(req) !== null)
   if (options.firstByteTimeout !== null) closeSilentConnections(server, options.firstByteTimeout)
   limitEarlyStreamResets(server, options.maxStreamResets)
 }
