@@ -8,7 +8,7 @@ import { writeAccessLinesWith } from './helpers/internals'
 
 test('access line: a logger given an access line writer hands it every access line, its requests\' child loggers included, and writes none itself', async (t) => {
   const log = capturedLog()
-  const written: Array<{ id: string, access: object, message: string }> = []
+  const written: Array<{ id: string | undefined, access: object, message: string }> = []
   const origin = await startOrigin(t)
   const proxy = await startProxy(t, { auth: { users: { alice: 's3cret' } } }, (app) => {
     writeAccessLinesWith(app.log, (request, access, message) => {
@@ -29,7 +29,7 @@ test('access line: a logger given an access line writer hands it every access li
   const [forwarded, closed] = written
   t.match(forwarded, { message: 'proxy access', access: { kind: 'forward', user: 'alice', method: 'GET', destination: `127.0.0.1:${origin.port}`, status: 200 } })
   t.match(closed, { message: 'tunnel closed', access: { kind: 'tunnel', tunnel: 'opaque', user: 'alice', status: 200 } })
-  t.ok(written.every((entry) => /\S/.test(entry.id)), 'each with the request it is about')
+  t.ok(written.every((entry) => /\S/.test(entry.id ?? '')), 'each with the request it is about')
   t.equal(log.access().length, 0, 'the logger itself wrote no access line')
   t.equal(log.lines().filter((line) => line.includes('an application line')).length, 2, 'the application\'s own lines still go to the logger')
 })

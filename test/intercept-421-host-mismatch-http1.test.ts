@@ -3,6 +3,9 @@ import { makeInterceptionPki } from './helpers/interception-pki'
 import { startInterceptingProxy, startTlsOrigin, interceptAll } from './helpers/intercepting-proxy'
 import { openInterceptedTls, rawTlsExchange } from './helpers/intercepted-client'
 import { expectNothingDialedBefore } from './helpers/nothing-dialed'
+import { capturedLog } from './helpers/captured-log'
+import { installMetrics } from './helpers/metric-reader'
+import { basic } from './helpers/raw-client'
 
 test('inside an intercepted HTTP/1.1 tunnel a Host naming another host or port gets 421 with Proxy-Status and is never sent anywhere; equivalent spellings of the CONNECT target are forwarded', async (t) => {
   const pki = await makeInterceptionPki(t)
@@ -56,5 +59,37 @@ test('a request inside an intercepted tunnel that names no host (HTTP/1.0 withou
   const response = await rawTlsExchange(socket, 'GET /x HTTP/1.0\r\n\r\n')
   t.equal(response.status, 400)
   t.match(response.head, /\r\nproxy-status: fastify-forward-proxy; error=http_request_error; details="no Host or :authority"/i)
+  await expectNothingDialedBefore(t, origin.accepts, 'nothing was forwarded')
+})
+
+test('refusals inside an intercepted tunnel that no hook sees (421 another Host, 400 absolute-form, 400 a CONNECT inside) each get a deny access line naming the tunnel\'s user, client and destination, and a refused/bad_request outcome', async (t) => {
+  const installed = installMetrics(t)
+  const log = capturedLog()
+  const pki = await makeInterceptionPki(t)
+  const origin = await startTlsOrigin(t, pki)
+  const proxy = await startInterceptingProxy(t, pki, {
+    server: { logger: log.logger },
+    proxy: { auth: { users: { alice: 's3cret' } } },
+    interception: interceptAll(pki)
+  })
+  const target = `127.0.0.1:${origin.port}`
+  const inside = [
+    'GET /x HTTP/1.1\r\nHost: other.example\r\nConnection: close\r\n\r\n',
+    `GET https://${target}/abs HTTP/1.1\r\nHost: ${target}\r\nConnection: close\r\n\r\n`,
+    `CONNECT ${target} HTTP/1.1\r\nHost: ${target}\r\n\r\n`
+  ]
+  const statuses: number[] = []
+  for (const request of inside) {
+    const socket = await openInterceptedTls(t, proxy.port, target, { ca: pki.operatorCa.cert }, { 'Proxy-Authorization': basic('alice', 's3cret') })
+    statuses.push((await rawTlsExchange(socket, request)).status)
+  }
+  t.same(statuses, [421, 400, 400])
+  const lines = log.access().filter((access) => access.kind === 'intercepted')
+  t.equal(lines.length, 3, 'one line each')
+  for (const [index, line] of lines.entries()) {
+    t.match(line, { kind: 'intercepted', user: 'alice', client: '127.0.0.1', destination: target, intercepted: true, decision: 'deny', rule: 'request', status: statuses[index], errorType: 'http_request_error' })
+    t.type(line.reason, 'string')
+  }
+  t.match(await installed.sums('forward_proxy.request.outcomes'), { '{"forward_proxy.kind":"intercepted","forward_proxy.outcome":"refused","forward_proxy.reason":"bad_request"}': 3 })
   await expectNothingDialedBefore(t, origin.accepts, 'nothing was forwarded')
 })

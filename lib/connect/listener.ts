@@ -16,6 +16,7 @@ import type { Socket } from 'node:net'
 import { Server as TlsServer } from 'node:tls'
 import type { EventEmitter } from 'node:events'
 import { countConnectRequest } from '../telemetry/metrics'
+import { finishRefusedInTunnel } from '../telemetry/request-telemetry'
 import { writeRawProxyError, writeRawResponseError } from '../protocol/error-responses'
 import { interceptedTunnelOf, inTunnelProblemError, proxyRequestTargetOf, routeUnderConnectPath } from '../core/proxy-request'
 import { answerUnmetExpectations } from '../protocol/unmet-expectation'
@@ -89,6 +90,7 @@ function createConnectListener (fastify: FastifyInstance, pseudonym: string) {
         const socket = socketOrResponse as Socket
         afterEarlierResponses(socket, () => writeRawProxyError(socket, pseudonym, error))
       }
+      finishRefusedInTunnel(fastify.log, req, error)
       return
     }
     if (req.headers[':protocol'] === undefined) countConnectRequest()

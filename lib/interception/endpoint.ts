@@ -17,6 +17,7 @@ import type { ForwardProxyDestination } from '../../types/destination'
 import { attachProxyToServer, afterEarlierResponses, lingeringClose } from '../connect/listener'
 import { tunnelSetups } from '../connect/tunnel-setups'
 import { countInterceptedRequest, recordClientRefusalPassthrough } from '../telemetry/metrics'
+import { finishRefusedInTunnel } from '../telemetry/request-telemetry'
 import {
   writeRawResponseError,
   createProxyClientErrorHandler,
@@ -110,7 +111,9 @@ export class InterceptionEndpoint {
       // request for the tunnel's destination.
       const target = proxyRequestTargetOf(req)
       if (target?.kind === 'intercepted' && target.problem !== null) {
-        writeRawResponseError(res, settings.pseudonym, inTunnelProblemError(target.problem))
+        const error = inTunnelProblemError(target.problem)
+        writeRawResponseError(res, settings.pseudonym, error)
+        finishRefusedInTunnel(fastify.log, req, error)
         return
       }
       fastify.routing(req as IncomingMessage, res as ServerResponse)
@@ -287,7 +290,9 @@ function createInTunnelUpgradeListener (fastify: FastifyInstance, pseudonym: str
     afterEarlierResponses(socket, () => {
       const target = proxyRequestTargetOf(req)
       if (target?.kind === 'intercepted' && target.problem !== null) {
-        writeRawProxyError(socket, pseudonym, inTunnelProblemError(target.problem))
+        const error = inTunnelProblemError(target.problem)
+        writeRawProxyError(socket, pseudonym, error)
+        finishRefusedInTunnel(fastify.log, req, error)
         return
       }
       const response = new ServerResponse(req)

@@ -110,9 +110,59 @@ export function logAccess (request: FastifyRequest, reply: FastifyReply, state: 
     scrubbed: state?.scrubbed === undefined || state.scrubbed.size === 0 ? undefined : [...state.scrubbed],
     durationMs: Math.round(reply.elapsedTime * 1000) / 1000
   }
-  const write = (request.log as WithAccessLineWriter)[ACCESS_LINE_WRITER]
-  if (write === undefined) request.log.info({ access }, message)
+  writeAccess(request.log, request, access, message)
+}
+
+/** What the access line of a request refused before it was routed (no Fastify request exists for it) says of it. */
+export interface UnroutedRefusal {
+  readonly kind: string
+  readonly method: string
+  readonly user: string | null
+  readonly client: string | null
+  readonly destination: ForwardProxyDestination | undefined
+  readonly error: ProxyError
+}
+
+/**
+ * Writes the access log line of a request the proxy refused before routing it into Fastify (so
+ * that no hook could act on it): `deny` with the rule and reason of its error, no bytes, no
+ * duration and no request id. Through the logger's access line writer when it has one.
+ */
+export function logUnroutedRefusal (log: FastifyBaseLogger, refusal: UnroutedRefusal, message: string): void {
+  const { error, destination } = refusal
+  const access: AccessRecord = {
+    kind: refusal.kind,
+    tunnel: undefined,
+    user: refusal.user,
+    client: refusal.client,
+    method: refusal.method,
+    destination: destination === undefined ? null : formatAuthority(destination.host, destination.port),
+    address: undefined,
+    intercepted: refusal.kind === 'intercepted',
+    decision: 'deny',
+    reason: error.details ?? error.message,
+    rule: refusalRuleOf(error) ?? 'request',
+    status: error.status,
+    errorType: error.errorType,
+    closeReason: undefined,
+    bytesIn: 0,
+    bytesOut: 0,
+    secrets: undefined,
+    scrubbed: undefined,
+    durationMs: 0
+  }
+  writeAccess(log, {}, access, message)
+}
+
+function writeAccess (log: FastifyBaseLogger, request: AccessLineRequest, access: AccessRecord, message: string): void {
+  const write = (log as WithAccessLineWriter)[ACCESS_LINE_WRITER]
+  if (write === undefined) log.info({ access }, message)
   else write(request, access, message)
+}
+
+/** The request an access line is about, as its writer sees it: its id, absent for one refused before routing. */
+export interface AccessLineRequest {
+  readonly id?: string
 }
 
 /**
@@ -120,7 +170,7 @@ export function logAccess (request: FastifyRequest, reply: FastifyReply, state: 
  * and `message` as its message, exactly as the logger would have written
  * `request.log.info({ access }, message)`.
  */
-export type AccessLineWriter = (request: FastifyRequest, access: AccessRecord, message: string) => void
+export type AccessLineWriter = (request: AccessLineRequest, access: AccessRecord, message: string) => void
 
 const ACCESS_LINE_WRITER = Symbol('fastify-forward-proxy.accessLineWriter')
 

@@ -2,9 +2,9 @@
 // ./traces) and its outcome.
 
 import type { Context, Span } from '@opentelemetry/api'
-import type { FastifyReply, FastifyRequest } from 'fastify'
+import type { FastifyBaseLogger, FastifyReply, FastifyRequest } from 'fastify'
 import type { ForwardProxyDestination } from '../../types/destination'
-import { proxyRequestTargetOf, type ProxyRequestTarget, interceptedTunnelOf, type InterceptedTunnel } from '../core/proxy-request'
+import { proxyRequestTargetOf, type ProxyRequestTarget, interceptedTunnelOf, type InterceptedTunnel, type RawRequest } from '../core/proxy-request'
 import {
   type TunnelKind,
   countForwardRequest,
@@ -20,7 +20,27 @@ import type { ReportedRefusal } from '../security/report-mode'
 import type { CaptureRecord, FinishedExchange } from '../capture/capture-record'
 import type { TrafficCapture } from '../capture/traffic-capture'
 import { ABANDONED_STATUS, finishedExchange } from './capture-exchange'
-import { type AccessLineNotes, decisionOf, logAccess, logsInfo, userOf } from './access-line'
+import { type AccessLineNotes, decisionOf, logAccess, logsInfo, logUnroutedRefusal, userOf } from './access-line'
+
+/**
+ * The outcome count and access line of a request inside an intercepted tunnel that the proxy
+ * refused before routing it into Fastify (a `Host` naming another authority, a target that is
+ * not origin-form, a CONNECT inside): `refused` with its reason, and a `deny` line naming the
+ * tunnel's user, client and destination. It has no span and no capture entry.
+ */
+export function finishRefusedInTunnel (log: FastifyBaseLogger, req: RawRequest, error: ProxyError): void {
+  countErrorOutcome('intercepted', error.status, error)
+  if (!logsInfo(log)) return
+  const tunnel = interceptedTunnelOf(req)
+  logUnroutedRefusal(log, {
+    kind: 'intercepted',
+    method: req.method ?? '',
+    user: tunnel?.grant.user?.name ?? null,
+    client: tunnel?.clientAddress ?? null,
+    destination: tunnel?.interception.destination,
+    error
+  }, 'proxy access')
+}
 
 /**
  * What the access log and the span of one proxy request collect while it runs (a forwarded
