@@ -51,14 +51,16 @@ test('Host comparison normalizes case, a trailing dot and the default port 443; 
   }
 })
 
-test('a request inside an intercepted tunnel that names no host (HTTP/1.0 without Host) gets 400 with Proxy-Status http_request_error and is never sent anywhere', async (t) => {
+test('a request inside an intercepted tunnel that names no host (HTTP/1.0 or HTTP/1.1 without Host) gets 400 with Proxy-Status http_request_error and is never sent anywhere', async (t) => {
   const pki = await makeInterceptionPki(t)
   const origin = await startTlsOrigin(t, pki)
   const proxy = await startInterceptingProxy(t, pki, { interception: interceptAll(pki) })
-  const socket = await openInterceptedTls(t, proxy.port, `127.0.0.1:${origin.port}`, { ca: pki.operatorCa.cert })
-  const response = await rawTlsExchange(socket, 'GET /x HTTP/1.0\r\n\r\n')
-  t.equal(response.status, 400)
-  t.match(response.head, /\r\nproxy-status: fastify-forward-proxy; error=http_request_error; details="no Host or :authority"/i)
+  for (const request of ['GET /x HTTP/1.0\r\n\r\n', 'GET /x HTTP/1.1\r\nConnection: close\r\n\r\n']) {
+    const socket = await openInterceptedTls(t, proxy.port, `127.0.0.1:${origin.port}`, { ca: pki.operatorCa.cert })
+    const response = await rawTlsExchange(socket, request)
+    t.equal(response.status, 400, request.split('\r\n')[0] ?? '')
+    t.match(response.head, /\r\nproxy-status: fastify-forward-proxy; error=http_request_error; details="no Host or :authority"/i)
+  }
   await expectNothingDialedBefore(t, origin.accepts, 'nothing was forwarded')
 })
 

@@ -88,6 +88,10 @@ export class InterceptionEndpoint {
     this.#alpnProtocols = clientProtocols === 'http1' ? ['http/1.1'] : clientProtocols === 'http2' ? ['h2'] : ['h2', 'http/1.1']
     this.#server = createSecureServer({
       allowHTTP1: clientProtocols !== 'http2',
+      // An HTTP/1.1 request without Host gets the proxy's 400 (with Proxy-Status, logged),
+      // not Node's bare one: the request listener refuses it as it does an HTTP/1.0 one.
+      // (Node reads it for HTTP/1.1 connections, though its HTTP/2 types do not list it.)
+      ...{ requireHostHeader: false },
       // Advertised so that a client attempting WebSockets over HTTP/2 gets a 400
       // rather than a protocol error.
       settings: { enableConnectProtocol: true, maxConcurrentStreams: HTTP2_MAX_CONCURRENT_STREAMS }
