@@ -26,11 +26,14 @@ test('bin reload: a file naming a listener certificate, a CA key or a trusted CA
   const bin = runBin(t, ['--config', file])
   const port = portOf((await listeningUrls(bin))[0] ?? '')
   const missing = join(directory, 'missing.pem')
+  const notPem = join(directory, 'not-pem.pem')
+  writeFileSync(notPem, 'hello not pem\n')
   const broken = [
     [{ listenerCert: missing }, /\/listen\/1\/tls\/cert: cannot read/],
     [{ caKey: missing }, /\/interception\/ca\/key: cannot read/],
     [{ caKey: listener.keyPath }, /\/interception\/ca: /],
-    [{ trusted: missing }, /\/interception\/trustedDestinationCa: cannot read/]
+    [{ trusted: missing }, /\/interception\/trustedDestinationCa: cannot read/],
+    [{ trusted: notPem }, /\/interception\/trustedDestinationCa: \\".*not-pem\.pem\\" must hold PEM certificates/]
   ] as const
   for (const [index, [changes, reason]] of broken.entries()) {
     writeFileSync(file, config({ ...changes, users: { bob: 'pw-b' } }))

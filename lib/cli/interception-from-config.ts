@@ -17,6 +17,8 @@ import { createEstCertificateProvider } from '../certificates/est-certificate-pr
 import { holdsCertificates } from '../certificates/pem'
 import type { ForwardProxyEstCertificateProvider } from '../../types/est'
 
+const TRUSTED_DESTINATION_CA = '/interception/trustedDestinationCa'
+
 /** The development CA in use (without `interception.ca`), or undefined with an operator CA. */
 export type DevelopmentCaInUse = Omit<DevelopmentCa, 'provider'> | undefined
 
@@ -60,7 +62,7 @@ export async function registerInterceptionFromConfig (
   const options: TlsInterceptionOptions = {
     selector,
     certificateProvider,
-    ...(interception.trustedDestinationCa === undefined ? {} : { trustedDestinationCa: readConfigFile(interception.trustedDestinationCa, '/interception/trustedDestinationCa') }),
+    ...(interception.trustedDestinationCa === undefined ? {} : { trustedDestinationCa: readCaFile(interception.trustedDestinationCa, TRUSTED_DESTINATION_CA) }),
     ...(interception.clientProtocols === undefined ? {} : { clientProtocols: interception.clientProtocols }),
     ...(interception.handshakeTimeout === undefined ? {} : { handshakeTimeout: interception.handshakeTimeout }),
     ...(interception.passthroughOnClientRefusal === undefined ? {} : { passthroughOnClientRefusal: interception.passthroughOnClientRefusal })
@@ -115,7 +117,7 @@ function asConfigError<T> (load: () => T): T {
  * @throws ConfigError naming the key of an unreadable or unusable file.
  */
 export function checkInterceptionFiles (interception: InterceptionConfig): void {
-  if (interception.trustedDestinationCa !== undefined) readConfigFile(interception.trustedDestinationCa, '/interception/trustedDestinationCa').fill(0)
+  if (interception.trustedDestinationCa !== undefined) readCaFile(interception.trustedDestinationCa, TRUSTED_DESTINATION_CA)
   const { ca, est } = interception
   if (ca !== undefined) {
     const files = readCaFiles(ca)
@@ -180,10 +182,10 @@ function checkClientPair (cert: Buffer, key: Buffer): void {
   }
 }
 
-function readCaFile (path: string): Buffer {
-  const pem = readConfigFile(path, '/interception/est/ca')
+function readCaFile (path: string, key = '/interception/est/ca'): Buffer {
+  const pem = readConfigFile(path, key)
   if (!holdsCertificates(pem)) {
-    throw new ConfigError(`/interception/est/ca: "${path}" must hold PEM certificates (at least one CERTIFICATE block, each parsable)`)
+    throw new ConfigError(`${key}: "${path}" must hold PEM certificates (at least one CERTIFICATE block, each parsable)`)
   }
   return pem
 }
