@@ -90,3 +90,19 @@ test('every point of the leaf profile, for DNS, IPv4, IPv6 and IDN hosts', async
     })
   }
 })
+
+test('a host longer than a common name may be (over 64 characters) gets a leaf with an empty subject and a critical subjectAltName naming it (RFC 5280), which Node accepts for the host', async (t) => {
+  const ca = await makeCa(fixtureDirectory(t), { name: 'Profile CA' })
+  const provider = createCaCertificateProvider({ cert: ca.cert, key: ca.key })
+  const long = `${'a'.repeat(63)}.${'b'.repeat(63)}.${'c'.repeat(63)}.example`
+  const leaf = parseLeaf((await provider.getLeaf(long)).cert)
+  t.equal(leaf.x509.subject ?? '', '', 'no common name')
+  t.equal(leaf.pkijs.subject.typesAndValues.length, 0, 'an empty subject (PKI.js)')
+  t.equal(leaf.extension('2.5.29.17')?.critical, true, 'subjectAltName is critical')
+  t.same(subjectAltNames(leaf).map((name) => name.value), [long], 'and names the host')
+  t.equal(leaf.x509.checkHost(long, { wildcards: false }), long, 'Node accepts the leaf for the host')
+  t.ok(leaf.x509.checkIssued(new X509Certificate(ca.cert)), 'issued by the CA')
+  const short = parseLeaf((await provider.getLeaf(`${'d'.repeat(56)}.example`)).cert)
+  t.equal(short.x509.subject, `CN=${'d'.repeat(56)}.example`, '64 characters still fit a common name')
+  t.equal(short.extension('2.5.29.17')?.critical, false, 'with a non-critical subjectAltName')
+})

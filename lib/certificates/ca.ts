@@ -9,9 +9,10 @@ import { NAME_CONSTRAINTS_OID, readNameConstraints, type NameSubtrees } from './
 import { parseCertificates, pemCertificateBlocks, derToPem } from './pem'
 import { readCertificateFields, subjectPublicKeyBitsOf, type CertificateFields } from './certificate-fields'
 import { DER_TAG, DerError, bitStringBits, childrenOf, contentOf, expectElement, readElement } from './der'
-import { commonNameOnly, signCertificate, type CertificateSigningKey, type SignatureHash } from './certificate-writer'
+import { EMPTY_NAME, commonNameOnly, signCertificate, type CertificateSigningKey, type SignatureHash } from './certificate-writer'
 import {
   EXTENSION_OID,
+  hostFitsCommonName,
   keyIdentifierOf,
   leafExtensions,
   type LeafKeyPair,
@@ -260,9 +261,10 @@ export interface SignedLeaf {
 
 /**
  * Signs a leaf certificate for `host` over the public key `spki` (DER SubjectPublicKeyInfo)
- * with `ca`: subject CN = host, the CA's subject as issuer, a random serial, the leaf
- * extensions. `keyType` picks the key usage bits. Used by `mintLeaf` and by signers of
- * requests whose private key lives elsewhere (EST).
+ * with `ca`: subject CN = host (an empty subject for a host over 64 characters, see
+ * `hostFitsCommonName`), the CA's subject as issuer, a random serial, the leaf extensions.
+ * `keyType` picks the key usage bits. Used by `mintLeaf` and by signers of requests whose
+ * private key lives elsewhere (EST).
  * @throws ForwardProxyCertificateError (`invalid_host`, `mint_failed`).
  */
 export async function signLeaf (
@@ -273,6 +275,7 @@ export async function signLeaf (
   validity: LeafValidity
 ): Promise<SignedLeaf> {
   const name = leafName(host)
+  const fitsCommonName = hostFitsCommonName(host)
   const serialNumber = randomSerialNumber()
   let der: Buffer | null
   try {
@@ -280,11 +283,11 @@ export async function signLeaf (
     der = await signCertificate({
       serialNumber,
       issuer: ca.subject,
-      subject: commonNameOnly(host),
+      subject: fitsCommonName ? commonNameOnly(host) : EMPTY_NAME,
       notBefore: validity.notBefore,
       notAfter: validity.notAfter,
       subjectPublicKeyInfo: spki,
-      extensions: leafExtensions({ name, keyType, leafPublicKeyBits, caKeyIdentifier: ca.keyIdentifier })
+      extensions: leafExtensions({ name, keyType, leafPublicKeyBits, caKeyIdentifier: ca.keyIdentifier, emptySubject: !fitsCommonName })
     }, await ca.signingKey)
     // An encoding that does not read back is a failed mint too.
     readCertificateFields(der)

@@ -55,6 +55,9 @@ export function commonNameOnly (commonName: string): Buffer {
   return derSequence(derSet(derSequence(derObjectIdentifier(COMMON_NAME), derUtf8String(commonName))))
 }
 
+/** An empty Name (RDNSequence): the subject of a leaf whose host is too long for a common name. */
+export const EMPTY_NAME: Buffer = derSequence()
+
 const RSA_SIGNATURE_OID: Readonly<Record<SignatureHash, string>> = {
   'SHA-256': '1.2.840.113549.1.1.11',
   'SHA-384': '1.2.840.113549.1.1.12',

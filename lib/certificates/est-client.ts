@@ -5,7 +5,7 @@ import { setTimeout as sleep } from 'node:timers/promises'
 import { Agent, request } from 'undici'
 import type { Certificate } from 'pkijs'
 import { ForwardProxyEstError } from './errors'
-import { EXTENSION_OID, type LeafKeyPair, leafName, subjectAltNameValue } from './leaf'
+import { EXTENSION_OID, type LeafKeyPair, hostFitsCommonName, leafName, subjectAltNameValue } from './leaf'
 import { asn1Js, nodeCryptoEngine, pkiJs } from './pki-library'
 
 const EXCERPT_LENGTH = 160
@@ -210,25 +210,26 @@ export const EXTENSION_REQUEST_OID = '1.2.840.113549.1.9.14'
 
 /**
  * A PKCS#10 certification request (DER) for `host` over `keyPair`, signed with it (SHA-256):
- * subject CN = host, and an extensionRequest with one subjectAltName, an iPAddress for an IP
- * host, else a dNSName.
+ * subject CN = host (empty for a host over 64 characters, its subjectAltName then critical), and
+ * an extensionRequest with one subjectAltName, an iPAddress for an IP host, else a dNSName.
  * @throws ForwardProxyCertificateError (`invalid_host`) for a host no leaf may name.
  */
 export async function certificationRequest (host: string, keyPair: LeafKeyPair): Promise<Buffer> {
   const name = leafName(host)
+  const fitsCommonName = hostFitsCommonName(host)
   const { Attribute, AttributeTypeAndValue, CertificationRequest, Extension, Extensions, PublicKeyInfo, RelativeDistinguishedNames } = pkiJs()
   const { Utf8String } = asn1Js()
   const subjectAltName = new Uint8Array(subjectAltNameValue(name)).buffer
   const request = new CertificationRequest({
     version: 0,
     subject: new RelativeDistinguishedNames({
-      typesAndValues: [new AttributeTypeAndValue({ type: COMMON_NAME, value: new Utf8String({ value: host }) })]
+      typesAndValues: fitsCommonName ? [new AttributeTypeAndValue({ type: COMMON_NAME, value: new Utf8String({ value: host }) })] : []
     }),
     subjectPublicKeyInfo: PublicKeyInfo.fromBER(keyPair.spki),
     attributes: [new Attribute({
       type: EXTENSION_REQUEST_OID,
       values: [new Extensions({
-        extensions: [new Extension({ extnID: EXTENSION_OID.subjectAltName, critical: false, extnValue: subjectAltName })]
+        extensions: [new Extension({ extnID: EXTENSION_OID.subjectAltName, critical: !fitsCommonName, extnValue: subjectAltName })]
       }).toSchema()]
     })]
   })

@@ -98,13 +98,28 @@ export interface LeafExtensionInput {
   readonly leafPublicKeyBits: Uint8Array
   /** The issuing CA's subject key identifier. */
   readonly caKeyIdentifier: Uint8Array
+  /** True when the leaf's subject is empty (a host too long for a common name). */
+  readonly emptySubject?: boolean
+}
+
+/** RFC 5280's upper bound on a common name (ub-common-name), in characters. */
+const MAX_COMMON_NAME_LENGTH = 64
+
+/**
+ * True when a leaf for `host` carries it as its subject's common name; false for a host longer
+ * than a common name may be (RFC 5280's 64 characters), whose leaf has an empty subject and
+ * names the host in its subjectAltName alone, marked critical as RFC 5280 section 4.2.1.6 asks.
+ */
+export function hostFitsCommonName (host: string): boolean {
+  return host.length <= MAX_COMMON_NAME_LENGTH
 }
 
 /**
  * The extensions of a leaf: basicConstraints cA false (critical); keyUsage
  * digitalSignature, plus keyEncipherment for RSA keys (critical); extKeyUsage serverAuth; one
- * subjectAltName (iPAddress for an IP host, else dNSName); authorityKeyIdentifier from the
- * CA; subjectKeyIdentifier (RFC 5280 method 1).
+ * subjectAltName (iPAddress for an IP host, else dNSName; critical when the subject is empty,
+ * see {@link hostFitsCommonName}); authorityKeyIdentifier from the CA; subjectKeyIdentifier
+ * (RFC 5280 method 1).
  */
 export function leafExtensions (input: LeafExtensionInput): CertificateExtension[] {
   // cA is FALSE by default, and DER leaves a default out: an empty SEQUENCE.
@@ -119,7 +134,7 @@ export function leafExtensions (input: LeafExtensionInput): CertificateExtension
     { oid: EXTENSION_OID.basicConstraints, critical: true, value: basicConstraints },
     { oid: EXTENSION_OID.keyUsage, critical: true, value: keyUsage },
     { oid: EXTENSION_OID.extKeyUsage, critical: false, value: extKeyUsage },
-    { oid: EXTENSION_OID.subjectAltName, critical: false, value: subjectAltNameValue(input.name) },
+    { oid: EXTENSION_OID.subjectAltName, critical: input.emptySubject === true, value: subjectAltNameValue(input.name) },
     { oid: EXTENSION_OID.authorityKeyIdentifier, critical: false, value: authorityKeyIdentifier },
     { oid: EXTENSION_OID.subjectKeyIdentifier, critical: false, value: subjectKeyIdentifier }
   ]
