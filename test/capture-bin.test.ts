@@ -50,7 +50,7 @@ test('bin: with capture on, http://, intercepted HTTP/1.1 and HTTP/2, SSE and a 
     interception: { ...interceptionConfig(pki, ['127.0.0.1']), clientProtocols: 'http1AndHttp2' },
     users: { agent: PASSWORD },
     secrets: { api: { env: 'FFP_CAPTURE_SECRET', hosts: [`127.0.0.1:${origin.port}`, `127.0.0.1:${websocket.port}`] } },
-    headers: [{ hosts: ['127.0.0.1'], set: { 'X-Api-Key': '{{secret:api}}' } }],
+    headers: [{ hosts: ['127.0.0.1'], set: { 'X-Api-Key': '{{secret:api}}', 'X-Tenant-Token': 'literal-token-in-the-file' } }],
     capture: { file: 'traffic.har' }
   }))
   const bin = runBin(t, ['--config', file], { FFP_CAPTURE_SECRET: SECRET })
@@ -104,6 +104,7 @@ test('bin: with capture on, http://, intercepted HTTP/1.1 and HTTP/2, SSE and a 
   ].sort(), 'one entry per request (an intercepted tunnel has none of its own)')
   const byPath = (path: string): ForwardProxyCaptureEntry | undefined => har.log.entries.find((entry) => entry.request.url.endsWith(path))
   t.equal(byPath('/h1')?.request.headers.find((pair) => pair.name.toLowerCase() === 'x-api-key')?.value, defaultPlaceholderOf('api'), 'the header rule\'s value is written as its placeholder')
+  t.equal(byPath('/h1')?.request.headers.find((pair) => pair.name.toLowerCase() === 'x-tenant-token')?.value, '[redacted]', 'a value the rule gives itself is redacted, as in the log, though redactHeaders does not name it')
   t.equal(byPath('/h2')?.response.httpVersion, 'HTTP/2.0')
   t.equal(byPath('/events')?.response.content.text, 'data: one\n\ndata: two\n\n')
   t.equal(byPath('/socket')?.response.status, 101)
@@ -115,6 +116,7 @@ test('bin: with capture on, http://, intercepted HTTP/1.1 and HTTP/2, SSE and a 
 
   const text = bytes.toString('latin1')
   t.notOk(text.includes(SECRET), 'no secret value in the file')
+  t.notOk(text.includes('literal-token-in-the-file'), 'no value a header rule wrote in the configuration file')
   t.notOk(text.includes(PASSWORD) || text.includes(Buffer.from(`agent:${PASSWORD}`).toString('base64')), 'no proxy credential in the file')
   t.notOk(/proxy-authorization/i.test(text))
 

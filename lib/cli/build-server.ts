@@ -14,9 +14,11 @@ import { secondaryServersOf } from '../connect/secondary-servers'
 import type { ForwardProxyOptions } from '../../types/options'
 import type { ForwardProxyCaptureOptions } from '../../types/capture'
 import { captureFileOfWorker, type CaptureConfig } from './capture-config'
+import { CAPTURE_DEFAULTS } from '../capture/capture-settings'
+import type { ForwardProxyHeaderRule } from '../../types/header-rules'
 import { proxyClientErrorHandler } from '../protocol/error-responses'
 import { proxyFrameworkErrors } from '../framework-errors'
-import type { ListenerConfig, ProxyServerConfig } from './config'
+import { secretReferencesIn, type ListenerConfig, type ProxyServerConfig } from './config'
 import { loadListenerTls, type ListenerTlsFiles, readConfigFile } from './config-files'
 import { ConfigError } from './config-errors'
 import { redisOption } from './redis-option'
@@ -102,14 +104,29 @@ function pluginOptionsFromConfig (config: ProxyServerConfig, redis?: ForwardProx
       ? {}
       : { transforms: [createHeaderRulesTransform(resolveSecretReferences(config.headers, config.secrets ?? {}))] }),
     ...(config.secrets === undefined ? {} : { secrets: secretsOption(config.secrets, secretValues) }),
-    ...(config.capture === undefined ? {} : { capture: captureOption(config.capture, config.workers ?? 1) })
+    ...(config.capture === undefined ? {} : { capture: captureOption(config.capture, config.workers ?? 1, config.headers ?? []) })
   }
 }
 
-/** The plugin's `capture` from the file's: in a worker of a `workers` server, that worker's own file. */
-function captureOption (capture: CaptureConfig, workers: number): ForwardProxyCaptureOptions {
+/**
+ * The plugin's `capture` from the file's: in a worker of a `workers` server, that worker's own
+ * file; `redactHeaders` (or its default) with every header a header rule sets to a value of its
+ * own added, as the log redacts them: such a value is the operator's, often a credential,
+ * whatever its name. (One that uses `{{secret:NAME}}` is written as the secret's placeholder.)
+ */
+function captureOption (capture: CaptureConfig, workers: number, headers: readonly ForwardProxyHeaderRule[]): ForwardProxyCaptureOptions {
   const worker = workers > 1 ? cluster.worker?.id : undefined
-  return worker === undefined ? capture : { ...capture, file: captureFileOfWorker(capture.file, worker) }
+  const redacted = new Set((capture.redactHeaders ?? CAPTURE_DEFAULTS.redactHeaders).map((name) => name.toLowerCase()))
+  for (const rule of headers) {
+    for (const [name, value] of Object.entries(rule.set ?? {})) {
+      if (secretReferencesIn(value).length === 0) redacted.add(name.toLowerCase())
+    }
+  }
+  return {
+    ...capture,
+    redactHeaders: [...redacted],
+    ...(worker === undefined ? {} : { file: captureFileOfWorker(capture.file, worker) })
+  }
 }
 
 /** The plugin's `upstreamProxies` from the file's: `ca` files read (a missing one names its key). */
