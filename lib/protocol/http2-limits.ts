@@ -3,7 +3,9 @@
 
 /**
  * Streams one HTTP/2 connection may have open at once (`SETTINGS_MAX_CONCURRENT_STREAMS`);
- * a stream beyond it is refused with RST_STREAM REFUSED_STREAM before the proxy sees it.
+ * a stream beyond it never reaches the proxy: nghttp2 refuses it with RST_STREAM REFUSED_STREAM
+ * while the client has not acknowledged the setting, and closes the connection (GOAWAY
+ * PROTOCOL_ERROR) once it has.
  * Node's default is unlimited, which let one client hold every tunnel slot
  * (`maxConcurrentTunnels`), or every request slot (`maxConcurrentRequests`) inside an
  * intercepted tunnel, on a single connection; 100 is what HTTP/2 recommends as a minimum.
