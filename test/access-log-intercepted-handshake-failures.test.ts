@@ -1,4 +1,5 @@
 import { connect as http2Connect } from 'node:http2'
+import { connect as tlsConnect } from 'node:tls'
 import type { AddressInfo } from 'node:net'
 import Fastify, { type FastifyInstance } from 'fastify'
 import { test } from 'tap'
@@ -40,7 +41,16 @@ test('an intercepted tunnel whose client handshake failed says why on its access
   // Plain HTTP where a ClientHello belongs: the proxy's side of the handshake fails.
   plain.socket.write(`GET / HTTP/1.1\r\nHost: ${target}\r\n\r\n`)
   t.teardown(() => plain.socket.destroy())
-  t.match(await tunnelLine(distrustLog), { tunnel: 'intercepted', closeReason: 'handshake-error' })
+  t.match(await tunnelLine(distrustLog), { tunnel: 'intercepted', closeReason: 'handshake-error', handshakeError: 'ERR_SSL_HTTP_REQUEST' }, 'plain HTTP is named as such')
+
+  // A client that offers only TLS 1.1 gets a protocol_version alert; the line names why.
+  const oldLog = capturedLog()
+  const modern = await startInterceptingProxy(t, pki, { server: { logger: oldLog.logger }, interception: interceptAll(pki) })
+  const outdated = await openTunnel(modern.port, target)
+  const oldClient = tlsConnect({ socket: outdated.socket, ca: pki.operatorCa.cert, minVersion: 'TLSv1', maxVersion: 'TLSv1.1', ciphers: 'DEFAULT@SECLEVEL=0' })
+  await new Promise<void>((resolve) => { oldClient.once('secureConnect', () => { t.fail('TLS 1.1 was accepted'); resolve() }); oldClient.once('error', () => resolve()) })
+  oldClient.destroy()
+  t.match(await tunnelLine(oldLog), { tunnel: 'intercepted', closeReason: 'handshake-error', handshakeError: 'ERR_SSL_UNSUPPORTED_PROTOCOL' }, 'an outdated TLS version is named')
 
   const slowLog = capturedLog()
   const waiting = await startInterceptingProxy(t, pki, { server: { logger: slowLog.logger }, interception: { ...interceptAll(pki), handshakeTimeout: 300 } })
@@ -54,7 +64,9 @@ test('an intercepted tunnel whose client handshake failed says why on its access
   const tunnel = await openTunnel(fine.port, target)
   const inner = await startInnerTls(tunnelTransport(tunnel), { ca: pki.operatorCa.cert })
   inner.end()
-  t.match(await tunnelLine(fineLog), { tunnel: 'intercepted', closeReason: 'closed' })
+  const fineLine = await tunnelLine(fineLog)
+  t.match(fineLine, { tunnel: 'intercepted', closeReason: 'closed' })
+  t.notOk(fineLine !== undefined && 'handshakeError' in fineLine, 'no handshakeError on a tunnel whose handshake completed')
 })
 
 test('over an HTTP/2 CONNECT stream too: a refused handshake is handshake-refused on the tunnel\'s line', async (t) => {

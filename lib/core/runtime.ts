@@ -158,6 +158,12 @@ export interface TransportSummary {
   readonly bytesDown: number
   /** Why it ended. */
   readonly reason: 'closed' | 'idle-timeout' | 'aborted' | HandshakeCloseReason
+  /**
+   * With `handshake-error`: Node's code for what failed (`ERR_SSL_HTTP_REQUEST` for a client
+   * that spoke plain HTTP, `ERR_SSL_UNSUPPORTED_PROTOCOL` for an old TLS version, a
+   * `..._ALERT_...` code for the alert a client refused the certificate with).
+   */
+  readonly handshakeError?: string
 }
 
 /**
@@ -184,8 +190,8 @@ export interface ClientTransport {
   destroy: () => void
   /** Fails the client's handshake with a plaintext handshake_failure alert, then closes (`handshake-refused`). */
   refuseHandshake: () => void
-  /** Notes why the handshake failed, as the tunnel's close reason; call before closing it. */
-  noteHandshakeFailure: (reason: HandshakeCloseReason) => void
+  /** Notes why the handshake failed, as the tunnel's close reason (and `detail` as its `handshakeError`); call before closing it. */
+  noteHandshakeFailure: (reason: HandshakeCloseReason, detail?: string) => void
   /** Layers the server side of TLS on the client side; call once, after the certificate is known. */
   startTls: (options: TLSSocketOptions) => TLSSocket
 }

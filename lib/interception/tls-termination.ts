@@ -115,7 +115,7 @@ export async function terminateTls (termination: TlsTermination): Promise<TLSSoc
     const onError = (error: Error & { code?: string }): void => {
       log.debug({ err: { code: error.code, message: error.message } }, 'intercepted tunnel: client TLS handshake failed')
       if (isClientRefusal(error)) termination.onClientRefusal?.()
-      transport.noteHandshakeFailure('handshake-error')
+      transport.noteHandshakeFailure('handshake-error', error.code ?? 'unknown')
       socket.destroy()
       fail('tls_error')
     }
@@ -211,6 +211,7 @@ export class TunnelTransport extends Duplex implements ClientTransport {
   #bytesUp = 0
   #bytesDown = 0
   #reason: TransportSummary['reason'] = 'closed'
+  #handshakeError: string | undefined
 
   constructor (client: InterceptedStream, idleTimeout: number) {
     super({ allowHalfOpen: true })
@@ -234,7 +235,7 @@ export class TunnelTransport extends Duplex implements ClientTransport {
   }
 
   get summary (): TransportSummary {
-    return { bytesUp: this.#bytesUp, bytesDown: this.#bytesDown, reason: this.#reason }
+    return { bytesUp: this.#bytesUp, bytesDown: this.#bytesDown, reason: this.#reason, ...handshakeErrorField(this.#handshakeError) }
   }
 
   refuseHandshake (): void {
@@ -243,8 +244,10 @@ export class TunnelTransport extends Duplex implements ClientTransport {
     this.once('close', cancel)
   }
 
-  noteHandshakeFailure (reason: HandshakeCloseReason): void {
-    if (this.#reason === 'closed') this.#reason = reason
+  noteHandshakeFailure (reason: HandshakeCloseReason, detail?: string): void {
+    if (this.#reason !== 'closed') return
+    this.#reason = reason
+    this.#handshakeError = detail
   }
 
   startTls (options: TLSSocketOptions): TLSSocket {
@@ -303,6 +306,11 @@ export class TunnelTransport extends Duplex implements ClientTransport {
   }
 }
 
+/** The summary's `handshakeError` field when there is one, else nothing (the field stays absent). */
+function handshakeErrorField (handshakeError: string | undefined): Pick<TransportSummary, 'handshakeError'> {
+  return handshakeError === undefined ? {} : { handshakeError }
+}
+
 // The idle timer looks at the byte counters this many times per idle timeout, so a silent
 // tunnel closes between one and 1.25 idle timeouts after its last byte.
 const IDLE_CHECKS_PER_TIMEOUT = 4
@@ -323,6 +331,7 @@ export class SocketTransport extends EventEmitter implements ClientTransport {
   #lastTraffic = -1
   #quietChecks = 0
   #reason: TransportSummary['reason'] = 'closed'
+  #handshakeError: string | undefined
 
   constructor (connection: InterceptedConnection, idleTimeout: number) {
     super()
@@ -354,7 +363,8 @@ export class SocketTransport extends EventEmitter implements ClientTransport {
     return {
       bytesUp: this.#socket.bytesRead - this.#readBefore,
       bytesDown: this.#socket.bytesWritten - this.#writtenBefore,
-      reason: this.#reason
+      reason: this.#reason,
+      ...handshakeErrorField(this.#handshakeError)
     }
   }
 
@@ -362,8 +372,10 @@ export class SocketTransport extends EventEmitter implements ClientTransport {
     this.#socket.destroy()
   }
 
-  noteHandshakeFailure (reason: HandshakeCloseReason): void {
-    if (this.#reason === 'closed') this.#reason = reason
+  noteHandshakeFailure (reason: HandshakeCloseReason, detail?: string): void {
+    if (this.#reason !== 'closed') return
+    this.#reason = reason
+    this.#handshakeError = detail
   }
 
   refuseHandshake (): void {

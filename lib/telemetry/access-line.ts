@@ -40,6 +40,8 @@ export interface AccessOutcome {
   readonly errorType?: string | undefined
   /** Why a tunnel or relay closed, on the lines of connections that outlived their answer. */
   readonly closeReason?: string
+  /** Why an intercepted tunnel's client handshake failed (Node's error code). */
+  readonly handshakeError?: string | undefined
   readonly bytesIn: number
   readonly bytesOut: number
 }
@@ -63,6 +65,7 @@ interface AccessRecord {
   readonly status: number
   readonly errorType: string | null
   readonly closeReason: string | undefined
+  readonly handshakeError: string | undefined
   readonly bytesIn: number
   readonly bytesOut: number
   readonly secrets: readonly string[] | undefined
@@ -104,6 +107,7 @@ export function logAccess (request: FastifyRequest, reply: FastifyReply, state: 
     status: outcome.status,
     errorType: outcome.errorType ?? null,
     closeReason: outcome.closeReason,
+    handshakeError: outcome.handshakeError,
     bytesIn: outcome.bytesIn,
     bytesOut: outcome.bytesOut,
     secrets: state?.secrets,
@@ -145,6 +149,7 @@ export function logUnroutedRefusal (log: FastifyBaseLogger, refusal: UnroutedRef
     status: error.status,
     errorType: error.errorType,
     closeReason: undefined,
+    handshakeError: undefined,
     bytesIn: 0,
     bytesOut: 0,
     secrets: undefined,

@@ -295,6 +295,8 @@ export interface TunnelEnd {
   readonly bytesUp: number
   readonly bytesDown: number
   readonly reason: string
+  /** Why an intercepted tunnel's client handshake failed (Node's error code), when it did. */
+  readonly handshakeError?: string
 }
 
 /**
@@ -311,6 +313,7 @@ export function finishTunnel (request: FastifyRequest, reply: FastifyReply, end:
       attributes: {
         'forward_proxy.tunnel.kind': end.kind,
         'forward_proxy.tunnel.close_reason': end.reason,
+        ...(end.handshakeError === undefined ? {} : { 'forward_proxy.tunnel.handshake_error': end.handshakeError }),
         'forward_proxy.tunnel.upload.size': end.bytesUp,
         'forward_proxy.tunnel.download.size': end.bytesDown
       }
@@ -321,7 +324,7 @@ export function finishTunnel (request: FastifyRequest, reply: FastifyReply, end:
     finishCapture(request, reply, state, state.capture, { kind: state.passthrough ? 'passthrough' : 'opaque', bytesUp: end.bytesUp, bytesDown: end.bytesDown, closeReason: end.reason })
   }
   if (!logsInfo(request.log)) return
-  logAccess(request, reply, state, { kind: 'tunnel', tunnel: end.kind, status: 200, closeReason: end.reason, bytesIn: end.bytesUp, bytesOut: end.bytesDown }, 'tunnel closed')
+  logAccess(request, reply, state, { kind: 'tunnel', tunnel: end.kind, status: 200, closeReason: end.reason, handshakeError: end.handshakeError, bytesIn: end.bytesUp, bytesOut: end.bytesDown }, 'tunnel closed')
 }
 
 /** How a relayed upgrade ended, for its access log line and span. */
