@@ -58,8 +58,10 @@ export interface ForwardProxyOutgoingRequest {
    */
   path: string
   /**
-   * Header names in lower case; repeated headers as arrays. Includes `host`: setting it to an
-   * authority with another normalized host or port gets 500 `proxy_internal_error`.
+   * Header names in lower case; repeated headers as arrays. A name set in capitals (`X-Tenant`)
+   * replaces the lower-case field of that name once the transforms have run. Includes `host`:
+   * setting it to an authority with another normalized host or port gets 500
+   * `proxy_internal_error`.
    */
   headers: Record<string, string | string[]>
 }
@@ -68,7 +70,10 @@ export interface ForwardProxyOutgoingRequest {
 export interface ForwardProxyIncomingResponse {
   /** The status code the client will see; a transform may set another one from 200 to 599. */
   statusCode: number
-  /** Header names in lower case; repeated headers as arrays. Hop-by-hop headers already removed. */
+  /**
+   * Header names in lower case; repeated headers as arrays. Hop-by-hop headers already removed.
+   * A name set in capitals replaces the lower-case field of that name once the transforms have run.
+   */
   headers: Record<string, string | string[]>
 }
 

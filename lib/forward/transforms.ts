@@ -40,7 +40,23 @@ const TRANSFORM_REFUSED = HOP_BY_HOP
 
 /** Thrown (as its cause) when a transform breaks a rule; the message is safe to log. */
 function transformRefused (details: string, cause?: unknown): ProxyError {
-  return new ProxyError('proxy_internal_error', 'A request transform failed.', { details, cause })
+  return new ProxyError('proxy_internal_error', details.startsWith('response') ? 'A response transform failed.' : 'A request transform failed.', { details, cause })
+}
+
+/**
+ * Moves every header a transform named with capitals (`X-Tenant`) to its lower-case name, where
+ * the proxy and the other transforms look for it, replacing what that name held: the assignment
+ * meant to set the field. A header record's names are lower case everywhere else.
+ */
+function lowerCaseNames (headers: HeaderRecord): void {
+  if (typeof headers !== 'object' || headers === null) return
+  for (const name of Object.keys(headers)) {
+    const lower = name.toLowerCase()
+    if (lower === name) continue
+    const value = headers[name]
+    Reflect.deleteProperty(headers, name)
+    if (value !== undefined) headers[lower] = value
+  }
 }
 
 /**
@@ -136,6 +152,7 @@ async function transformThroughCopy (
   if (outgoing.method !== request.method) throw transformRefused('request transform changed the method')
   if (outgoing.path !== built.path) throw transformRefused('request transform changed the request target')
   const headers = outgoing.headers
+  lowerCaseNames(headers)
   const bad = invalidHeader(headers, TRANSFORM_REFUSED)
   if (bad !== null) throw transformRefused('request transform set an invalid or reserved header', new Error(`header "${bad}"`))
   if (headers['content-length'] !== undefined && String(headers['content-length']) !== String(original['content-length'])) {
@@ -180,6 +197,7 @@ export async function transformIncomingResponse (
     }
   }
   const { statusCode, headers } = response
+  lowerCaseNames(headers)
   if (statusCode !== head.statusCode && !(Number.isInteger(statusCode) && statusCode >= 200 && statusCode <= 599)) {
     throw transformRefused('response transform set an invalid status')
   }
@@ -192,14 +210,14 @@ export async function transformIncomingResponse (
 }
 
 /**
- * Returns the first header a transform left unusable (a name that is not a lower-case token,
+ * Returns the first header a transform left unusable (a name that is not a token,
  * a value that is not a string or holds a character Node refuses in a field value (CR, LF, NUL,
  * other controls, DEL, anything past U+00FF), or one of `refused`), or null when all are fine.
  */
 function invalidHeader (headers: HeaderRecord, refused: ReadonlySet<string>): string | null {
   if (typeof headers !== 'object' || headers === null) return 'headers'
   for (const [name, value] of Object.entries(headers)) {
-    if (!TOKEN.test(name) || name !== name.toLowerCase() || refused.has(name)) return name
+    if (!TOKEN.test(name) || refused.has(name)) return name
     const values: unknown[] = Array.isArray(value) ? value : [value]
     if (values.some((item) => typeof item !== 'string' || UNSAFE_VALUE.test(item))) return name
   }
