@@ -6,6 +6,8 @@ import { eventually } from './helpers/eventually'
 import { within } from './helpers/within'
 import { FLAG, FRAME, connectRawHttp2, frame, headerBlock, rstStream, type RawHttp2Connection } from './helpers/raw-http2'
 import { expectNothingDialedBefore } from './helpers/nothing-dialed'
+import { startHttp2Proxy } from './helpers/http2-proxy'
+import { capturedLog } from './helpers/captured-log'
 
 /** HEADERS of a CONNECT to `authority` immediately followed by RST_STREAM CANCEL, on streams from `firstStreamId`. */
 function cancelledConnects (authority: string, count: number, firstStreamId = 1): Buffer {
@@ -70,4 +72,18 @@ test('attacker\'s review 6: streams reset after their answer (a client changing 
   t.equal(attacker.goawayCode(), undefined, 'six answered-then-reset tunnels leave the connection open')
   t.equal(destination.accepted, 6, 'each was a real tunnel')
   attacker.socket.destroy()
+})
+
+test('a connection closed for rapid reset leaves one warning naming its client and why, for the operator under attack', async (t) => {
+  const destination = await startCountingDestination(t)
+  const log = capturedLog()
+  log.logger.level = 'warn'
+  const proxy = await startHttp2Proxy(t, { limits: { maxStreamResets: 5 } }, undefined, {}, log.logger)
+  const attacker = await connectRawHttp2(proxy.port, proxy.tls.cert)
+  attacker.socket.write(cancelledConnects(`127.0.0.1:${destination.port}`, 50))
+  await within(attacker.closed, 'the close of the attacking connection')
+  await eventually(() => log.lines().some((line) => line.includes('rapid reset')))
+  const warnings = log.lines().map((line) => JSON.parse(line) as { level: number, msg: string, http2?: { client: string, resets: number } }).filter((entry) => entry.msg.includes('rapid reset'))
+  t.equal(warnings.length, 1, 'one line per closed connection')
+  t.match(warnings[0], { level: 40, http2: { client: '127.0.0.1', resets: 6 } })
 })

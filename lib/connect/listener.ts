@@ -11,7 +11,7 @@ import {
   type ServerHttp2Session,
   type ServerHttp2Stream
 } from 'node:http2'
-import type { FastifyInstance } from 'fastify'
+import type { FastifyBaseLogger, FastifyInstance } from 'fastify'
 import type { Socket } from 'node:net'
 import { Server as TlsServer } from 'node:tls'
 import type { EventEmitter } from 'node:events'
@@ -63,7 +63,7 @@ export function attachProxyToServer (server: ProxyServer, fastify: FastifyInstan
   events.on('connect', createConnectListener(fastify, pseudonym))
   answerUnmetExpectations(events, pseudonym, (req) => proxyRequestTargetOf(req) !== null)
   if (options.firstByteTimeout !== null) closeSilentConnections(server, options.firstByteTimeout)
-  limitEarlyStreamResets(server, options.maxStreamResets)
+  limitEarlyStreamResets(server, options.maxStreamResets, fastify.log)
 }
 
 /**
@@ -335,9 +335,10 @@ const TOO_MANY_RESETS = 'fastify-forward-proxy: too many streams reset before th
  * "rapid reset" attack: every stream costs authentication, routing and policy work that the
  * client never waits for, and the stream limit never fills because each stream is gone at
  * once). A stream reset after its response head was sent is a client changing its mind, not
- * counted. `server` is any server that emits `'session'`; others are left alone.
+ * counted. `server` is any server that emits `'session'`; others are left alone. Each such close
+ * is logged once, at warn, with the client's address (the tunnel's client inside interception).
  */
-function limitEarlyStreamResets (server: EventEmitter, maxResets: number): void {
+function limitEarlyStreamResets (server: EventEmitter, maxResets: number, log: FastifyBaseLogger): void {
   server.on('session', (session: ServerHttp2Session) => {
     let windowStart = 0
     let resets = 0
@@ -352,6 +353,8 @@ function limitEarlyStreamResets (server: EventEmitter, maxResets: number): void 
       resets++
       if (resets <= maxResets) return
       closing = true
+      const client = interceptedTunnelOf({ stream: { session } })?.clientAddress ?? session.socket?.remoteAddress ?? null
+      log.warn({ http2: { client, resets, windowMs: STREAM_RESET_WINDOW_MS } }, 'HTTP/2 connection closed (GOAWAY ENHANCE_YOUR_CALM): too many streams reset before their answer (rapid reset, limits.maxStreamResets)')
       // Not from inside this callback: while nghttp2 is still reading the frames of the same
       // chunk, the GOAWAY would not be written and the socket would stay open. The code goes
       // with an error (Node's server listens for session errors): without one it becomes NO_ERROR.
