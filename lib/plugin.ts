@@ -72,6 +72,7 @@ async function forwardProxyPlugin (fastify: FastifyInstance, options: ForwardPro
     settings,
     registeredOn: fastify,
     policy,
+    shuttingDown: false,
     connector,
     tunnels: new TunnelRegistry(settings.limits.maxConcurrentTunnels),
     userPolicy: new UserPolicy(sharedLimits),
@@ -84,7 +85,6 @@ async function forwardProxyPlugin (fastify: FastifyInstance, options: ForwardPro
   }
   runtime.capture.apply(settings.capture)
   let ready = false
-  let closing = false
   // Dispatchers replaced by a reconfiguration, closing once their requests in flight are done.
   const retiring = new Set<Agent>()
   function createDispatchers (): Pick<ProxyRuntime, 'dispatcher' | 'tlsDispatcher' | 'upstreamDispatcher'> {
@@ -112,7 +112,7 @@ async function forwardProxyPlugin (fastify: FastifyInstance, options: ForwardPro
   })
 
   const attach = (server: ProxyServer, routeRequests: boolean): void => {
-    if (closing) throw new ProxyClosedError('attachServer')
+    if (runtime.shuttingDown) throw new ProxyClosedError('attachServer')
     if (!isServer(server)) throw new NotAServerError('attachServer')
     ownListeners.add(server)
     attachProxyToServer(server, fastify, settings.pseudonym, {
@@ -139,7 +139,7 @@ async function forwardProxyPlugin (fastify: FastifyInstance, options: ForwardPro
     },
     reconfigure (options) {
       // Its capture file would be opened after the one closing, and never closed.
-      if (closing) throw new ProxyClosedError('reconfigure')
+      if (runtime.shuttingDown) throw new ProxyClosedError('reconfigure')
       const next = resolveProxySettings(options)
       const fixed = changedRegistrationOnlySetting(runtime.settings, next)
       if (fixed !== null) throw new ForwardProxyOptionsError(fixed, 'cannot change while the server runs: restart it to apply the change')
@@ -171,7 +171,7 @@ async function forwardProxyPlugin (fastify: FastifyInstance, options: ForwardPro
     for (const server of secondaryServersOf(fastify)) attach(server, false)
   })
   fastify.addHook('preClose', async function closeTunnels () {
-    closing = true
+    runtime.shuttingDown = true
     await runtime.tunnels.destroyAll()
   })
   fastify.addHook('onReady', async function freezeTransforms () {

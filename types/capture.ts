@@ -117,7 +117,8 @@ export interface ForwardProxyCaptureEntry {
   readonly _tunnel?: 'opaque' | 'passthrough'
   /**
    * A tunnel's or WebSocket's bytes from the client and to it, and why it closed; `_closeReason`
-   * is also `client-gone` on a request whose client left before its response was complete.
+   * is also `client-gone` on a request whose client left before its response was complete, and
+   * `shutdown` on one inside an intercepted tunnel the server's shutdown closed.
    */
   readonly _bytesUp?: number
   readonly _bytesDown?: number

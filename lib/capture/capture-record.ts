@@ -143,8 +143,11 @@ export interface FinishedExchange {
   readonly serverAddress: string | undefined
   /** How long the connection the request went on took to open (counted when the request waited for it). */
   readonly dial: DialDurations | undefined
-  /** `client-gone` for a request whose client left before its response was complete. */
-  readonly closeReason?: 'client-gone'
+  /**
+   * `client-gone` for a request whose client left before its response was complete; `shutdown`
+   * for one the server's shutdown cut (inside an intercepted tunnel it closed).
+   */
+  readonly closeReason?: 'client-gone' | 'shutdown'
   /** For a relayed tunnel or WebSocket: its bytes each way and why it closed. */
   readonly relay?: { readonly kind: 'opaque' | 'passthrough' | 'websocket', readonly bytesUp: number, readonly bytesDown: number, readonly closeReason: string }
 }

@@ -38,6 +38,11 @@ export interface ProxyRuntime {
   readonly registeredOn: object
   /** Replaced by `reconfigure`, like `settings`. */
   policy: DestinationPolicy
+  /**
+   * Set when the server starts closing (Fastify's preClose): requests and tunnels cut from then
+   * on were cut by the shutdown, not left by their clients.
+   */
+  shuttingDown: boolean
   readonly connector: DestinationConnectorSettings
   readonly tunnels: TunnelRegistry
   /** Each user's own hosts, open tunnels and request rate (fields of `request.proxyUser`). */

@@ -20,6 +20,7 @@ import type { ReportedRefusal } from '../security/report-mode'
 import type { CaptureRecord, FinishedExchange } from '../capture/capture-record'
 import type { TrafficCapture } from '../capture/traffic-capture'
 import { ABANDONED_STATUS, finishedExchange } from './capture-exchange'
+import { proxyRuntimeOf } from '../core/runtime'
 import { type AccessLineNotes, decisionOf, logAccess, logsInfo, logUnroutedRefusal, userOf } from './access-line'
 
 /**
@@ -272,11 +273,13 @@ export function finishAbandonedRequest (request: FastifyRequest, reply: FastifyR
   countRequestOutcome(state.kind, 'abandoned')
   // Left before the head: the connection the request was given to is where it went.
   state.dialed ??= state.pooledOn?.lastDialed
-  if (state.span !== undefined) endAbandonedProxySpan(state.span)
-  if (state.capture !== undefined) finishCapture(request, reply, state, state.capture, undefined, 'client-gone')
+  // The shutdown closes intercepted tunnels, and the requests in flight inside them with them.
+  const closeReason = proxyRuntimeOf(request.server.forwardProxy)?.shuttingDown === true ? 'shutdown' : 'client-gone'
+  if (state.span !== undefined) endAbandonedProxySpan(state.span, closeReason)
+  if (state.capture !== undefined) finishCapture(request, reply, state, state.capture, undefined, closeReason)
   if (!logsInfo(request.log)) return
   const status = reply.raw.headersSent ? reply.statusCode : ABANDONED_STATUS
-  logAccess(request, reply, state, { kind: state.kind, status, closeReason: 'client-gone', bytesIn: state.bytesIn, bytesOut: state.bytesOut }, 'proxy access')
+  logAccess(request, reply, state, { kind: state.kind, status, closeReason, bytesIn: state.bytesIn, bytesOut: state.bytesOut }, 'proxy access')
 }
 
 /**

@@ -91,11 +91,12 @@ export interface ProxySpanEnd {
 
 /**
  * Ends the span of a request whose client left before any answer: no status code (none was
- * sent), `error.type` `client_gone`.
+ * sent), `error.type` `client_gone` (or `shutdown`, when the server's shutdown cut it).
  */
-export function endAbandonedProxySpan (span: Span): void {
-  span.setAttribute('error.type', 'client_gone')
-  span.setStatus({ code: SpanStatusCode.ERROR, message: 'client_gone' })
+export function endAbandonedProxySpan (span: Span, closeReason: 'client-gone' | 'shutdown' = 'client-gone'): void {
+  const errorType = closeReason === 'shutdown' ? 'shutdown' : 'client_gone'
+  span.setAttribute('error.type', errorType)
+  span.setStatus({ code: SpanStatusCode.ERROR, message: errorType })
   span.end()
 }
 
