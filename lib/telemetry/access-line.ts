@@ -166,7 +166,7 @@ function writeAccess (log: FastifyBaseLogger, request: AccessLineRequest, access
 }
 
 /** The request an access line is about, as its writer sees it: its id, absent for one refused before routing. */
-export interface AccessLineRequest {
+interface AccessLineRequest {
   readonly id?: string
 }
 
