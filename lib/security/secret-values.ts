@@ -26,7 +26,7 @@ export function defaultPlaceholder (name: string): string {
 }
 
 /** How many of a secret's earlier values are still scrubbed after it rotates. */
-export const MAX_RETIRED_VALUES = 2
+const MAX_RETIRED_VALUES = 2
 
 // How long a source's plain-string answer is kept, and how long a source may take.
 const DEFAULT_SOURCE_MAX_AGE_MS = 300_000
