@@ -53,7 +53,7 @@ test('config capture reload: a reload hands the plugin the new capture, its file
     return reconfigured.at(-1)
   }
 
-  t.same(reload({ capture: { file: 'captures/traffic.har', hosts: ['api.example.com'] } })?.capture, { file: join(dir, 'captures', 'traffic.har'), hosts: ['api.example.com'] }, 'turned on')
+  t.same(reload({ capture: { file: 'captures/traffic.har', hosts: ['api.example.com'] } })?.capture, { file: join(dir, 'captures', 'traffic.har'), hosts: ['api.example.com'], redactHeaders: ['authorization', 'cookie', 'set-cookie'] }, 'turned on')
   t.same(reload({ capture: { file: '/var/tmp/t.har', users: ['bob'], redactHeaders: ['x-token'] } })?.capture, { file: '/var/tmp/t.har', users: ['bob'], redactHeaders: ['x-token'] }, 'filters changed')
   t.same(server.reload.current().capture, { file: '/var/tmp/t.har', users: ['bob'], redactHeaders: ['x-token'] }, 'and in force')
   const calls = reconfigured.length
@@ -74,7 +74,7 @@ test('config capture reload: with workers above 1 each worker hands the plugin i
   for (const [workers, expected] of [[2, '/srv/proxy/traffic.worker-3.har'], [1, '/srv/proxy/traffic.har']] as const) {
     const { reconfigured, server } = await serverRecordingReconfigure(t, { ...base, workers }, '/srv/proxy')
     server.reload.apply(parseConfig({ ...base, workers, capture: { file: 'traffic.har', hosts: ['*'] } }, 'proxy.json', '/srv/proxy'))
-    t.same(reconfigured.map((options) => options.capture), [{ file: expected, hosts: ['*'] }], `workers ${workers}`)
+    t.same(reconfigured.map((options) => options.capture), [{ file: expected, hosts: ['*'], redactHeaders: ['authorization', 'cookie', 'set-cookie'] }], `workers ${workers}`)
     t.equal(server.reload.current().capture?.file, '/srv/proxy/traffic.har', 'the configuration keeps the file as written')
   }
 })
