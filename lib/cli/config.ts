@@ -297,7 +297,9 @@ export interface SecretConfig {
 /** `{{secret:NAME}}` inside a header rule's value. */
 export const SECRET_REFERENCE = /\{\{secret:([^{}]*)\}\}/g
 
-/** Anything that looks meant as a secret reference, in any case or spacing: `{{ Secret:x }}`, `{secret:x}`. */
+/** What looks meant as a secret reference, in any case or spacing: `{{ Secret:x }}`, `{secret:x}`. */
+const SECRET_LIKE = /\{\s*secret\s*:/i
+/** The same, or a brace pair left over in a `set` value once its exact references are taken out. */
 const LOOSE_SECRET_REFERENCE = /\{\s*secret\s*:|\{\{|\}\}/i
 
 /** The names of the secrets a header value refers to, in order. */
@@ -324,7 +326,7 @@ function checkSecretReferences (
   }
   headers?.forEach((rule, index) => {
     for (const [name, value] of Object.entries(rule.setResponse ?? {})) {
-      if (LOOSE_SECRET_REFERENCE.test(value)) {
+      if (SECRET_LIKE.test(value)) {
         throw new ConfigError(`${source}: /headers/${index}/setResponse/${name} refers to a secret: secrets are put into requests only (a response header would hand the value to the client)`)
       }
     }
