@@ -32,7 +32,8 @@ function pushValues (into: ScrubbedSecret[], secret: CompiledSecret): void {
   const { name, placeholder, value } = secret
   const known = value.known
   if (known !== undefined) into.push({ name, value: known.value, placeholder })
-  for (const retired of value.retired) into.push({ name, value: retired, placeholder })
+  // A source may give back a value the set before this one had retired already.
+  for (const retired of value.retired) if (retired !== known?.value) into.push({ name, value: retired, placeholder })
 }
 
 function grants (secret: CompiledSecret, host: string, port: number): boolean {
