@@ -7,6 +7,7 @@ import { Http2ServerRequest } from 'node:http2'
 import { ProxyError } from '../protocol/errors'
 import type { CaptureRecord } from '../capture/capture-record'
 import type { ReceivedHeaders } from './outgoing-head'
+import { headerTokens } from '../protocol/header-tokens'
 
 /** Lets a body the client will not get go: a stream is read to its end (the connection stays reusable). */
 export function discardBody (body: Buffer | Readable): void {
@@ -108,10 +109,7 @@ export function hasBody (request: FastifyRequest, headers: ReceivedHeaders): boo
  * compressed, with nothing saying so, and unsearchable for a secret's value.
  */
 export function hasUnreadableTransferCoding (headers: Readonly<Record<string, string | string[] | undefined>>): boolean {
-  const field = headers['transfer-encoding']
-  if (field === undefined) return false
-  const codings = (Array.isArray(field) ? field.join(',') : field).split(',').map((coding) => coding.trim().toLowerCase()).filter((coding) => coding !== '')
-  return codings.some((coding) => coding !== 'chunked')
+  return headerTokens(headers['transfer-encoding']).some((coding) => coding !== 'chunked')
 }
 
 /**

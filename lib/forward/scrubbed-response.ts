@@ -8,6 +8,7 @@ import { ProxyError } from '../protocol/errors'
 import type { FastifyReply } from 'fastify'
 import type { SecretScrubber } from '../security/secret-scrubber'
 import { replaceReplyHeaders, replyHeaderRecord } from './forwarded-response'
+import { headerTokens } from '../protocol/header-tokens'
 
 /** Header fields as the reply holds them. */
 type Headers = Record<string, string | string[]>
@@ -73,7 +74,7 @@ const DECODERS: Readonly<Record<string, (() => Transform) | undefined>> = {
  * the body could hide a value in it.
  */
 export function scrubbedBody (body: Readable, headers: Headers, scrubber: SecretScrubber, found: Set<string>): Readable {
-  const codings = [headers['content-encoding'] ?? []].flat().flatMap((value) => value.split(',')).map((token) => token.trim().toLowerCase()).filter((token) => token !== '' && token !== 'identity')
+  const codings = headerTokens(headers['content-encoding']).filter((token) => token !== 'identity')
   const decoders = codings.reverse().map((coding) => {
     const decoder = DECODERS[coding]
     if (decoder === undefined) throw new ProxyError('http_response_content_coding', 'The destination sent a body encoded in a way the proxy cannot read.', { details: 'content coding not readable for scrubbing' })

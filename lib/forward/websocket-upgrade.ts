@@ -19,6 +19,7 @@ import { withInactivityTimeout } from './forwarded-bodies'
 import { connectTls } from './destinations'
 import { Cancellation } from '../security/destination-connector'
 import { transformIncomingResponse, transformOutgoingRequest, type HeaderRecord } from './transforms'
+import { headerTokens } from '../protocol/header-tokens'
 
 /** The client's side of a WebSocket upgrade: its connection and the bytes after its head. */
 export interface UpgradeClient {
@@ -35,7 +36,7 @@ type HeadHeaders = Readonly<Record<string, string | string[] | undefined>>
  */
 export function isWebSocketUpgrade (method: string, httpVersion: string, received: HeadHeaders): boolean {
   if (method !== 'GET' || httpVersion !== '1.1') return false
-  return tokens(received.connection).includes('upgrade') && tokens(received.upgrade).includes('websocket')
+  return headerTokens(received.connection).includes('upgrade') && headerTokens(received.upgrade).includes('websocket')
 }
 
 /**
@@ -188,11 +189,6 @@ function switchingProtocolsHead (headers: HeaderRecord, upgrade: string): string
   }
   lines.push('Connection: Upgrade', `Upgrade: ${upgrade}`)
   return `${lines.join('\r\n')}\r\n\r\n`
-}
-
-function tokens (value: string | string[] | undefined): string[] {
-  const values = value === undefined ? [] : Array.isArray(value) ? value : [value]
-  return values.flatMap((item) => item.split(',')).map((token) => token.trim().toLowerCase())
 }
 
 function firstValue (value: string | string[] | undefined): string | undefined {
