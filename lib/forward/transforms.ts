@@ -38,9 +38,14 @@ export interface TransformCancellation {
 // could desync the message (request smuggling) or break an HTTP/2 client.
 const TRANSFORM_REFUSED = HOP_BY_HOP
 
-/** Thrown (as its cause) when a transform breaks a rule; the message is safe to log. */
+/** Thrown (as its cause) when a request transform breaks a rule; the message is safe to log. */
 function transformRefused (details: string, cause?: unknown): ProxyError {
-  return new ProxyError('proxy_internal_error', details.startsWith('response') ? 'A response transform failed.' : 'A request transform failed.', { details, cause })
+  return new ProxyError('proxy_internal_error', 'A request transform failed.', { details, cause })
+}
+
+/** The same for a response transform. */
+function responseTransformRefused (details: string, cause?: unknown): ProxyError {
+  return new ProxyError('proxy_internal_error', 'A response transform failed.', { details, cause })
 }
 
 /**
@@ -193,18 +198,18 @@ export async function transformIncomingResponse (
       await transform.transformResponse(request, destination, response, cancellation.signal)
     } catch (error) {
       if (isProxyError(error)) throw isMarkedRefusal(error) ? error : refusedBy('transforms', error)
-      throw transformRefused('response transform threw', error)
+      throw responseTransformRefused('response transform threw', error)
     }
   }
   const { statusCode, headers } = response
   lowerCaseNames(headers)
   if (statusCode !== head.statusCode && !(Number.isInteger(statusCode) && statusCode >= 200 && statusCode <= 599)) {
-    throw transformRefused('response transform set an invalid status')
+    throw responseTransformRefused('response transform set an invalid status')
   }
   const bad = invalidHeader(headers, TRANSFORM_REFUSED)
-  if (bad !== null) throw transformRefused('response transform set an invalid or reserved header', new Error(`header "${bad}"`))
+  if (bad !== null) throw responseTransformRefused('response transform set an invalid or reserved header', new Error(`header "${bad}"`))
   if (headers['content-length'] !== undefined && String(headers['content-length']) !== String(head.headers['content-length'])) {
-    throw transformRefused('response transform changed content-length')
+    throw responseTransformRefused('response transform changed content-length')
   }
   return { statusCode, headers }
 }
