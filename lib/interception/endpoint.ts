@@ -31,7 +31,8 @@ import {
   type InterceptedTunnel,
   type InterceptedRequestTarget
 } from '../core/proxy-request'
-import { terminateTls, TunnelTransport, SocketTransport } from './tls-termination'
+import { terminateTls } from './tls-termination'
+import { TunnelTransport, SocketTransport } from './client-transports'
 import { handOverTlsConnection, startConnectionChecks } from './node-server-internals'
 import {
   type ClientTransport,
