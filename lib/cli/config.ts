@@ -300,7 +300,7 @@ export const SECRET_REFERENCE = /\{\{secret:([^{}]*)\}\}/g
 /** What looks meant as a secret reference, in any case or spacing: `{{ Secret:x }}`, `{secret:x}`. */
 const SECRET_LIKE = /\{\s*secret\s*:/i
 /** The same, or a brace pair left over in a `set` value once its exact references are taken out. */
-const LOOSE_SECRET_REFERENCE = /\{\s*secret\s*:|\{\{|\}\}/i
+const LOOSE_SECRET_REFERENCE = new RegExp(`${SECRET_LIKE.source}|\\{\\{|\\}\\}`, 'i')
 
 /** The names of the secrets a header value refers to, in order. */
 export function secretReferencesIn (value: string): string[] {
